@@ -1,7 +1,10 @@
 //! The command line: arguments, output, exit codes. The only module that prints.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod check;
 mod output;
+
+pub use check::expand_paths;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -23,7 +26,7 @@ pub const EXIT_ERROR: u8 = 2;
     name = "cargo-onnx-lint",
     bin_name = "cargo onnx-lint",
     version,
-    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true,
     after_help = "Exit codes: 0 nothing at deny level, 1 findings at deny level, 2 usage error, \
                   unreadable input or unknown ORT release.\n\
                   Run as `cargo onnx-lint ...` or `cargo-onnx-lint ...`."

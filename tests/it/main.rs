@@ -1,2 +1,11 @@
-//! One integration-test binary (faster to link than one per file).
+//! One integration-test binary (faster to build and link than one per file).
+#![allow(
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::print_stderr,
+    clippy::print_stdout
+)]
+mod cli;
 mod codegen;
+mod load;
+mod support;
