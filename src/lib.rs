@@ -1,14 +1,19 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! `cargo-onnx-lint`: predicts what ONNX Runtime (ORT) does with an ONNX model on the CUDA
+//! execution provider — which nodes fall back to the CPU, which Memcpy copies ORT inserts, why,
+//! and how to fix it — before the model ever touches a GPU.
+//!
+//! ## Code map
+//!
+//! - [`model`]: bytes → [`model::Model`]. Knows protobuf and the ONNX IR, nothing about
+//!   execution providers. Loading fails only for input that is not a usable ONNX model; milder
+//!   structural problems come back as [`model::Problem`]s on a model that still loads.
+//! - [`cli`]: arguments, output formats, exit codes. The only module that prints.
+//!
+//! ## Invariants
+//!
+//! - The library never panics on anything read from a user's file, never calls
+//!   `process::exit`, and never prints outside `cli`.
+//! - Loading never reads external data and never copies weights.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub mod cli;
+pub mod model;

@@ -1,0 +1,181 @@
+//! Bytes → [`ModelProto`]: memory-maps the file, decodes it with prost (raw tensor data stays a
+//! slice of the map), and turns every way a file can fail to be an ONNX model into a [`LoadError`].
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use miette::Diagnostic;
+use prost::Message;
+use thiserror::Error;
+
+use super::proto::ModelProto;
+
+/// Files larger than this are refused before they are mapped: protobuf cannot describe a model
+/// larger than 2 GiB, so anything past that is not an ONNX model file.
+pub const MAX_MODEL_FILE: u64 = 2 << 30;
+
+/// Why a file could not be read as an ONNX model. Each variant has a stable diagnostic code.
+#[derive(Debug, Error, Diagnostic)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    #[diagnostic(
+        code(onnx_lint::load::io),
+        help("check that the path exists and is readable")
+    )]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{path} is empty")]
+    #[diagnostic(code(onnx_lint::load::empty))]
+    Empty { path: PathBuf },
+
+    #[error("{path} is {size} bytes, larger than any protobuf-encoded ONNX model can be (2 GiB)")]
+    #[diagnostic(
+        code(onnx_lint::load::too_large),
+        help(
+            "models over 2 GiB keep their weights in external data files; point the linter at the .onnx file"
+        )
+    )]
+    TooLarge { path: PathBuf, size: u64 },
+
+    #[error("{path} ends in the middle of a protobuf message: the file is truncated ({detail})")]
+    #[diagnostic(
+        code(onnx_lint::load::truncated),
+        help("the file was probably cut short while copying or downloading; fetch it again")
+    )]
+    Truncated { path: PathBuf, detail: String },
+
+    #[error("{path} is not a protobuf-encoded ONNX model ({detail})")]
+    #[diagnostic(
+        code(onnx_lint::load::not_protobuf),
+        help("the linter reads binary .onnx files (ModelProto); text listings need `--text`")
+    )]
+    NotProtobuf { path: PathBuf, detail: String },
+
+    #[error("{path} is a protobuf message, but not an ONNX model: {detail}")]
+    #[diagnostic(
+        code(onnx_lint::load::not_a_model),
+        help(
+            "an ONNX model has an ir_version, opset imports and a graph; is this a tensor or another message?"
+        )
+    )]
+    NotAModel { path: PathBuf, detail: String },
+
+    #[error("{path}: {message}")]
+    #[diagnostic(code(onnx_lint::load::invalid_model))]
+    Invalid {
+        path: PathBuf,
+        message: String,
+        #[help]
+        help: Option<String>,
+    },
+
+    #[error(
+        "{path}: external data of tensor `{tensor}` points outside the model's folder: `{location}`"
+    )]
+    #[diagnostic(
+        code(onnx_lint::load::external_data_escape),
+        help(
+            "external data locations must be relative paths inside the model's folder; \
+             the linter never follows absolute paths or `..` out of it"
+        )
+    )]
+    ExternalDataEscape {
+        path: PathBuf,
+        tensor: String,
+        location: String,
+    },
+}
+
+impl LoadError {
+    /// The model file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            LoadError::Io { path, .. }
+            | LoadError::Empty { path }
+            | LoadError::TooLarge { path, .. }
+            | LoadError::Truncated { path, .. }
+            | LoadError::NotProtobuf { path, .. }
+            | LoadError::NotAModel { path, .. }
+            | LoadError::Invalid { path, .. }
+            | LoadError::ExternalDataEscape { path, .. } => path,
+        }
+    }
+}
+
+/// Maps `path` into memory (weights are never copied: `raw_data` fields become slices of the map)
+/// and decodes it.
+pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
+    let io = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_dir() {
+        return Err(io(std::io::Error::other("it is a directory")));
+    }
+    let size = meta.len();
+    if size == 0 {
+        return Err(LoadError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    if size > MAX_MODEL_FILE {
+        return Err(LoadError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+        });
+    }
+    // SAFETY: the map is read-only and private to this process. A file truncated by another
+    // process while we read it would fault; that is the usual contract of every mmap-based reader
+    // (ripgrep included) and the files are the user's own models.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    let bytes = Bytes::from_owner(map);
+    let proto = decode_model(path, bytes)?;
+    Ok((proto, size))
+}
+
+/// Decodes an in-memory model (tests, text fixtures already encoded, stdin).
+pub fn decode_model(path: &Path, bytes: Bytes) -> Result<ModelProto, LoadError> {
+    let proto = ModelProto::decode(bytes).map_err(|e| classify_decode_error(path, &e))?;
+    check_is_model(path, &proto)?;
+    Ok(proto)
+}
+
+fn classify_decode_error(path: &Path, e: &prost::DecodeError) -> LoadError {
+    let detail = e.to_string();
+    // prost reports a message cut short as a buffer underflow; everything else (bad wire types,
+    // invalid varints, tags of zero) means the bytes were never protobuf at all.
+    if detail.contains("buffer underflow") {
+        LoadError::Truncated {
+            path: path.to_path_buf(),
+            detail,
+        }
+    } else {
+        LoadError::NotProtobuf {
+            path: path.to_path_buf(),
+            detail,
+        }
+    }
+}
+
+/// A random protobuf often decodes as a `ModelProto` full of unknown fields. A model has, at the
+/// least, an IR version and a graph.
+fn check_is_model(path: &Path, proto: &ModelProto) -> Result<(), LoadError> {
+    let not_a_model = |detail: &str| LoadError::NotAModel {
+        path: path.to_path_buf(),
+        detail: detail.to_string(),
+    };
+    match (proto.ir_version, &proto.graph) {
+        (None, None) => Err(not_a_model("it has neither an ir_version nor a graph")),
+        (None, Some(_)) => Err(not_a_model("it has no ir_version")),
+        (Some(_), None) => Err(not_a_model("it has no graph")),
+        (Some(v), Some(_)) if v <= 0 => Err(not_a_model(&format!("its ir_version is {v}"))),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,2 @@
+#![allow(clippy::all, missing_docs)]
+include!("onnx.rs");

@@ -1,0 +1,2 @@
+//! One integration-test binary (faster to link than one per file).
+mod codegen;
