@@ -7,6 +7,8 @@
 //! - [`model`]: bytes → [`model::Model`]. Knows protobuf and the ONNX IR, nothing about
 //!   execution providers. Loading fails only for input that is not a usable ONNX model; milder
 //!   structural problems come back as [`model::Problem`]s on a model that still loads.
+//! - [`tables`]: the per-release ORT data (kernel registrations with host-memory arguments,
+//!   op schemas, highest opsets), embedded and parsed on first use. Knows nothing about models.
 //! - [`cli`]: arguments, output formats, exit codes. The only module that prints.
 //!
 //! ## Invariants
@@ -17,3 +19,4 @@
 
 pub mod cli;
 pub mod model;
+pub mod tables;

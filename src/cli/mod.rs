@@ -3,6 +3,7 @@
 
 mod check;
 mod output;
+pub mod tables;
 
 pub use check::expand_paths;
 
@@ -108,7 +109,7 @@ pub enum Command {
         /// Rule code (`OL101`) or name (`registration-gap`).
         rule: String,
     },
-    /// The bundled ORT releases and their kernel tables. [not available yet]
+    /// The bundled ORT releases and their kernel tables.
     Tables {
         #[command(subcommand)]
         action: Option<TablesAction>,
@@ -156,7 +157,7 @@ fn run(cli: Cli) -> u8 {
         None => check::run(&cli.paths, &cli.shared),
         Some(Command::Place { .. }) => not_yet("place"),
         Some(Command::Explain { .. }) => not_yet("explain"),
-        Some(Command::Tables { .. }) => not_yet("tables"),
+        Some(Command::Tables { action }) => tables::run(action.as_ref(), &cli.shared),
         Some(Command::Verify { .. }) => not_yet("verify"),
     }
 }

@@ -9,3 +9,4 @@ mod cli;
 mod codegen;
 mod load;
 mod support;
+mod tables;

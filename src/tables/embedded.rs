@@ -1,0 +1,26 @@
+//! The tables embedded in the binary, sorted by version. `tests/it/tables.rs` checks this list
+//! against `kernel-tables/*.toml`, so a table cannot be added without being embedded.
+
+use super::Bundled;
+
+macro_rules! release {
+    ($v:literal) => {
+        Bundled::new(
+            $v,
+            concat!("ort-", $v, ".toml"),
+            include_str!(concat!("../../kernel-tables/ort-", $v, ".toml")),
+        )
+    };
+}
+
+pub(super) static RELEASES: [Bundled; 9] = [
+    release!("1.23.2"),
+    release!("1.24.4"),
+    release!("1.25.1"),
+    release!("1.26.0"),
+    release!("1.27.0"),
+    release!("1.28.0"),
+    release!("1.29.0"),
+    release!("1.30.0"),
+    release!("1.31.1"),
+];
