@@ -18,5 +18,8 @@
 //! - Loading never reads external data and never copies weights.
 
 pub mod cli;
+pub mod infer;
+pub mod memcpy;
 pub mod model;
+pub mod placer;
 pub mod tables;

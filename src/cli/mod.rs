@@ -3,6 +3,7 @@
 
 mod check;
 mod output;
+mod place;
 pub mod tables;
 
 pub use check::expand_paths;
@@ -99,10 +100,11 @@ pub enum Format {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// What ORT would do with a model: placement, copies, load outcome. [not available yet]
+    /// What ORT would do with a model: placement, copies, load outcome.
     Place {
-        /// The model file.
-        model: PathBuf,
+        /// Model files.
+        #[arg(required = true)]
+        models: Vec<PathBuf>,
     },
     /// Print a rule's documentation (by code or name). [not available yet]
     Explain {
@@ -155,7 +157,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 fn run(cli: Cli) -> u8 {
     match cli.command {
         None => check::run(&cli.paths, &cli.shared),
-        Some(Command::Place { .. }) => not_yet("place"),
+        Some(Command::Place { models }) => place::run(&models, &cli.shared),
         Some(Command::Explain { .. }) => not_yet("explain"),
         Some(Command::Tables { action }) => tables::run(action.as_ref(), &cli.shared),
         Some(Command::Verify { .. }) => not_yet("verify"),
