@@ -7,6 +7,7 @@ mod place;
 pub mod tables;
 
 pub use check::expand_paths;
+pub use place::placement_json;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

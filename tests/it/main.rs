@@ -8,5 +8,6 @@
 mod cli;
 mod codegen;
 mod load;
+mod placement;
 mod support;
 mod tables;
