@@ -8,7 +8,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::placer::Decision;
-use crate::placer::ir::{SNode, Session};
+use crate::placer::ir::{NameGen, SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
 /// Which way a copy goes.
@@ -151,7 +151,7 @@ fn graph_pass(
         }
     }
 
-    let mut names = NameGen::new(session, gi);
+    let mut names = NameGen::new(&session.graphs[gi]);
 
     // Initializers read on both sides: the provider side gets a duplicate.
     for init in consumed_inits {
@@ -249,6 +249,7 @@ fn graph_pass(
             node_name,
         });
     }
+    session.graphs[gi].name_counter = names.counter;
 }
 
 /// Points the consumers of `value` on the far side at the copy.
@@ -293,55 +294,5 @@ fn rewire(
             }
             _ => {}
         }
-    }
-}
-
-/// ORT's `GenerateNodeName`/`GenerateNodeArgName`: the base name if free, else
-/// `<base>_token_<k>` with one counter per graph shared by both.
-struct NameGen {
-    nodes: HashSet<String>,
-    values: HashSet<String>,
-    counter: usize,
-}
-
-impl NameGen {
-    fn new(session: &Session, gi: usize) -> NameGen {
-        let g = &session.graphs[gi];
-        let mut values: HashSet<String> = g.inputs.iter().chain(&g.outputs).cloned().collect();
-        values.extend(g.initializers.keys().cloned());
-        let mut nodes = HashSet::new();
-        for (_, n) in g.live_nodes() {
-            nodes.insert(n.name.clone());
-            values.extend(
-                n.inputs
-                    .iter()
-                    .chain(&n.outputs)
-                    .filter(|s| !s.is_empty())
-                    .cloned(),
-            );
-        }
-        NameGen {
-            nodes,
-            values,
-            counter: 0,
-        }
-    }
-
-    fn fresh(set: &mut HashSet<String>, counter: &mut usize, base: &str) -> String {
-        let mut name = base.to_string();
-        while set.contains(&name) {
-            name = format!("{base}_token_{counter}");
-            *counter += 1;
-        }
-        set.insert(name.clone());
-        name
-    }
-
-    fn node(&mut self, base: &str) -> String {
-        Self::fresh(&mut self.nodes, &mut self.counter, base)
-    }
-
-    fn value(&mut self, base: &str) -> String {
-        Self::fresh(&mut self.values, &mut self.counter, base)
     }
 }

@@ -108,9 +108,19 @@ pub struct SGraph {
     pub types: HashMap<String, Type>,
     /// Declared or inferred shapes (`None` dims are unknown or symbolic).
     pub shapes: HashMap<String, Vec<Option<i64>>>,
+    /// ORT's per-graph name counter (`<base>_token_<k>`), shared by generated node and value names.
+    pub name_counter: usize,
 }
 
 impl SGraph {
+    /// ORT's `Graph::GenerateNodeName`: `base` if no node has that name, else `base_token_<k>`.
+    pub fn generate_node_name(&mut self, base: &str) -> String {
+        let mut names = NameGen::new(self);
+        let name = names.node(base);
+        self.name_counter = names.counter;
+        name
+    }
+
     pub fn live_nodes(&self) -> impl Iterator<Item = (usize, &SNode)> {
         self.nodes.iter().enumerate().filter(|(_, n)| !n.removed)
     }
@@ -407,4 +417,47 @@ pub fn constant_tensor(np: &NodeProto) -> Option<TensorProto> {
     };
     t.name = name;
     Some(t)
+}
+
+/// ORT's `GenerateNodeName`/`GenerateNodeArgName`: the base name if free, else
+/// `<base>_token_<k>`, with one counter per graph shared by both.
+pub struct NameGen {
+    nodes: std::collections::HashSet<String>,
+    values: std::collections::HashSet<String>,
+    pub counter: usize,
+}
+
+impl NameGen {
+    pub fn new(g: &SGraph) -> NameGen {
+        let mut values: std::collections::HashSet<String> = g.inputs.iter().chain(&g.outputs).cloned().collect();
+        values.extend(g.initializers.keys().cloned());
+        let mut nodes = std::collections::HashSet::new();
+        for (_, n) in g.live_nodes() {
+            nodes.insert(n.name.clone());
+            values.extend(n.inputs.iter().chain(&n.outputs).filter(|s| !s.is_empty()).cloned());
+        }
+        NameGen {
+            nodes,
+            values,
+            counter: g.name_counter,
+        }
+    }
+
+    fn fresh(set: &mut std::collections::HashSet<String>, counter: &mut usize, base: &str) -> String {
+        let mut name = base.to_string();
+        while set.contains(&name) {
+            name = format!("{base}_token_{counter}");
+            *counter += 1;
+        }
+        set.insert(name.clone());
+        name
+    }
+
+    pub fn node(&mut self, base: &str) -> String {
+        Self::fresh(&mut self.nodes, &mut self.counter, base)
+    }
+
+    pub fn value(&mut self, base: &str) -> String {
+        Self::fresh(&mut self.values, &mut self.counter, base)
+    }
 }

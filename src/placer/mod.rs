@@ -4,6 +4,7 @@
 //!
 //! Pure: a function of the model, the release's table and the options. No I/O, no printing.
 
+mod casts;
 mod cpu_preferred;
 pub mod ir;
 mod kernel;
@@ -74,6 +75,9 @@ pub enum Decision {
     Cpu(KernelDef),
     /// Inserted by ORT (Memcpy nodes).
     Inserted,
+    /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
+    /// Casts (`InsertCastTransformer`).
+    Fp32OnCpu { cuda_miss: Option<Miss>, cpu_miss: Miss },
     /// No provider has a kernel: session creation fails.
     Unassigned {
         cuda_miss: Option<Miss>,
@@ -170,13 +174,19 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
     }
     optimize::run(&mut session, table, options.level);
     partition(&mut session, table, options, &mut placement.decisions);
-    if let Some(((gi, ni), _)) = placement
-        .decisions
+    for key in casts::run(&mut session) {
+        if let Some(Decision::Unassigned { cuda_miss, cpu_miss }) = placement.decisions.remove(&key) {
+            placement.decisions.insert(key, Decision::Fp32OnCpu { cuda_miss, cpu_miss });
+        }
+    }
+    let unassigned = session
+        .graphs
         .iter()
-        .filter(|(_, d)| matches!(d, Decision::Unassigned { .. }))
-        .min_by_key(|(k, _)| **k)
-    {
-        let n = &session.graphs[*gi].nodes[*ni];
+        .enumerate()
+        .flat_map(|(gi, g)| g.live_nodes().filter(|(_, n)| n.ep.is_none()).map(move |(ni, _)| (gi, ni)))
+        .min();
+    if let Some((gi, ni)) = unassigned {
+        let n = &session.graphs[gi].nodes[ni];
         placement.outcome = Outcome::NoKernel(format!(
             "no-kernel: Could not find an implementation for {}({}) node with name '{}'",
             n.op,
@@ -193,7 +203,15 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
 
 /// A domain imported at a version above what the release accepts fails the load (§2.1).
 fn check_opsets(model: &Model, table: &KernelTable) -> Option<String> {
-    for (domain, v) in &model.opsets {
+    // Model-local functions carry their own imports, and ORT validates those too.
+    let function_imports = model
+        .proto
+        .functions
+        .iter()
+        .flat_map(|f| &f.opset_import)
+        .map(|o| (crate::model::normalize_domain(o.domain()).to_string(), o.version()));
+    let imports: Vec<(String, i64)> = model.opsets.iter().cloned().chain(function_imports).collect();
+    for (domain, v) in &imports {
         if let Some(max) = table.max_opset(domain)
             && *v > max
         {
