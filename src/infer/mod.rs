@@ -215,7 +215,7 @@ fn infer_outputs(
             .and_then(|n| session.graphs[gi].types.get(n))
             .cloned()
     };
-    let special = special_output_type(session, gi, node, inputs);
+    let special = special_output_type(session, node, inputs);
     let positions = formal_output_positions(schema, node.outputs.len());
     let mut out = vec![None; node.outputs.len()];
     for (k, range) in positions.into_iter().enumerate() {
@@ -241,7 +241,6 @@ fn infer_outputs(
 /// Ops whose output type is not a function of their input types under the schema.
 fn special_output_type(
     session: &Session,
-    gi: usize,
     node: &SNode,
     inputs: &[Option<Type>],
 ) -> Option<Vec<Option<Type>>> {

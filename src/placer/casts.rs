@@ -39,11 +39,17 @@ fn edges(g: &SGraph) -> Edges {
         }
         for name in &n.implicit_inputs {
             if producer.contains_key(name) {
-                consumers.entry(name.clone()).or_default().push((i, usize::MAX));
+                consumers
+                    .entry(name.clone())
+                    .or_default()
+                    .push((i, usize::MAX));
             }
         }
     }
-    Edges { producer, consumers }
+    Edges {
+        producer,
+        consumers,
+    }
 }
 
 /// Runs both transformers over the main graph and every subgraph. Returns the nodes (graph,
@@ -63,7 +69,12 @@ fn needs_input_cast(s: &Session, gi: usize, n: &SNode) -> bool {
     n.ep.is_none() && n.inputs.iter().any(|i| is_fp16(s, gi, i))
 }
 
-fn insert_casts(session: &mut Session, gi: usize, updates: &mut HashMap<String, String>, moved: &mut Vec<(usize, usize)>) {
+fn insert_casts(
+    session: &mut Session,
+    gi: usize,
+    updates: &mut HashMap<String, String>,
+    moved: &mut Vec<(usize, usize)>,
+) {
     force_single_node_fp32(session, gi);
     for ni in crate::infer::topological_order(session, gi) {
         let node = &session.graphs[gi].nodes[ni];
@@ -97,14 +108,22 @@ fn insert_casts(session: &mut Session, gi: usize, updates: &mut HashMap<String, 
             let node = &mut session.graphs[gi].nodes[ni];
             node.ep = Some(Ep::Cpu);
             for (old, new, is_input) in replacements {
-                let list = if is_input { &mut node.inputs } else { &mut node.outputs };
+                let list = if is_input {
+                    &mut node.inputs
+                } else {
+                    &mut node.outputs
+                };
                 for name in list.iter_mut().filter(|n| **n == old) {
                     *name = new.clone();
                 }
             }
             moved.push((gi, ni));
         }
-        let subs: Vec<usize> = session.graphs[gi].nodes[ni].subgraphs.iter().map(|(_, s)| *s).collect();
+        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+            .subgraphs
+            .iter()
+            .map(|(_, s)| *s)
+            .collect();
         for sg in subs {
             insert_casts(session, sg, updates, moved);
         }
@@ -164,7 +183,11 @@ fn force_single_node_fp32(session: &mut Session, gi: usize) {
             .iter()
             .enumerate()
             .filter_map(|(k, name)| e.producer.get(name).map(|&p| (p, k)))
-            .chain(node.implicit_inputs.iter().filter_map(|name| e.producer.get(name).map(|&p| (p, usize::MAX))))
+            .chain(
+                node.implicit_inputs
+                    .iter()
+                    .filter_map(|name| e.producer.get(name).map(|&p| (p, usize::MAX))),
+            )
             .collect();
         if input_edges.is_empty()
             || !node.subgraphs.is_empty()
@@ -173,13 +196,19 @@ fn force_single_node_fp32(session: &mut Session, gi: usize) {
         {
             continue;
         }
-        let fp16_inputs = node.inputs.iter().filter(|i| is_fp16(session, gi, i)).count();
+        let fp16_inputs = node
+            .inputs
+            .iter()
+            .filter(|i| is_fp16(session, gi, i))
+            .count();
         if fp16_inputs == 0 {
             continue;
         }
         let mut fp16_edges = 0;
         for (p, k) in &input_edges {
-            let Some(name) = node.inputs.get(*k) else { continue };
+            let Some(name) = node.inputs.get(*k) else {
+                continue;
+            };
             if is_fp16(session, gi, name) {
                 if !needs_input_cast(session, gi, &g.nodes[*p]) {
                     break;
@@ -203,11 +232,15 @@ fn force_single_node_fp32(session: &mut Session, gi: usize) {
 
 /// Element type group of `RemoveDuplicateCastTransformer`: bool 0, integer 1, float 2.
 fn type_group(t: Option<&Type>) -> Option<u8> {
-    let Some(Type::Tensor(e)) = t else { return None };
+    let Some(Type::Tensor(e)) = t else {
+        return None;
+    };
     let e = D::try_from(*e).ok()?;
     match e {
         D::Bool => Some(0),
-        D::Int16 | D::Int32 | D::Int64 | D::Int8 | D::Uint16 | D::Uint32 | D::Uint64 | D::Uint8 => Some(1),
+        D::Int16 | D::Int32 | D::Int64 | D::Int8 | D::Uint16 | D::Uint32 | D::Uint64 | D::Uint8 => {
+            Some(1)
+        }
         D::Bfloat16 | D::Double | D::Float | D::Float16 => Some(2),
         _ => None,
     }
@@ -225,7 +258,11 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize) {
             removed_self = remove_around(session, gi, ni, &graph_outputs);
         }
         if !removed_self {
-            let subs: Vec<usize> = session.graphs[gi].nodes[ni].subgraphs.iter().map(|(_, s)| *s).collect();
+            let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+                .subgraphs
+                .iter()
+                .map(|(_, s)| *s)
+                .collect();
             for sg in subs {
                 remove_duplicate_casts(session, sg);
             }
@@ -234,10 +271,16 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize) {
 }
 
 /// One step of `RemoveDuplicateCastTransformer` at Cast node `ni`; true when `ni` was removed.
-fn remove_around(session: &mut Session, gi: usize, ni: usize, graph_outputs: &HashSet<String>) -> bool {
+fn remove_around(
+    session: &mut Session,
+    gi: usize,
+    ni: usize,
+    graph_outputs: &HashSet<String>,
+) -> bool {
     let e = edges(&session.graphs[gi]);
     let node = &session.graphs[gi].nodes[ni];
-    let (Some(input), Some(output)) = (node.inputs.first().cloned(), node.outputs.first().cloned()) else {
+    let (Some(input), Some(output)) = (node.inputs.first().cloned(), node.outputs.first().cloned())
+    else {
         return false;
     };
     let src = session.type_of(gi, &input).cloned();
@@ -254,7 +297,11 @@ fn remove_around(session: &mut Session, gi: usize, ni: usize, graph_outputs: &Ha
         if child.op != "Cast" {
             continue;
         }
-        let src1 = child.inputs.first().and_then(|n| session.type_of(gi, n)).cloned();
+        let src1 = child
+            .inputs
+            .first()
+            .and_then(|n| session.type_of(gi, n))
+            .cloned();
         let c_out = child.outputs.first().cloned().unwrap_or_default();
         let dst1 = session.type_of(gi, &c_out).cloned();
         let (Some(sg1), Some(dg1)) = (type_group(src1.as_ref()), type_group(dst1.as_ref())) else {
@@ -272,11 +319,18 @@ fn remove_around(session: &mut Session, gi: usize, ni: usize, graph_outputs: &Ha
     let removed_count = to_remove.len();
     for c in to_remove {
         // The removed Cast's consumers read the first Cast's input instead.
-        let c_out = session.graphs[gi].nodes[c].outputs.first().cloned().unwrap_or_default();
+        let c_out = session.graphs[gi].nodes[c]
+            .outputs
+            .first()
+            .cloned()
+            .unwrap_or_default();
         replace_input_everywhere(session, gi, &c_out, &input);
         session.graphs[gi].nodes[c].removed = true;
     }
-    if !children.is_empty() && removed_count + keep == children.len() && !graph_outputs.contains(&output) {
+    if !children.is_empty()
+        && removed_count + keep == children.len()
+        && !graph_outputs.contains(&output)
+    {
         replace_input_everywhere(session, gi, &output, &input);
         session.graphs[gi].nodes[ni].removed = true;
         return true;

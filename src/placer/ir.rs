@@ -429,12 +429,19 @@ pub struct NameGen {
 
 impl NameGen {
     pub fn new(g: &SGraph) -> NameGen {
-        let mut values: std::collections::HashSet<String> = g.inputs.iter().chain(&g.outputs).cloned().collect();
+        let mut values: std::collections::HashSet<String> =
+            g.inputs.iter().chain(&g.outputs).cloned().collect();
         values.extend(g.initializers.keys().cloned());
         let mut nodes = std::collections::HashSet::new();
         for (_, n) in g.live_nodes() {
             nodes.insert(n.name.clone());
-            values.extend(n.inputs.iter().chain(&n.outputs).filter(|s| !s.is_empty()).cloned());
+            values.extend(
+                n.inputs
+                    .iter()
+                    .chain(&n.outputs)
+                    .filter(|s| !s.is_empty())
+                    .cloned(),
+            );
         }
         NameGen {
             nodes,
@@ -443,7 +450,11 @@ impl NameGen {
         }
     }
 
-    fn fresh(set: &mut std::collections::HashSet<String>, counter: &mut usize, base: &str) -> String {
+    fn fresh(
+        set: &mut std::collections::HashSet<String>,
+        counter: &mut usize,
+        base: &str,
+    ) -> String {
         let mut name = base.to_string();
         while set.contains(&name) {
             name = format!("{base}_token_{counter}");

@@ -117,7 +117,7 @@ fn type_mismatch(
 /// Whether `ty` is one of ORT's type strings in `allowed` (structurally, for maps).
 pub fn type_allowed(ty: &Type, allowed: &[String]) -> bool {
     let s = ty.to_string();
-    if allowed.iter().any(|a| *a == s) {
+    if allowed.contains(&s) {
         return true;
     }
     matches!(ty, Type::Map(..)) && allowed.iter().any(|a| Type::parse(a).as_ref() == Some(ty))

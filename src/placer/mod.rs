@@ -6,6 +6,7 @@
 
 mod casts;
 mod cpu_preferred;
+mod functions;
 pub mod ir;
 mod kernel;
 mod optimize;
@@ -19,6 +20,9 @@ use crate::memcpy::{self, Copy};
 use crate::model::Model;
 use crate::tables::{Ep, KernelDef, KernelTable};
 use ir::Session;
+
+/// Function inlining repeats while it changes something; functions nest only a few deep.
+const MAX_INLINE_ROUNDS: usize = 16;
 
 /// ORT's graph optimisation levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -77,7 +81,10 @@ pub enum Decision {
     Inserted,
     /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
     /// Casts (`InsertCastTransformer`).
-    Fp32OnCpu { cuda_miss: Option<Miss>, cpu_miss: Miss },
+    Fp32OnCpu {
+        cuda_miss: Option<Miss>,
+        cpu_miss: Miss,
+    },
     /// No provider has a kernel: session creation fails.
     Unassigned {
         cuda_miss: Option<Miss>,
@@ -173,17 +180,55 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         return placement;
     }
     optimize::run(&mut session, table, options.level);
-    partition(&mut session, table, options, &mut placement.decisions);
+    // Partition; inline function nodes nobody took; repeat while anything was inlined.
+    for _round in 0..MAX_INLINE_ROUNDS {
+        partition(&mut session, table, options, &mut placement.decisions);
+        let unassigned: Vec<(usize, usize)> = session
+            .graphs
+            .iter()
+            .enumerate()
+            .flat_map(|(gi, g)| {
+                g.live_nodes()
+                    .filter(|(_, n)| n.ep.is_none())
+                    .map(move |(ni, _)| (gi, ni))
+            })
+            .collect();
+        let mut inlined = false;
+        for (gi, ni) in unassigned {
+            if functions::inline(&mut session, gi, ni) {
+                placement.decisions.remove(&(gi, ni));
+                inlined = true;
+            }
+        }
+        if !inlined {
+            break;
+        }
+        infer::infer_session(&mut session, table);
+    }
     for key in casts::run(&mut session) {
-        if let Some(Decision::Unassigned { cuda_miss, cpu_miss }) = placement.decisions.remove(&key) {
-            placement.decisions.insert(key, Decision::Fp32OnCpu { cuda_miss, cpu_miss });
+        if let Some(Decision::Unassigned {
+            cuda_miss,
+            cpu_miss,
+        }) = placement.decisions.remove(&key)
+        {
+            placement.decisions.insert(
+                key,
+                Decision::Fp32OnCpu {
+                    cuda_miss,
+                    cpu_miss,
+                },
+            );
         }
     }
     let unassigned = session
         .graphs
         .iter()
         .enumerate()
-        .flat_map(|(gi, g)| g.live_nodes().filter(|(_, n)| n.ep.is_none()).map(move |(ni, _)| (gi, ni)))
+        .flat_map(|(gi, g)| {
+            g.live_nodes()
+                .filter(|(_, n)| n.ep.is_none())
+                .map(move |(ni, _)| (gi, ni))
+        })
         .min();
     if let Some((gi, ni)) = unassigned {
         let n = &session.graphs[gi].nodes[ni];
@@ -209,8 +254,18 @@ fn check_opsets(model: &Model, table: &KernelTable) -> Option<String> {
         .functions
         .iter()
         .flat_map(|f| &f.opset_import)
-        .map(|o| (crate::model::normalize_domain(o.domain()).to_string(), o.version()));
-    let imports: Vec<(String, i64)> = model.opsets.iter().cloned().chain(function_imports).collect();
+        .map(|o| {
+            (
+                crate::model::normalize_domain(o.domain()).to_string(),
+                o.version(),
+            )
+        });
+    let imports: Vec<(String, i64)> = model
+        .opsets
+        .iter()
+        .cloned()
+        .chain(function_imports)
+        .collect();
     for (domain, v) in &imports {
         if let Some(max) = table.max_opset(domain)
             && *v > max

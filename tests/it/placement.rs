@@ -38,7 +38,11 @@ fn outcome(r: &Value) -> &'static str {
         return "ok";
     }
     let e = r["error"].as_str().unwrap_or("").to_lowercase();
-    if e.starts_with("load") || e.contains("load model") || e.contains("invalid_graph") || e.contains("opset") {
+    if e.starts_with("load")
+        || e.contains("load model")
+        || e.contains("invalid_graph")
+        || e.contains("opset")
+    {
         "load-fail"
     } else if e.starts_with("no-kernel")
         // ORT 1.23 words the same failure (a node no provider took) differently.
@@ -52,10 +56,20 @@ fn outcome(r: &Value) -> &'static str {
     }
 }
 
-fn placement_of(r: &Value) -> (serde_json::Map<String, Value>, Option<&serde_json::Map<String, Value>>) {
+fn placement_of(
+    r: &Value,
+) -> (
+    serde_json::Map<String, Value>,
+    Option<&serde_json::Map<String, Value>>,
+) {
     let p = r["placement"]
         .as_object()
-        .map(|m| m.iter().filter(|(k, _)| !k.starts_with("Memcpy")).map(|(k, v)| (k.clone(), v.clone())).collect())
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !k.starts_with("Memcpy"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
         .unwrap_or_default();
     (p, r["all_nodes_on"].as_object().filter(|m| !m.is_empty()))
 }
@@ -105,9 +119,18 @@ fn placer_agrees_with_the_oracle() {
     let mut differences = BTreeSet::new();
     let mut summary = Vec::new();
     for file in files {
-        let stem = file.file_name().unwrap().to_string_lossy().trim_end_matches(".jsonl.gz").to_string();
+        let stem = file
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .trim_end_matches(".jsonl.gz")
+            .to_string();
         let mut parts = stem.splitn(3, '-');
-        let (set, ort, lvl) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+        let (set, ort, lvl) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
         let root = match set {
             "models" => shared.join("corpus/models"),
             _ => match &node_corpus {
@@ -129,7 +152,9 @@ fn placer_agrees_with_the_oracle() {
             let path = root.join(name.strip_prefix("node/").unwrap_or(name));
             let mine = match onnx_lint::model::load(&path) {
                 Ok(m) => onnx_lint::cli::placement_json(name, &placer::place(&m, table, &options)),
-                Err(e) => serde_json::json!({"session": "fail", "error": format!("load: {e}"), "memcpy": {}}),
+                Err(e) => {
+                    serde_json::json!({"session": "fail", "error": format!("load: {e}"), "memcpy": {}})
+                }
             };
             n += 1;
             let same_outcome = outcome(&truth) == outcome(&mine);
@@ -172,7 +197,11 @@ fn placer_agrees_with_the_oracle() {
     let new: Vec<_> = differences.difference(&known).collect();
     let ran = |d: &String| node_corpus.is_some() || d.starts_with("models-");
     let fixed: Vec<_> = known.difference(&differences).filter(|d| ran(d)).collect();
-    assert!(new.is_empty(), "{} new differences from the oracle:\n{new:#?}", new.len());
+    assert!(
+        new.is_empty(),
+        "{} new differences from the oracle:\n{new:#?}",
+        new.len()
+    );
     assert!(
         fixed.is_empty(),
         "{} known differences now agree; remove them from known-differences.txt:\n{fixed:#?}",
