@@ -308,10 +308,6 @@ fn special_output_type(
                     .map(|o| session.type_of(then, o).cloned())
                     .collect::<Vec<_>>(),
             )
-            .map(|v| {
-                let _ = gi;
-                v
-            })
         }
         ("ai.onnx", "Loop") | ("ai.onnx", "Scan") => {
             let body = node
