@@ -1,1 +1,2 @@
 pub mod proto;
+pub mod text;

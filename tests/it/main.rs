@@ -1,2 +1,3 @@
 //! One integration-test binary (faster to link than one per file).
 mod codegen;
+mod text;
