@@ -33,6 +33,9 @@ pub(super) fn print(model: &ModelProto) -> Listing {
 struct Printer {
     out: String,
     spans: std::collections::HashMap<GraphPath, GraphSpans>,
+    /// The spans of the graphs being printed, innermost last (cheaper than a map lookup per
+    /// name).
+    open: Vec<GraphSpans>,
 }
 
 impl Printer {
@@ -95,7 +98,7 @@ impl Printer {
             fields.push(("opset_import", opsets(&f.opset_import)));
         }
         self.header(&fields);
-        self.spans.entry(path.clone()).or_default();
+        self.open.push(GraphSpans::default());
         self.id(f.name());
         self.out.push(' ');
         if !f.attribute.is_empty() || !f.attribute_proto.is_empty() {
@@ -111,15 +114,15 @@ impl Printer {
             }
             self.out.push_str("> ");
         }
-        self.name_list(&f.input, path, INPUT);
+        self.name_list(&f.input, INPUT);
         self.out.push_str(" => ");
-        self.name_list(&f.output, path, DECLARED);
+        self.name_list(&f.output, DECLARED);
         self.out.push('\n');
         if !f.value_info.is_empty() {
             self.out.push_str("<\n");
             for (i, vi) in f.value_info.iter().enumerate() {
                 self.out.push_str("  ");
-                self.value_info(vi, path, DECLARED);
+                self.value_info(vi, DECLARED);
                 if i + 1 < f.value_info.len() {
                     self.out.push(',');
                 }
@@ -128,14 +131,21 @@ impl Printer {
             self.out.push_str(">\n");
         }
         self.nodes(&f.node, path, 0);
+        self.close(path);
     }
 
-    fn name_list(&mut self, names: &[String], path: &GraphPath, priority: u8) {
+    fn close(&mut self, path: &GraphPath) {
+        if let Some(spans) = self.open.pop() {
+            self.spans.insert(path.clone(), spans);
+        }
+    }
+
+    fn name_list(&mut self, names: &[String], priority: u8) {
         self.out.push('(');
         let mut first = true;
         for n in names {
             self.sep(&mut first, ", ");
-            self.value_name(n, path, priority);
+            self.value_name(n, priority);
         }
         self.out.push(')');
     }
@@ -144,19 +154,19 @@ impl Printer {
     /// initializers and value infos, then its nodes indented by `indent + 2` and the closing
     /// brace at `indent`.
     fn graph(&mut self, g: &GraphProto, path: &GraphPath, indent: usize) {
-        self.spans.entry(path.clone()).or_default();
+        self.open.push(GraphSpans::default());
         self.id(g.name());
         self.out.push_str(" (");
         let mut first = true;
         for vi in &g.input {
             self.sep(&mut first, ", ");
-            self.value_info(vi, path, INPUT);
+            self.value_info(vi, INPUT);
         }
         self.out.push_str(") => (");
         let mut first = true;
         for vi in &g.output {
             self.sep(&mut first, ", ");
-            self.value_info(vi, path, DECLARED);
+            self.value_info(vi, DECLARED);
         }
         self.out.push(')');
         let entries = g.initializer.len() + g.sparse_initializer.len() + g.value_info.len();
@@ -174,14 +184,14 @@ impl Printer {
             };
             for t in &g.initializer {
                 self.pad(indent + 2);
-                self.tensor(t, Some(path), true);
+                self.tensor(t, true);
                 next(self);
             }
             for s in &g.sparse_initializer {
                 self.pad(indent + 2);
                 self.out.push_str("sparse ");
                 let name = s.values.as_ref().map(|v| v.name()).unwrap_or_default();
-                self.value_name(name, path, INITIALIZER);
+                self.value_name(name, INITIALIZER);
                 self.out.push_str(" = ");
                 // The values' name is the initializer's, written once before the `=`.
                 let mut s = s.clone();
@@ -193,7 +203,7 @@ impl Printer {
             }
             for vi in &g.value_info {
                 self.pad(indent + 2);
-                self.value_info(vi, path, DECLARED);
+                self.value_info(vi, DECLARED);
                 next(self);
             }
             self.pad(indent);
@@ -203,6 +213,7 @@ impl Printer {
             self.out.push(' ');
         }
         self.nodes(&g.node, path, indent);
+        self.close(path);
     }
 
     fn nodes(&mut self, nodes: &[NodeProto], path: &GraphPath, indent: usize) {
@@ -226,7 +237,7 @@ impl Printer {
         let mut first = true;
         for o in &n.output {
             self.sep(&mut first, ", ");
-            self.value_name(o, path, NODE_OUTPUT);
+            self.value_name(o, NODE_OUTPUT);
         }
         self.out.push_str(" = ");
         let domain = n.domain();
@@ -254,7 +265,7 @@ impl Printer {
         let mut first = true;
         for i in &n.input {
             self.sep(&mut first, ", ");
-            self.value_name(i, path, NODE_INPUT);
+            self.value_name(i, NODE_INPUT);
         }
         self.out.push(')');
         if has_graph {
@@ -266,7 +277,7 @@ impl Printer {
             .get(start..)
             .and_then(|s| s.find('\n'))
             .map_or(end, |i| start + i);
-        if let Some(g) = self.spans.get_mut(path) {
+        if let Some(g) = self.open.last_mut() {
             g.nodes.push(NodeSpans {
                 head: start..head_end,
                 full: start..end,
@@ -330,7 +341,7 @@ impl Printer {
             AttributeType::String => self.quoted(a.s()),
             AttributeType::Tensor => {
                 let empty = TensorProto::default();
-                self.tensor(a.t.as_ref().unwrap_or(&empty), None, false);
+                self.tensor(a.t.as_ref().unwrap_or(&empty), false);
             }
             AttributeType::Graph => {
                 let empty = GraphProto::default();
@@ -350,7 +361,7 @@ impl Printer {
                 let _ = write!(p.out, "{v}");
             }),
             AttributeType::Strings => self.list(&a.strings, |p, v| p.quoted(v)),
-            AttributeType::Tensors => self.list(&a.tensors, |p, t| p.tensor(t, None, false)),
+            AttributeType::Tensors => self.list(&a.tensors, |p, t| p.tensor(t, false)),
             AttributeType::Graphs => {
                 self.out.push('[');
                 for (i, g) in a.graphs.iter().enumerate() {
@@ -377,9 +388,9 @@ impl Printer {
         self.out.push(']');
     }
 
-    /// `elem[dims] name = data` for initializers (the name recorded as a value of `path`), or
+    /// `elem[dims] name = data` for initializers (the name recorded in the span map), or
     /// `elem[dims] name data` inside attributes.
-    fn tensor(&mut self, t: &TensorProto, path: Option<&GraphPath>, initializer: bool) {
+    fn tensor(&mut self, t: &TensorProto, initializer: bool) {
         self.elem(t.data_type());
         if !t.dims.is_empty() {
             self.list_compact(&t.dims);
@@ -387,9 +398,10 @@ impl Printer {
         let name = t.name();
         if !name.is_empty() || initializer {
             self.out.push(' ');
-            match path {
-                Some(path) => self.value_name(name, path, INITIALIZER),
-                None => self.id(name),
+            if initializer {
+                self.value_name(name, INITIALIZER);
+            } else {
+                self.id(name);
             }
         }
         self.out.push_str(if initializer { " = " } else { " " });
@@ -449,9 +461,9 @@ impl Printer {
     fn sparse(&mut self, s: &SparseTensorProto) {
         let empty = TensorProto::default();
         self.out.push_str("sparse(");
-        self.tensor(s.values.as_ref().unwrap_or(&empty), None, false);
+        self.tensor(s.values.as_ref().unwrap_or(&empty), false);
         self.out.push_str(", ");
-        self.tensor(s.indices.as_ref().unwrap_or(&empty), None, false);
+        self.tensor(s.indices.as_ref().unwrap_or(&empty), false);
         self.out.push_str(", ");
         self.list_compact(&s.dims);
         self.out.push(')');
@@ -468,14 +480,14 @@ impl Printer {
         self.out.push(']');
     }
 
-    fn value_info(&mut self, vi: &ValueInfoProto, path: &GraphPath, priority: u8) {
+    fn value_info(&mut self, vi: &ValueInfoProto, priority: u8) {
         if let Some(t) = &vi.r#type
             && t.value.is_some()
         {
             self.type_proto(t);
             self.out.push(' ');
         }
-        self.value_name(vi.name(), path, priority);
+        self.value_name(vi.name(), priority);
     }
 
     fn type_proto(&mut self, t: &TypeProto) {
@@ -564,14 +576,14 @@ impl Printer {
     }
 
     /// A value name, recorded in the span map of `path`.
-    fn value_name(&mut self, name: &str, path: &GraphPath, priority: u8) {
+    fn value_name(&mut self, name: &str, priority: u8) {
         let start = self.out.len();
         self.id(name);
         let range = start..self.out.len();
         if name.is_empty() {
             return;
         }
-        if let Some(g) = self.spans.get_mut(path) {
+        if let Some(g) = self.open.last_mut() {
             record(g, name, priority, range);
         }
     }
