@@ -356,3 +356,114 @@ fn large_model_speed() {
     );
     assert_eq!(parsed.graph.map(|g| g.node.len()), Some(n));
 }
+
+/// With `ONNX_LINT_DUMP_LISTINGS=DIR`, writes the listing of every corpus model to
+/// `DIR/<stem>.onnxtxt`, for `tests/it/text_crosscheck.py parse DIR`.
+#[test]
+fn dump_listings() {
+    let (Some(out), Some(shared)) = (std::env::var_os("ONNX_LINT_DUMP_LISTINGS"), shared()) else {
+        println!("skipped: set ONNX_LINT_DUMP_LISTINGS to a folder to write listings into");
+        return;
+    };
+    let out = PathBuf::from(out);
+    std::fs::create_dir_all(&out).expect("the dump folder can be made");
+    let mut files = Vec::new();
+    onnx_files(&shared.join("corpus/models"), &mut files);
+    if let Some(node) = std::env::var_os("ONNX_LINT_NODE_CORPUS") {
+        onnx_files(Path::new(&node), &mut files);
+    }
+    for f in &files {
+        let model = load(f).expect("corpus models load");
+        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("model");
+        std::fs::write(
+            out.join(format!("{stem}.onnxtxt")),
+            print_model(&model).text,
+        )
+        .expect("the listing is written");
+    }
+    println!("{} listings written to {}", files.len(), out.display());
+}
+
+/// With `ONNX_LINT_ONNX_TEXT=DIR[:DIR...]` (made by `tests/it/text_crosscheck.py onnx-text`),
+/// parses what `onnx.printer.to_text` printed and compares the graph structure with the model
+/// named in the file's `# model:` line.
+#[test]
+fn onnx_printer_text_parses() {
+    let Some(dirs) = std::env::var_os("ONNX_LINT_ONNX_TEXT") else {
+        println!("skipped: set ONNX_LINT_ONNX_TEXT (see tests/it/text_crosscheck.py)");
+        return;
+    };
+    let mut n = 0;
+    let mut failures = Vec::new();
+    for dir in std::env::split_paths(&dirs) {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.retain(|p| p.extension().is_some_and(|x| x == "txt"));
+        files.sort();
+        for f in files {
+            n += 1;
+            let text = std::fs::read_to_string(&f).expect("readable");
+            let parsed = match parse_model(&text) {
+                Ok(m) => m,
+                Err(e) => {
+                    let line = text[..e.span.offset().min(text.len())].lines().count();
+                    failures.push(format!("{}:{line}: {e}", f.display()));
+                    continue;
+                }
+            };
+            let source = text
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("# model: "))
+                .map(PathBuf::from);
+            if let Some(model) = source.and_then(|p| load(&p).ok())
+                && structure(&model) != structure(&parsed)
+            {
+                failures.push(format!(
+                    "{}: {}",
+                    f.display(),
+                    first_difference(&structure(&model), &structure(&parsed))
+                ));
+            }
+        }
+    }
+    println!(
+        "{n} listings from onnx.printer, {} failures",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Graph structure only: what ONNX's printer carries for sure.
+fn structure(m: &ModelProto) -> String {
+    fn graph(g: &GraphProto, out: &mut String) {
+        let names =
+            |v: &[ValueInfoProto]| v.iter().map(|x| x.name().to_owned()).collect::<Vec<_>>();
+        out.push_str(&format!(
+            "graph {:?} {:?} -> {:?}\n",
+            g.name(),
+            names(&g.input),
+            names(&g.output)
+        ));
+        for n in &g.node {
+            let attrs: Vec<_> = n.attribute.iter().map(|a| (a.name(), a.r#type)).collect();
+            out.push_str(&format!(
+                "  {:?} {:?}.{:?} {:?} -> {:?} {attrs:?}\n",
+                n.name.as_deref().unwrap_or(""),
+                n.domain(),
+                n.op_type(),
+                n.input,
+                n.output
+            ));
+            for a in &n.attribute {
+                a.g.iter().chain(&a.graphs).for_each(|g| graph(g, out));
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(g) = &m.graph {
+        graph(g, &mut out);
+    }
+    out
+}
