@@ -31,6 +31,15 @@
 //!   `value_info` (in `<...>` after the outputs);
 //! - `#` starts a comment that runs to the end of the line.
 //!
+//! Other differences from `onnx.printer.to_text`, kept on purpose: two-space indentation; the
+//! model header and functions omit fields the proto does not set (ONNX always writes
+//! `ir_version` and a function's `domain`); tensor values are separated by `, `; floats are
+//! Rust's shortest round-trip form (`1.0`, `1e-5`) rather than C++'s `to_chars` (`1`, `1e-05`).
+//!
+//! Cross-check (`tests/it/text_crosscheck.py`): every listing ONNX's printer writes for the
+//! corpus and the backend node-test models parses here to the same graph structure; ONNX's
+//! parser accepts this printer's listings except where a tensor is elided (`...`).
+//!
 //! # What the round trip carries
 //!
 //! Parsing a listing gives back the model's graph structure exactly: every graph, node (name,
