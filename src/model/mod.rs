@@ -15,6 +15,7 @@ mod graph;
 mod load;
 pub mod proto;
 mod tensor;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

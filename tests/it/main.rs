@@ -11,3 +11,4 @@ mod load;
 mod placement;
 mod support;
 mod tables;
+mod text;

@@ -446,7 +446,8 @@ fn show_json_has_the_design_shape() {
 #[test]
 fn release_summary() {
     let mut out = String::new();
-    let mut prev: Option<(&str, BTreeMap<(Ep, String, String), Vec<String>>)> = None;
+    type Rows = BTreeMap<(Ep, String, String), Vec<String>>;
+    let mut prev: Option<(&str, Rows)> = None;
     for (b, t) in all() {
         let mut ops: BTreeMap<(Ep, String, String), Vec<String>> = BTreeMap::new();
         for k in t.iter_kernels() {
