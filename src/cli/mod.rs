@@ -2,11 +2,12 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod check;
-mod output;
+pub mod output;
 mod place;
 pub mod tables;
 
 pub use check::expand_paths;
+pub use output::human_bytes;
 pub use place::placement_json;
 
 use std::ffi::OsString;
@@ -52,13 +53,13 @@ pub struct SharedArgs {
     #[arg(long, global = true, value_name = "VERSION")]
     pub ort: Option<String>,
 
-    /// Provider list to simulate: `cuda` = [CUDA, CPU], `cpu` = [CPU].
-    #[arg(long, global = true, value_enum, default_value_t = EpArg::Cuda)]
-    pub ep: EpArg,
+    /// Provider list to simulate: `cuda` = [CUDA, CPU], `cpu` = [CPU]. [default: cuda]
+    #[arg(long, global = true, value_enum)]
+    pub ep: Option<EpArg>,
 
-    /// ORT graph optimisation level to simulate.
-    #[arg(long = "opt-level", global = true, value_enum, default_value_t = OptLevelArg::All)]
-    pub opt_level: OptLevelArg,
+    /// ORT graph optimisation level to simulate. [default: all]
+    #[arg(long = "opt-level", global = true, value_enum)]
+    pub opt_level: Option<OptLevelArg>,
 
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = Format::Human)]

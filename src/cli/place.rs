@@ -13,11 +13,11 @@ use crate::tables::{self, Ep};
 
 pub fn options(shared: &SharedArgs) -> Options {
     Options {
-        eps: match shared.ep {
+        eps: match shared.ep.unwrap_or(EpArg::Cuda) {
             EpArg::Cuda => vec![Ep::Cuda, Ep::Cpu],
             EpArg::Cpu => vec![Ep::Cpu],
         },
-        level: match shared.opt_level {
+        level: match shared.opt_level.unwrap_or(OptLevelArg::All) {
             OptLevelArg::Disable => OptLevel::Disable,
             OptLevelArg::Basic => OptLevel::Basic,
             OptLevelArg::Extended => OptLevel::Extended,

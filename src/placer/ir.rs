@@ -472,3 +472,41 @@ impl NameGen {
         Self::fresh(&mut self.values, &mut self.counter, base)
     }
 }
+
+/// The integer values of a small int64/int32 tensor (typed fields or raw little-endian data);
+/// `None` for other types or more than 4096 elements.
+pub fn int_values(t: &TensorProto) -> Option<Vec<i64>> {
+    use crate::model::DataType as D;
+    const LIMIT: usize = 4096;
+    let dt = t.data_type();
+    if let Some(raw) = t.raw_data.as_ref().filter(|r| !r.is_empty()) {
+        let (size, signed32) = if dt == D::Int64 as i32 {
+            (8, false)
+        } else if dt == D::Int32 as i32 {
+            (4, true)
+        } else {
+            return None;
+        };
+        if raw.len() % size != 0 || raw.len() / size > LIMIT {
+            return None;
+        }
+        return Some(
+            raw.chunks_exact(size)
+                .map(|c| {
+                    if signed32 {
+                        i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    } else {
+                        i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+                    }
+                })
+                .collect(),
+        );
+    }
+    if dt == D::Int64 as i32 && t.int64_data.len() <= LIMIT {
+        return Some(t.int64_data.clone());
+    }
+    if dt == D::Int32 as i32 && t.int32_data.len() <= LIMIT {
+        return Some(t.int32_data.iter().map(|&v| i64::from(v)).collect());
+    }
+    None
+}
