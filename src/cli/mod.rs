@@ -2,6 +2,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod check;
+pub mod explain;
 pub mod output;
 mod place;
 pub mod tables;
@@ -108,7 +109,7 @@ pub enum Command {
         #[arg(required = true)]
         models: Vec<PathBuf>,
     },
-    /// Print a rule's documentation (by code or name). [not available yet]
+    /// Print a rule's documentation (by code or name).
     Explain {
         /// Rule code (`OL101`) or name (`registration-gap`).
         rule: String,
@@ -160,7 +161,7 @@ fn run(cli: Cli) -> u8 {
     match cli.command {
         None => check::run(&cli.paths, &cli.shared),
         Some(Command::Place { models }) => place::run(&models, &cli.shared),
-        Some(Command::Explain { .. }) => not_yet("explain"),
+        Some(Command::Explain { rule }) => explain::run(&rule),
         Some(Command::Tables { action }) => tables::run(action.as_ref(), &cli.shared),
         Some(Command::Verify { .. }) => not_yet("verify"),
     }

@@ -51,12 +51,16 @@ impl RuleMeta {
 
     /// The page `rules/<CODE>-<name>.md`.
     pub fn page(&self) -> String {
+        let mut summary = self.summary.to_string();
+        if let Some(first) = summary.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
         format!(
-            "# {} {}\n\nDefault level: **{}**. {}\n\n{}\n",
+            "# {} {}\n\n{summary}.\n\nDefault level: **{}**. Explain it with `cargo onnx-lint explain {}`.\n\n{}\n",
             self.code,
             self.name,
             self.default,
-            self.summary,
+            self.code,
             self.doc_text()
         )
     }

@@ -7,6 +7,7 @@
 )]
 mod cli;
 mod codegen;
+mod docs;
 mod load;
 mod placement;
 mod support;
