@@ -99,9 +99,9 @@ pub fn placement_json(model: &str, p: &Placement) -> Value {
         if let Some(ep) = first.filter(|ep| nodes.iter().all(|(_, e)| e == ep)) {
             all_nodes_on = json!({ ep.name(): nodes.len() });
         } else {
-            // ORT prints one block per provider; a name logged twice keeps the later block's
-            // provider, as the oracle's parser does.
-            for ep in [Ep::Cuda, Ep::Cpu] {
+            // ORT prints one block per provider, the CPU block before the CUDA block (measured on
+            // the oracle's records); a name logged twice keeps the later block's provider.
+            for ep in [Ep::Cpu, Ep::Cuda] {
                 for (name, e) in &nodes {
                     if *e == ep {
                         placement.insert(name.to_string(), Value::String(ep.name().into()));
