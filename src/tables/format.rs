@@ -464,7 +464,7 @@ fn show_doc(t: &KernelTable) -> impl Serialize + '_ {
         cpu_outputs: &'a [usize],
     }
     let r = &t.release;
-    let show = Show {
+    Show {
         ort: &r.ort,
         onnx_opset: &t.opsets,
         source: format!("{} sha256:{}", r.wheel, r.sha256),
@@ -486,8 +486,7 @@ fn show_doc(t: &KernelTable) -> impl Serialize + '_ {
                 cpu_outputs: &k.cpu_outputs,
             })
             .collect(),
-    };
-    show
+    }
 }
 
 #[cfg(test)]

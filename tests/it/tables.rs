@@ -446,9 +446,10 @@ fn show_json_has_the_design_shape() {
 #[test]
 fn release_summary() {
     let mut out = String::new();
-    let mut prev: Option<(&str, BTreeMap<(Ep, String, String), Vec<String>>)> = None;
+    type OpRanges = BTreeMap<(Ep, String, String), Vec<String>>;
+    let mut prev: Option<(&str, OpRanges)> = None;
     for (b, t) in all() {
-        let mut ops: BTreeMap<(Ep, String, String), Vec<String>> = BTreeMap::new();
+        let mut ops = OpRanges::new();
         for k in t.iter_kernels() {
             let ranges = ops
                 .entry((k.ep, k.domain.clone(), k.op.clone()))

@@ -108,6 +108,14 @@ def probe_opset(schemas, k, max_onnx):
     return best
 
 
+def variants(schemas, probe, opset):
+    """Single-node models of `probe` with only its required inputs, and with each optional one."""
+    req, opt = optional_inputs(schemas, probe, opset)
+    if not opt:
+        return []
+    return [{"id": "", "opset": opset, "nodes": [dict(probe, inputs=v)]} for v in [req] + [req + [j] for j in opt]]
+
+
 def run(ver, enum, log=print):
     """Probe release `ver`. Returns ({row_key: (tested_in, cpu_in, tested_out, cpu_out)}, description)."""
     max_onnx = enum["opsets"][""]
@@ -138,6 +146,11 @@ def run(ver, enum, log=print):
             if rec and rec["has_placement"]:
                 for name, info in rec["nodes"].items():
                     if rec["placed"].get(name) != "CUDAExecutionProvider":
+                        # ORT may refuse a node for one of its optional inputs (LSTM's peephole):
+                        # retry with only the required inputs, and with each optional one.
+                        probe_ = next(p for p in model["nodes"] if p["key"] == info["key"])
+                        if probe_["inputs"] is None:
+                            nxt.extend(variants(schemas, probe_, model["opset"]))
                         continue
                     r = results.setdefault(info["key"], [set(), set(), set(), set()])
                     for i, v in info["in"].items():
@@ -153,13 +166,12 @@ def run(ver, enum, log=print):
             if len(nodes) > 1:
                 half = len(nodes) // 2
                 for part in (nodes[:half], nodes[half:]):
-                    nxt.append({"id": f"m{n}", "opset": model["opset"], "nodes": part})
-                    n += 1
+                    nxt.append({"id": "", "opset": model["opset"], "nodes": part})
             elif nodes[0]["inputs"] is None:
-                req, opt = optional_inputs(schemas, nodes[0], model["opset"])
-                for variant in [req] + [req + [j] for j in opt] if opt else []:
-                    nxt.append({"id": f"m{n}", "opset": model["opset"], "nodes": [dict(nodes[0], inputs=variant)]})
-                    n += 1
+                nxt.extend(variants(schemas, nodes[0], model["opset"]))
+        for i, m in enumerate(nxt):
+            m["id"] = f"m{n + i}"
+        n += len(nxt)
         pending = nxt
     probed = {}
     for kj, r in results.items():

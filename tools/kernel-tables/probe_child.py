@@ -36,7 +36,7 @@ EXPAND_DIMS = {"float", "double", "int64", "uint64", "int32", "uint32", "int16",
 # Attributes without which ORT would not place the node on CUDA or could not create it.
 EXTRA_ATTRS = {"GRU": {"hidden_size": 1, "linear_before_reset": 1}, "LSTM": {"hidden_size": 1},
                "RNN": {"hidden_size": 1}}
-PREFERRED = ["tensor(float)", "tensor(int64)", "tensor(int32)", "tensor(bool)", "tensor(float16)"]
+PREFERRED = ["tensor(float)", "tensor(int64)", "tensor(int32)", "tensor(bool)", "tensor(float16)", "seq(tensor(float))"]
 
 
 def type_proto(t):
@@ -65,9 +65,56 @@ for _s in C.get_all_operator_schema():
     SCHEMAS.setdefault((_s.domain or "ai.onnx", _s.name), []).append(_s)
 
 
+def _allowed(domain, op, param):
+    s = max(SCHEMAS.get((domain, op), []), key=lambda s: s.since_version, default=None)
+    if s is None:
+        return set()
+    return {t for c in s.type_constraints if c.type_param_str == param for t in c.allowed_type_strs}
+
+
+# What the CPU-only producers accept: the schema and the CPU kernel must both allow the type.
+EXPAND_DIMS_TYPES = {t for t in _allowed("com.microsoft", "ExpandDims", "T")
+                     if t.startswith("tensor(") and t[7:-1] in EXPAND_DIMS}
+OPTIONAL_TYPES = _allowed("ai.onnx", "Optional", "V") & _allowed("ai.onnx", "OptionalGetElement", "V")
+
+
 def schema_for(domain, op, opset):
     cands = [s for s in SCHEMAS.get((domain, op), []) if s.since_version <= opset]
     return max(cands, key=lambda s: s.since_version) if cands else None
+
+
+def cast_types(opset):
+    """Tensor types a Cast from/to string can produce/consume at `opset` (a CUDA Cast never takes
+    strings, so such a Cast always runs on the CPU)."""
+    s = schema_for("ai.onnx", "Cast", opset) if opset >= 13 else None
+    if s is None:
+        return set()
+    t1 = {t for c in s.type_constraints if c.type_param_str == "T1" for t in c.allowed_type_strs}
+    t2 = {t for c in s.type_constraints if c.type_param_str == "T2" for t in c.allowed_type_strs}
+    if "tensor(string)" not in t1 or "tensor(string)" not in t2:
+        return set()
+    return {t for t in t1 & t2 if t != "tensor(string)" and t[7:-1] in ELEM}
+
+
+def control_flow_bodies(op, bound):
+    """Trivial bodies for If (one float output) and Loop (one loop-carried value of the bound type V)."""
+    if op == "If":
+        def branch(tag):
+            c = helper.make_node("Constant", [], [f"{tag}_out"],
+                                 value=helper.make_tensor(f"{tag}_v", TensorProto.FLOAT, [1], [1.0]))
+            return helper.make_graph([c], tag, [], [helper.make_tensor_value_info(f"{tag}_out", TensorProto.FLOAT,
+                                                                                  [1])])
+        return {"then_branch": branch("then"), "else_branch": branch("else")}
+    if op == "Loop":
+        v = type_proto(bound.get("V") or "tensor(float)")
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["b_cond"], ["b_cond_out"]), helper.make_node("Identity", ["b_v"], ["b_v_out"])],
+            "body",
+            [helper.make_tensor_value_info("b_iter", TensorProto.INT64, []),
+             helper.make_tensor_value_info("b_cond", TensorProto.BOOL, []), helper.make_value_info("b_v", v)],
+            [helper.make_tensor_value_info("b_cond_out", TensorProto.BOOL, []), helper.make_value_info("b_v_out", v)])
+        return {"body": body}
+    return {}
 
 
 def attr_value(name, atype, out_elem):
@@ -82,6 +129,7 @@ def build(model, log):
     opset = model["opset"]
     nodes, inits, ginputs, goutputs = [], [], [], []
     inits.append(helper.make_tensor("axis0", TensorProto.INT32, [], [0]))
+    via_cast = cast_types(opset)
     for n, probe in enumerate(model["nodes"]):
         domain = probe["domain"]
         s = schema_for(domain, probe["op"], opset if domain == "ai.onnx" else 1)
@@ -89,13 +137,16 @@ def build(model, log):
             raise SystemExit(f"no schema for {probe}")
         bound = {}
 
+        schema_allowed = {t.type_param_str: set(t.allowed_type_strs) for t in s.type_constraints}
+
         def type_of(param):
             ts = param.typeStr
             if ts in probe["types"]:
-                return bound.setdefault(ts, pick(probe["types"][ts]))
-            if ts in {t.type_param_str for t in s.type_constraints}:
-                allowed = next(t.allowed_type_strs for t in s.type_constraints if t.type_param_str == ts)
-                return bound.setdefault(ts, pick(list(allowed)))
+                kernel = set(probe["types"][ts])
+                both = kernel & schema_allowed.get(ts, kernel)
+                return bound.setdefault(ts, pick(sorted(both or kernel)))
+            if ts in schema_allowed:
+                return bound.setdefault(ts, pick(sorted(schema_allowed[ts])))
             return ts
 
         name = f"n{n}"
@@ -113,13 +164,17 @@ def build(model, log):
             g = f"g{n}_{i}"
             ginputs.append(helper.make_value_info(g, tp))
             v = f"p{n}_{i}"
-            if t.startswith("tensor(") and t[7:-1] in EXPAND_DIMS:
+            if opset >= 18 and t in OPTIONAL_TYPES:
+                nodes.append(helper.make_node("Optional", [g], [f"q{n}_{i}"], name=f"Q{n}_{i}"))
+                nodes.append(helper.make_node("OptionalGetElement", [f"q{n}_{i}"], [v], name=f"P{n}_{i}"))
+                tested_in[i] = v
+            elif t in EXPAND_DIMS_TYPES:
                 nodes.append(helper.make_node("ExpandDims", [g, "axis0"], [v], name=f"P{n}_{i}",
                                               domain="com.microsoft"))
                 tested_in[i] = v
-            elif opset >= 15 and (t.startswith("tensor(") or t.startswith("seq(")):
-                nodes.append(helper.make_node("Optional", [g], [f"q{n}_{i}"], name=f"Q{n}_{i}"))
-                nodes.append(helper.make_node("OptionalGetElement", [f"q{n}_{i}"], [v], name=f"P{n}_{i}"))
+            elif t in via_cast:
+                ginputs[-1] = helper.make_value_info(g, type_proto("tensor(string)"))
+                nodes.append(helper.make_node("Cast", [g], [v], name=f"P{n}_{i}", to=ELEM[t[7:-1]]))
                 tested_in[i] = v
             else:
                 v = g  # a graph input: fed by the session, not by a node, so nothing is learnt
@@ -134,19 +189,23 @@ def build(model, log):
             if k == 0 and t and t.startswith("tensor(") and t[7:-1] in ELEM:
                 out_elem = ELEM[t[7:-1]]
             c = f"c{n}_{k}"
-            if opset >= 15:
+            if opset >= 15 and t in OPTIONAL_TYPES:
                 nodes.append(helper.make_node("Optional", [o], [c], name=f"C{n}_{k}"))
                 tested_out[k] = o
-            elif t and t.startswith("tensor(") and t[7:-1] in EXPAND_DIMS:
+            elif t in EXPAND_DIMS_TYPES:
                 nodes.append(helper.make_node("ExpandDims", [o, "axis0"], [c], name=f"C{n}_{k}",
                                               domain="com.microsoft"))
+                tested_out[k] = o
+            elif t in via_cast:
+                nodes.append(helper.make_node("Cast", [o], [c], name=f"C{n}_{k}", to=TensorProto.STRING))
                 tested_out[k] = o
             else:
                 c = o
             goutputs.append(helper.make_value_info(c, onnx.TypeProto()))
         attrs = dict(EXTRA_ATTRS.get(probe["op"], {}))
+        attrs.update(control_flow_bodies(probe["op"], bound))
         for a in s.attributes.values():
-            if a.required:
+            if a.required and a.name not in attrs:
                 val = attr_value(a.name, a.type, out_elem)
                 if val is None:
                     raise SystemExit(f"cannot fill attribute {a.name} of {probe['op']}")
