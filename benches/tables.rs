@@ -4,6 +4,8 @@
 //!
 //! Prints, per release, the median and minimum of 20 parses, and the median of 20 canonical writes.
 
+#![allow(clippy::print_stdout)] // printing the measurements is this program's job
+
 use std::time::{Duration, Instant};
 
 use onnx_lint::tables;

@@ -18,5 +18,11 @@
 //! - Loading never reads external data and never copies weights.
 
 pub mod cli;
+pub mod config;
+pub mod diagnostics;
+pub mod infer;
+pub mod memcpy;
 pub mod model;
+pub mod placer;
+pub mod rules;
 pub mod tables;

@@ -1,12 +1,20 @@
 //! The default command: lint model files and folders.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use miette::Diagnostic;
+use serde_json::{Value, json};
 
-use super::output::{self, ErrorJson, ExternalFileJson, ModelSummaryJson, ProblemJson};
+use super::output::{self, out};
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Format, SharedArgs};
+use crate::config::{self, Config};
+use crate::diagnostics::render::{self, Style};
+use crate::diagnostics::{Finding, Severity};
 use crate::model::{self, LoadError, Model, ProblemLevel};
+use crate::placer::{self, Outcome, Placement};
+use crate::rules::{self, Severities};
+use crate::tables::{self, Bundled, Ep};
 
 /// Expands folders into the `*.onnx` files below them, sorted; files are taken as given.
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
@@ -31,14 +39,163 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     Ok(out)
 }
 
-pub fn run(paths: &[PathBuf], shared: &SharedArgs) -> u8 {
-    if paths.is_empty() {
-        eprintln!(
-            "error: no model given; pass model files or folders (cargo workspace discovery is not available yet)"
-        );
-        return EXIT_ERROR;
+/// Everything a lint run needs, resolved from the command line and configuration.
+pub struct Settings {
+    pub release: &'static Bundled,
+    /// Why that release: `--ort`, the config file, or the default.
+    pub release_reason: String,
+    pub options: placer::Options,
+    pub severities: Severities,
+    pub format: Format,
+}
+
+/// Resolves settings: the command line over the configuration over defaults.
+pub fn settings(shared: &SharedArgs, config: &Config) -> Result<Settings, String> {
+    let (release, release_reason) = match (&shared.ort, &config.ort) {
+        (Some(v), _) => (
+            tables::resolve(v).map_err(|e| e.to_string())?,
+            format!("--ort {v}"),
+        ),
+        (None, Some(v)) => (
+            tables::resolve(v).map_err(|e| e.to_string())?,
+            format!(
+                "ort = \"{v}\" in {}",
+                config
+                    .origin
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
+        ),
+        (None, None) => (tables::newest(), "the newest bundled release".to_string()),
+    };
+    let mut options = super::place::options(shared);
+    if shared.ep.is_none()
+        && let Some(ep) = &config.ep
+    {
+        options.eps = if ep == "cpu" {
+            vec![Ep::Cpu]
+        } else {
+            vec![Ep::Cuda, Ep::Cpu]
+        };
     }
-    let files = match expand_paths(paths) {
+    if shared.opt_level.is_none()
+        && let Some(level) = &config.opt_level
+    {
+        options.level = match level.as_str() {
+            "disable" => placer::OptLevel::Disable,
+            "basic" => placer::OptLevel::Basic,
+            "extended" => placer::OptLevel::Extended,
+            _ => placer::OptLevel::All,
+        };
+    }
+    let mut severities = Severities::default();
+    for (rule, level) in &config.rules {
+        severities
+            .set(rule, *level)
+            .map_err(|e| format!("unknown rule `{}` in configuration", e.0))?;
+    }
+    for (list, level) in [
+        (&shared.allow, Severity::Allow),
+        (&shared.warn, Severity::Warn),
+        (&shared.deny, Severity::Deny),
+    ] {
+        for rule in list {
+            severities.set(rule, level).map_err(|e| {
+                let known: Vec<String> = rules::all()
+                    .iter()
+                    .map(|r| format!("{} ({})", r.code, r.name))
+                    .collect();
+                format!(
+                    "unknown rule `{}`; rules: {}, or `all`",
+                    e.0,
+                    known.join(", ")
+                )
+            })?;
+        }
+    }
+    Ok(Settings {
+        release,
+        release_reason,
+        options,
+        severities,
+        format: shared.format,
+    })
+}
+
+/// One analysed model.
+pub struct Analysis {
+    pub model: Model,
+    pub placement: Placement,
+    pub findings: Vec<Finding>,
+}
+
+/// Places a model and runs the rules.
+pub fn analyse(model: Model, s: &Settings) -> Analysis {
+    let table = s.release.table();
+    let placement = placer::place(&model, table, &s.options);
+    let releases: Vec<(&'static str, &tables::KernelTable)> = tables::bundled()
+        .iter()
+        .map(|b| (b.version, b.table()))
+        .collect();
+    let cx = rules::Context {
+        model: &model,
+        placement: &placement,
+        table,
+        releases: &releases,
+    };
+    let findings = rules::check(&cx, &s.severities);
+    Analysis {
+        model,
+        placement,
+        findings,
+    }
+}
+
+pub fn run(paths: &[PathBuf], shared: &SharedArgs) -> u8 {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let config = match config::find_file(&cwd) {
+        Some(file) => match config::load_file(&file) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("{}", output::render_report(&miette::Report::new(*e)));
+                return EXIT_ERROR;
+            }
+        },
+        None => Config::default(),
+    };
+    let targets: Vec<PathBuf> = if paths.is_empty() {
+        let mut found = Vec::new();
+        for pattern in &config.models {
+            if let Ok(entries) = glob::glob(pattern) {
+                found.extend(entries.filter_map(Result::ok));
+            }
+        }
+        if found.is_empty() {
+            eprintln!(
+                "error: no model given; pass model files or folders, or list them in {} (`models = [\"models/**/*.onnx\"]`)",
+                config::FILE_NAME
+            );
+            return EXIT_ERROR;
+        }
+        found.sort();
+        found
+    } else {
+        paths.to_vec()
+    };
+    let settings = match settings(shared, &config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_ERROR;
+        }
+    };
+    lint(&targets, &settings)
+}
+
+/// Lints `targets` (files or folders) with `settings` and prints in the chosen format.
+pub fn lint(targets: &[PathBuf], settings: &Settings) -> u8 {
+    let files = match expand_paths(targets) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("{}", output::render_report(&miette::Report::new(e)));
@@ -46,37 +203,97 @@ pub fn run(paths: &[PathBuf], shared: &SharedArgs) -> u8 {
         }
     };
     if files.is_empty() {
-        eprintln!("error: no `*.onnx` files under {}", join_paths(paths));
+        eprintln!("error: no `*.onnx` files under {}", join_paths(targets));
         return EXIT_ERROR;
     }
     let mut exit = EXIT_OK;
-    let mut json = Vec::new();
+    let mut analyses: Vec<Analysis> = Vec::new();
+    let mut json_out: Vec<Value> = Vec::new();
     for file in &files {
-        let loaded = model::load(file);
-        let worst = match &loaded {
-            Err(_) => EXIT_ERROR,
-            Ok(m) if m.problems.iter().any(|p| p.level == ProblemLevel::Error) => EXIT_FINDINGS,
-            Ok(_) => EXIT_OK,
-        };
-        exit = exit.max(worst);
-        match shared.format {
-            Format::Json => json.push(summary_json(file, &loaded)),
-            _ => print_human(file, loaded),
-        }
-    }
-    if shared.format == Format::Json {
-        let text = if json.len() == 1 {
-            serde_json::to_string_pretty(&json[0])
-        } else {
-            serde_json::to_string_pretty(&json)
-        };
-        match text {
-            Ok(t) => output::out(&t),
+        match model::load(file) {
             Err(e) => {
-                eprintln!("error: cannot serialise the summary: {e}");
-                return EXIT_ERROR;
+                exit = EXIT_ERROR;
+                match settings.format {
+                    Format::Json => json_out.push(json!({
+                        "model": file.display().to_string(),
+                        "error": {"code": e.code().map(|c| c.to_string()), "message": e.to_string()},
+                    })),
+                    Format::Github => out(&format!(
+                        "::error file={},title=load error::{}",
+                        file.display(),
+                        e.to_string().replace('%', "%25").replace('\n', "%0A")
+                    )),
+                    _ => eprintln!("{}", output::render_report(&miette::Report::new(e))),
+                }
+            }
+            Ok(m) => {
+                let a = analyse(m, settings);
+                let deny = a.findings.iter().any(|f| f.severity == Severity::Deny)
+                    || a.model
+                        .problems
+                        .iter()
+                        .any(|p| p.level == ProblemLevel::Error);
+                if deny {
+                    exit = exit.max(EXIT_FINDINGS);
+                }
+                match settings.format {
+                    Format::Human => print_human(&a, settings),
+                    Format::Json => json_out.push(analysis_json(&a, settings)),
+                    Format::Github => {
+                        for line in render::github(&a.model, &a.findings) {
+                            out(&line);
+                        }
+                    }
+                    Format::Sarif => {}
+                }
+                analyses.push(a);
             }
         }
+    }
+    match settings.format {
+        Format::Json => {
+            let v = if json_out.len() == 1 {
+                json_out.remove(0)
+            } else {
+                Value::Array(json_out)
+            };
+            out(&serde_json::to_string_pretty(&v).unwrap_or_default());
+        }
+        Format::Sarif => {
+            let pairs: Vec<(&Model, &[Finding])> = analyses
+                .iter()
+                .map(|a| (&a.model, a.findings.as_slice()))
+                .collect();
+            let log = render::sarif(&pairs, &rules::all(), env!("CARGO_PKG_VERSION"));
+            out(&serde_json::to_string_pretty(&log).unwrap_or_default());
+        }
+        Format::Github => {
+            if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+                let rows: Vec<(&Model, &[Finding], String)> = analyses
+                    .iter()
+                    .map(|a| {
+                        (
+                            &a.model,
+                            a.findings.as_slice(),
+                            prediction_line(&a.placement),
+                        )
+                    })
+                    .collect();
+                let text = render::github_summary(&rows);
+                let written = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+                if let Err(e) = written {
+                    eprintln!(
+                        "warning: cannot write the job summary to {}: {e}",
+                        Path::new(&path).display()
+                    );
+                }
+            }
+        }
+        Format::Human => {}
     }
     exit
 }
@@ -89,129 +306,128 @@ fn join_paths(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-fn print_human(file: &Path, loaded: Result<Model, LoadError>) {
-    let m = match loaded {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("{}", output::render_report(&miette::Report::new(e)));
-            return;
+/// `ORT 1.24.4 (all): 52 nodes on CUDA, 33 on CPU, 28 copies`.
+pub fn prediction_line(p: &Placement) -> String {
+    let (mut cuda, mut cpu) = (0, 0);
+    for g in &p.session.graphs {
+        for (_, n) in g.live_nodes() {
+            match n.ep {
+                Some(Ep::Cuda) if !n.op.starts_with("Memcpy") => cuda += 1,
+                Some(Ep::Cpu) => cpu += 1,
+                _ => {}
+            }
         }
-    };
-    output::out(&summary_line(&m));
-    for p in &m.problems {
+    }
+    match &p.outcome {
+        Outcome::Ok => format!(
+            "ORT {} ({}): {cuda} nodes on CUDA, {cpu} on CPU, {} cop{}",
+            p.ort,
+            p.level.name(),
+            p.copies.len(),
+            if p.copies.len() == 1 { "y" } else { "ies" }
+        ),
+        Outcome::LoadFail(e) | Outcome::NoKernel(e) => format!(
+            "ORT {} ({}): session creation fails: {e}",
+            p.ort,
+            p.level.name()
+        ),
+    }
+}
+
+fn style() -> Style {
+    let tty = std::io::stdout().is_terminal();
+    Style {
+        color: tty && std::env::var_os("NO_COLOR").is_none(),
+        unicode: tty,
+        width: std::env::var("ONNX_LINT_WIDTH")
+            .ok()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(100),
+    }
+}
+
+fn print_human(a: &Analysis, settings: &Settings) {
+    let rendered = render::human(&a.model, &a.findings, style());
+    if !rendered.is_empty() {
+        out(rendered.trim_end());
+        out("");
+    }
+    let deny = a
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Deny)
+        .count();
+    let warn = a
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warn)
+        .count();
+    out(&format!(
+        "{}: {}; {deny} error{}, {warn} warning{}",
+        a.model.path.display(),
+        prediction_line(&a.placement),
+        if deny == 1 { "" } else { "s" },
+        if warn == 1 { "" } else { "s" },
+    ));
+    let _ = settings;
+    for p in &a.model.problems {
         let level = match p.level {
             ProblemLevel::Error => "error",
             ProblemLevel::Warning => "warning",
         };
         let node = p
             .node
-            .map(|n| format!(" (node `{}`)", m.node(n).name))
+            .map(|n| format!(" (node `{}`)", a.model.node(n).name))
             .unwrap_or_default();
-        output::out(&format!("  {level}[{}]: {}{node}", p.code, p.message));
+        out(&format!("  {level}[{}]: {}{node}", p.code, p.message));
     }
-    let _ = file;
 }
 
-/// `path: ir 8, opsets ai.onnx 17 + com.microsoft 1; 1234 nodes in 3 graphs; 56 initializers (12.3 MiB); external data: ...`
-pub fn summary_line(m: &Model) -> String {
-    let s = m.stats();
-    let opsets = m
-        .opsets
+/// The `--format json` record of one linted model.
+pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
+    let listing = a
+        .findings
         .iter()
-        .map(|(d, v)| format!("{d} {v}"))
-        .collect::<Vec<_>>()
-        .join(" + ");
-    let mut line = format!(
-        "{}: ir {}, opsets {}; {} nodes in {} graph{}",
-        m.path.display(),
-        m.proto.ir_version(),
-        if opsets.is_empty() {
-            "none".into()
-        } else {
-            opsets
+        .any(|f| f.node.is_some())
+        .then(|| crate::model::text::print_model(&a.model.proto));
+    let s = a.model.stats();
+    let p = &a.placement;
+    let deny = a
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Deny)
+        .count();
+    let warn = a
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warn)
+        .count();
+    let placement = super::place::placement_json(&a.model.path.display().to_string(), p);
+    json!({
+        "model": a.model.path.display().to_string(),
+        "ort": p.ort,
+        "ort_reason": settings.release_reason,
+        "level": p.level.name(),
+        "ep": if settings.options.eps.first() == Some(&Ep::Cuda) { "cuda" } else { "cpu" },
+        "session": placement["session"],
+        "error": placement["error"],
+        "summary": {
+            "nodes": s.nodes,
+            "graphs": s.graphs,
+            "initializers": s.initializers,
+            "initializer_bytes": s.initializer_bytes,
+            "external_bytes": s.external_bytes,
+            "opsets": a.model.opsets.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+            "copies": p.copies.len(),
+            "memcpy": placement["memcpy"],
+            "deny": deny,
+            "warn": warn,
         },
-        s.nodes,
-        s.graphs,
-        if s.graphs == 1 { "" } else { "s" },
-    );
-    if s.functions > 0 {
-        line += &format!(", {} local functions", s.functions);
-    }
-    line += &format!(
-        "; {} initializers ({})",
-        s.initializers,
-        output::human_bytes(s.initializer_bytes)
-    );
-    if !s.external_files.is_empty() {
-        let files = s
-            .external_files
-            .keys()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ");
-        line += &format!(
-            "; external data: {} in {} file{} ({files})",
-            output::human_bytes(s.external_bytes),
-            s.external_files.len(),
-            if s.external_files.len() == 1 { "" } else { "s" }
-        );
-    }
-    line
-}
-
-fn summary_json(file: &Path, loaded: &Result<Model, LoadError>) -> ModelSummaryJson {
-    match loaded {
-        Err(e) => ModelSummaryJson {
-            model: file.display().to_string(),
-            ok: false,
-            error: Some(ErrorJson {
-                code: e.code().map(|c| c.to_string()).unwrap_or_default(),
-                message: e.to_string(),
-            }),
-            ir_version: None,
-            opsets: Default::default(),
-            nodes: 0,
-            graphs: 0,
-            functions: 0,
-            initializers: 0,
-            initializer_bytes: 0,
-            external_bytes: 0,
-            external_files: Vec::new(),
-            problems: Vec::new(),
-        },
-        Ok(m) => {
-            let s = m.stats();
-            ModelSummaryJson {
-                model: file.display().to_string(),
-                ok: !m.problems.iter().any(|p| p.level == ProblemLevel::Error),
-                error: None,
-                ir_version: Some(m.proto.ir_version()),
-                opsets: m.opsets.iter().cloned().collect(),
-                nodes: s.nodes,
-                graphs: s.graphs,
-                functions: s.functions,
-                initializers: s.initializers,
-                initializer_bytes: s.initializer_bytes,
-                external_bytes: s.external_bytes,
-                external_files: s
-                    .external_files
-                    .into_iter()
-                    .map(|(location, tensors)| ExternalFileJson { location, tensors })
-                    .collect(),
-                problems: m
-                    .problems
-                    .iter()
-                    .map(|p| ProblemJson {
-                        level: match p.level {
-                            ProblemLevel::Error => "error",
-                            ProblemLevel::Warning => "warning",
-                        },
-                        code: p.code,
-                        message: p.message.clone(),
-                        node: p.node.map(|n| m.node(n).name.clone()),
-                    })
-                    .collect(),
-            }
-        }
-    }
+        "findings": a.findings.iter().map(|f| render::finding_json(&a.model, listing.as_ref(), f)).collect::<Vec<_>>(),
+        "problems": a.model.problems.iter().map(|p| json!({
+            "level": match p.level { ProblemLevel::Error => "error", ProblemLevel::Warning => "warning" },
+            "code": p.code,
+            "message": p.message,
+        })).collect::<Vec<_>>(),
+    })
 }

@@ -1,8 +1,15 @@
 //! The command line: arguments, output, exit codes. The only module that prints.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod check;
-mod output;
+pub mod explain;
+pub mod output;
+mod place;
 pub mod tables;
+
+pub use check::expand_paths;
+pub use output::human_bytes;
+pub use place::placement_json;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -24,7 +31,7 @@ pub const EXIT_ERROR: u8 = 2;
     name = "cargo-onnx-lint",
     bin_name = "cargo onnx-lint",
     version,
-    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true,
     after_help = "Exit codes: 0 nothing at deny level, 1 findings at deny level, 2 usage error, \
                   unreadable input or unknown ORT release.\n\
                   Run as `cargo onnx-lint ...` or `cargo-onnx-lint ...`."
@@ -47,13 +54,13 @@ pub struct SharedArgs {
     #[arg(long, global = true, value_name = "VERSION")]
     pub ort: Option<String>,
 
-    /// Provider list to simulate: `cuda` = [CUDA, CPU], `cpu` = [CPU].
-    #[arg(long, global = true, value_enum, default_value_t = EpArg::Cuda)]
-    pub ep: EpArg,
+    /// Provider list to simulate: `cuda` = [CUDA, CPU], `cpu` = [CPU]. [default: cuda]
+    #[arg(long, global = true, value_enum)]
+    pub ep: Option<EpArg>,
 
-    /// ORT graph optimisation level to simulate.
-    #[arg(long = "opt-level", global = true, value_enum, default_value_t = OptLevelArg::All)]
-    pub opt_level: OptLevelArg,
+    /// ORT graph optimisation level to simulate. [default: all]
+    #[arg(long = "opt-level", global = true, value_enum)]
+    pub opt_level: Option<OptLevelArg>,
 
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
@@ -96,12 +103,13 @@ pub enum Format {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// What ORT would do with a model: placement, copies, load outcome. [not available yet]
+    /// What ORT would do with a model: placement, copies, load outcome.
     Place {
-        /// The model file.
-        model: PathBuf,
+        /// Model files.
+        #[arg(required = true)]
+        models: Vec<PathBuf>,
     },
-    /// Print a rule's documentation (by code or name). [not available yet]
+    /// Print a rule's documentation (by code or name).
     Explain {
         /// Rule code (`OL101`) or name (`registration-gap`).
         rule: String,
@@ -152,8 +160,8 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 fn run(cli: Cli) -> u8 {
     match cli.command {
         None => check::run(&cli.paths, &cli.shared),
-        Some(Command::Place { .. }) => not_yet("place"),
-        Some(Command::Explain { .. }) => not_yet("explain"),
+        Some(Command::Place { models }) => place::run(&models, &cli.shared),
+        Some(Command::Explain { rule }) => explain::run(&rule),
         Some(Command::Tables { action }) => tables::run(action.as_ref(), &cli.shared),
         Some(Command::Verify { .. }) => not_yet("verify"),
     }

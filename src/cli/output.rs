@@ -68,20 +68,7 @@ pub struct ProblemJson {
     pub node: Option<String>,
 }
 
-/// Human-readable byte counts: `512 B`, `1.5 KiB`, `2.0 GiB`.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
+pub use crate::diagnostics::human_bytes;
 
 /// Writes a line to stdout. A closed pipe (`cargo onnx-lint ... | head`) is not an error: the
 /// reader has all it wants, so the rest is dropped silently.

@@ -5,7 +5,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use super::load::LoadError;
-use super::proto::{GraphProto, TypeProto, type_proto};
+use super::proto::{GraphProto, TensorProto, TypeProto, type_proto};
+use super::tensor::{element_bits, tensor_byte_size};
 use super::{
     Graph, GraphId, GraphStep, Model, Node, NodeId, Problem, ProblemLevel, Value, ValueDef,
     ValueId, normalize_domain,
@@ -67,6 +68,47 @@ impl Indexer<'_> {
         Ok(id)
     }
 
+    /// Refuses shapes no tensor can have (negative dims, sizes past 2^63 bytes) and notes raw
+    /// data whose length disagrees with the shape.
+    fn check_tensor_size(&mut self, t: &TensorProto) -> Result<(), LoadError> {
+        if let Some(d) = t.dims.iter().find(|&&d| d < 0) {
+            return Err(self.invalid(
+                format!("initializer `{}` has a negative dimension ({d})", t.name()),
+                "tensor dimensions are non-negative",
+            ));
+        }
+        let Some(bits) = element_bits(t.data_type()) else {
+            return Ok(());
+        };
+        let size = tensor_byte_size(&t.dims, t.data_type()).filter(|&s| s <= i64::MAX as u64);
+        let Some(size) = size else {
+            return Err(self.invalid(
+                format!(
+                    "initializer `{}` has an absurd size: dims {:?} of {bits}-bit elements overflow 2^63 bytes",
+                    t.name(),
+                    t.dims
+                ),
+                "the shape is corrupt; re-export the model",
+            ));
+        };
+        if let Some(raw) = &t.raw_data
+            && raw.len() as u64 != size
+        {
+            self.model.problems.push(Problem {
+                level: ProblemLevel::Error,
+                code: "model::raw-data-size",
+                message: format!(
+                    "initializer `{}` has {} bytes of raw data, but its shape {:?} needs {size}",
+                    t.name(),
+                    raw.len(),
+                    t.dims
+                ),
+                node: None,
+            });
+        }
+        Ok(())
+    }
+
     /// Resolves a name read in graph `g` (whose enclosing graphs are `outer`, innermost last).
     /// Returns the value and whether it comes from an enclosing graph.
     fn resolve(&self, g: GraphId, outer: &[GraphId], name: &str) -> Option<(ValueId, bool)> {
@@ -114,6 +156,7 @@ impl Indexer<'_> {
         }
         let mut initializers = Vec::with_capacity(gp.initializer.len());
         for (i, t) in gp.initializer.iter().enumerate() {
+            self.check_tensor_size(t)?;
             let v = self.new_value(gid, t.name(), ValueDef::Initializer(i as u32))?;
             self.model.values[v.0 as usize].ty = Some(tensor_type(t.data_type(), &t.dims));
             initializers.push(v);
@@ -326,11 +369,25 @@ impl Indexer<'_> {
             }
         }
         if order.len() < nodes.len() {
-            let stuck = (0..nodes.len()).find(|&i| indegree[i] > 0).unwrap_or(0);
-            let node = &self.model.nodes[(base as usize) + stuck];
+            // Walk back through predecessors that never became ready: after as many steps as
+            // there are nodes, the walk is inside a cycle.
+            let mut preds: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
+            for (d, us) in users.iter().enumerate() {
+                for &u in us {
+                    preds[u as usize].push(d as u32);
+                }
+            }
+            let mut at = (0..nodes.len()).find(|&i| indegree[i] > 0).unwrap_or(0);
+            for _ in 0..nodes.len() {
+                match preds[at].iter().find(|&&p| indegree[p as usize] > 0) {
+                    Some(&p) => at = p as usize,
+                    None => break,
+                }
+            }
+            let node = &self.model.nodes[(base as usize) + at];
             return Err(self.invalid(
                 format!(
-                    "graph `{}` has a cycle: node `{}` ({}) is part of a cycle",
+                    "graph `{}` has a cycle through node `{}` ({})",
                     self.model.graphs[gid.0 as usize].name, node.name, node.op_type
                 ),
                 "ONNX graphs are acyclic; loops are expressed with the Loop operator",

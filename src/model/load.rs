@@ -18,7 +18,7 @@ pub const MAX_MODEL_FILE: u64 = 2 << 30;
 /// Why a file could not be read as an ONNX model. Each variant has a stable diagnostic code.
 #[derive(Debug, Error, Diagnostic)]
 pub enum LoadError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     #[diagnostic(
         code(onnx_lint::load::io),
         help("check that the path exists and is readable")
@@ -52,7 +52,7 @@ pub enum LoadError {
     #[error("{path} is not a protobuf-encoded ONNX model ({detail})")]
     #[diagnostic(
         code(onnx_lint::load::not_protobuf),
-        help("the linter reads binary .onnx files (ModelProto); text listings need `--text`")
+        help("the linter reads binary .onnx files: a serialized onnx.ModelProto")
     )]
     NotProtobuf { path: PathBuf, detail: String },
 
@@ -142,25 +142,104 @@ pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
 
 /// Decodes an in-memory model (tests, text fixtures already encoded, stdin).
 pub fn decode_model(path: &Path, bytes: Bytes) -> Result<ModelProto, LoadError> {
-    let proto = ModelProto::decode(bytes).map_err(|e| classify_decode_error(path, &e))?;
+    let proto =
+        ModelProto::decode(bytes.clone()).map_err(|e| classify_decode_error(path, &bytes, &e))?;
     check_is_model(path, &proto)?;
     Ok(proto)
 }
 
-fn classify_decode_error(path: &Path, e: &prost::DecodeError) -> LoadError {
+fn classify_decode_error(path: &Path, bytes: &[u8], e: &prost::DecodeError) -> LoadError {
     let detail = e.to_string();
-    // prost reports a message cut short as a buffer underflow; everything else (bad wire types,
-    // invalid varints, tags of zero) means the bytes were never protobuf at all.
-    if detail.contains("buffer underflow") {
-        LoadError::Truncated {
+    match wire::walk(bytes) {
+        // Well-formed protobuf from end to end, yet not a ModelProto: another message.
+        wire::Walk::Complete => LoadError::NotAModel {
+            path: path.to_path_buf(),
+            detail: format!("its fields do not match ModelProto ({detail})"),
+        },
+        // It starts like a model and runs out of bytes mid-message: cut short.
+        wire::Walk::Underflow if wire::starts_like_model(bytes) => LoadError::Truncated {
             path: path.to_path_buf(),
             detail,
-        }
-    } else {
-        LoadError::NotProtobuf {
+        },
+        _ => LoadError::NotProtobuf {
             path: path.to_path_buf(),
             detail,
+        },
+    }
+}
+
+/// A schema-less walk over protobuf wire format, used only to explain why decoding failed.
+mod wire {
+    pub enum Walk {
+        Complete,
+        Underflow,
+        Invalid,
+    }
+
+    fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *b.get(*pos)?;
+            *pos += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                return Some(v);
+            }
         }
+        None
+    }
+
+    /// Walks fields (nested messages are not entered) until the end of `b`.
+    pub fn walk(b: &[u8]) -> Walk {
+        let mut pos = 0usize;
+        while pos < b.len() {
+            let Some(tag) = varint(b, &mut pos) else {
+                return if pos >= b.len() {
+                    Walk::Underflow
+                } else {
+                    Walk::Invalid
+                };
+            };
+            if tag >> 3 == 0 {
+                return Walk::Invalid;
+            }
+            let skip = match tag & 7 {
+                0 => match varint(b, &mut pos) {
+                    Some(_) => 0,
+                    None if pos >= b.len() => return Walk::Underflow,
+                    None => return Walk::Invalid,
+                },
+                1 => 8,
+                2 => match varint(b, &mut pos) {
+                    Some(n) => match usize::try_from(n) {
+                        Ok(n) => n,
+                        Err(_) => return Walk::Invalid,
+                    },
+                    None if pos >= b.len() => return Walk::Underflow,
+                    None => return Walk::Invalid,
+                },
+                5 => 4,
+                _ => return Walk::Invalid,
+            };
+            match pos.checked_add(skip) {
+                Some(end) if end <= b.len() => pos = end,
+                _ => return Walk::Underflow,
+            }
+        }
+        Walk::Complete
+    }
+
+    /// The first field is one a ModelProto writer puts first: `ir_version` (1, varint), or a
+    /// string/message field of ModelProto (producer, domain, graph, opset_import, ...).
+    pub fn starts_like_model(b: &[u8]) -> bool {
+        let mut pos = 0;
+        let Some(tag) = varint(b, &mut pos) else {
+            return false;
+        };
+        matches!(
+            (tag >> 3, tag & 7),
+            (1, 0) | (2..=4, 2) | (5, 0) | (6..=8, 2) | (14, 2) | (20, 2) | (25, 2)
+        )
     }
 }
 

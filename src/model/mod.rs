@@ -15,6 +15,7 @@ mod graph;
 mod load;
 pub mod proto;
 mod tensor;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -214,11 +215,14 @@ impl Model {
 
     fn check_header(&mut self) {
         let ir = self.proto.ir_version();
-        if !(3..=11).contains(&ir) {
+        let newest = proto::Version::IrVersion as i64;
+        if !(3..=newest).contains(&ir) {
             self.problems.push(Problem {
                 level: ProblemLevel::Warning,
                 code: "model::ir-version",
-                message: format!("IR version {ir} is outside the range this tool knows (3 to 11)"),
+                message: format!(
+                    "IR version {ir} is outside the range this tool knows (3 to {newest})"
+                ),
                 node: None,
             });
         }

@@ -1,3 +1,15 @@
-//! One integration-test binary (faster to link than one per file).
+//! One integration-test binary (faster to build and link than one per file).
+#![allow(
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::print_stderr,
+    clippy::print_stdout
+)]
+mod cli;
 mod codegen;
+mod docs;
+mod load;
+mod placement;
+mod support;
 mod tables;
+mod text;

@@ -1,0 +1,167 @@
+//! `cargo onnx-lint place <MODEL>...`: what ORT would do with a model.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, Value, json};
+
+use super::output::{self, out};
+use super::{EXIT_ERROR, EXIT_OK, EpArg, Format, OptLevelArg, SharedArgs};
+use crate::memcpy::Direction;
+use crate::model;
+use crate::placer::{self, Decision, OptLevel, Options, Outcome, Placement};
+use crate::tables::{self, Ep};
+
+pub fn options(shared: &SharedArgs) -> Options {
+    Options {
+        eps: match shared.ep.unwrap_or(EpArg::Cuda) {
+            EpArg::Cuda => vec![Ep::Cuda, Ep::Cpu],
+            EpArg::Cpu => vec![Ep::Cpu],
+        },
+        level: match shared.opt_level.unwrap_or(OptLevelArg::All) {
+            OptLevelArg::Disable => OptLevel::Disable,
+            OptLevelArg::Basic => OptLevel::Basic,
+            OptLevelArg::Extended => OptLevel::Extended,
+            OptLevelArg::All => OptLevel::All,
+        },
+    }
+}
+
+/// Resolves `--ort` (default: the newest bundled release).
+pub fn release(shared: &SharedArgs) -> Result<&'static tables::Bundled, tables::TableError> {
+    match &shared.ort {
+        Some(spec) => tables::resolve(spec),
+        None => Ok(tables::newest()),
+    }
+}
+
+pub fn run(models: &[PathBuf], shared: &SharedArgs) -> u8 {
+    let bundled = match release(shared) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{}", output::render_report(&miette::Report::new(e)));
+            return EXIT_ERROR;
+        }
+    };
+    let table = bundled.table();
+    let options = options(shared);
+    let mut exit = EXIT_OK;
+    let mut records = Vec::new();
+    for path in models {
+        let m = match model::load(path) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("{}", output::render_report(&miette::Report::new(e)));
+                exit = EXIT_ERROR;
+                continue;
+            }
+        };
+        let p = placer::place(&m, table, &options);
+        match shared.format {
+            Format::Json => records.push(placement_json(&path.display().to_string(), &p)),
+            _ => out(&placement_human(&path.display().to_string(), &p)),
+        }
+    }
+    if shared.format == Format::Json {
+        let v = if records.len() == 1 {
+            records.pop().unwrap_or(Value::Null)
+        } else {
+            Value::Array(records)
+        };
+        out(&serde_json::to_string_pretty(&v).unwrap_or_default());
+    }
+    exit
+}
+
+/// Every live node of every graph with its provider, in ORT's "Node placements" grouping.
+fn node_placements(p: &Placement) -> Vec<(&str, Ep)> {
+    let mut nodes = Vec::new();
+    for g in &p.session.graphs {
+        for (_, n) in g.live_nodes() {
+            if let Some(ep) = n.ep {
+                nodes.push((n.name.as_str(), ep));
+            }
+        }
+    }
+    nodes
+}
+
+/// The `place --format json` record of `design.md`, with the oracle's field names.
+pub fn placement_json(model: &str, p: &Placement) -> Value {
+    let (session, error) = match &p.outcome {
+        Outcome::Ok => ("ok", Value::Null),
+        Outcome::LoadFail(e) | Outcome::NoKernel(e) => ("fail", Value::String(e.clone())),
+    };
+    let mut placement = Map::new();
+    let mut all_nodes_on = Value::Null;
+    if p.outcome == Outcome::Ok {
+        let nodes = node_placements(p);
+        let first = nodes.first().map(|(_, ep)| *ep);
+        if let Some(ep) = first.filter(|ep| nodes.iter().all(|(_, e)| e == ep)) {
+            all_nodes_on = json!({ ep.name(): nodes.len() });
+        } else {
+            // ORT prints one block per provider; a name logged twice keeps the later block's
+            // provider, as the oracle's parser does.
+            for ep in [Ep::Cuda, Ep::Cpu] {
+                for (name, e) in &nodes {
+                    if *e == ep {
+                        placement.insert(name.to_string(), Value::String(ep.name().into()));
+                    }
+                }
+            }
+        }
+    }
+    let mut memcpy = Map::new();
+    for (g, n) in p.memcpy_counts() {
+        memcpy.insert(g, json!(n));
+    }
+    json!({
+        "model": model,
+        "ort": p.ort,
+        "level": p.level.name(),
+        "session": session,
+        "error": error,
+        "placement": placement,
+        "all_nodes_on": all_nodes_on,
+        "memcpy": memcpy,
+        "copies": p.copies.iter().map(|c| c.log_line()).collect::<Vec<_>>(),
+    })
+}
+
+/// A summary per graph: nodes per provider, copies with value, producer and consumers.
+pub fn placement_human(model: &str, p: &Placement) -> String {
+    let mut s = format!("{model}: ORT {} at level {}", p.ort, p.level.name());
+    match &p.outcome {
+        Outcome::Ok => s += ": session ok\n",
+        Outcome::LoadFail(e) | Outcome::NoKernel(e) => {
+            s += &format!(": session creation fails\n  {e}\n");
+            return s;
+        }
+    }
+    for (gi, g) in p.session.graphs.iter().enumerate() {
+        let (mut cuda, mut cpu, mut inserted) = (0, 0, 0);
+        for (ni, n) in g.live_nodes() {
+            match (n.ep, p.decisions.get(&(gi, ni))) {
+                (_, Some(Decision::Inserted)) => inserted += 1,
+                (Some(Ep::Cuda), _) => cuda += 1,
+                (Some(Ep::Cpu), _) => cpu += 1,
+                _ => {}
+            }
+        }
+        let copies: Vec<_> = p.copies.iter().filter(|c| c.graph == gi).collect();
+        s += &format!(
+            "  graph `{}`: {cuda} nodes on CUDA, {cpu} on CPU, {} cop{}\n",
+            g.name,
+            copies.len(),
+            if copies.len() == 1 { "y" } else { "ies" }
+        );
+        let _ = inserted;
+        for c in copies {
+            let dir = match c.direction {
+                Direction::FromHost => "MemcpyFromHost after",
+                Direction::ToHost => "MemcpyToHost before",
+            };
+            s += &format!("    {dir} `{}`\n", c.value);
+        }
+    }
+    s
+}

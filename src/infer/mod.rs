@@ -1,0 +1,410 @@
+//! Since-version resolution and type inference over the session graph, as ORT's `Graph::Resolve`
+//! does it at load: every node is bound to the schema its domain's opset selects, and every value
+//! gets a type from the schema's type parameters (or, for the ops whose output type comes from an
+//! attribute or a subgraph, from those).
+//!
+//! Knows schemas, never providers.
+
+mod types;
+
+use std::collections::HashMap;
+
+pub use types::{Type, elem_from_name, is_cuda_preferred_float};
+
+use crate::model::DataType as D;
+use crate::placer::ir::{SNode, Session};
+use crate::tables::{KernelTable, OpSchema, ParamOption};
+
+/// Why a node has no schema: ORT fails the session load for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaError {
+    /// Domain not imported and unknown to ORT's registry.
+    UnknownDomain,
+    /// No schema of that name at or below the opset.
+    UnknownOp,
+    /// The resolved schema is deprecated (`Upsample` at 10+, `Scatter` at 11+, ...).
+    Deprecated(i64),
+}
+
+/// The domain → opset map ORT builds at load (§2.1): the model's imports, plus every domain the
+/// release knows at its highest version; `com.ms.internal.nhwc` follows ai.onnx.
+pub fn domain_versions(session: &Session, table: &KernelTable) -> HashMap<String, i64> {
+    let mut map: HashMap<String, i64> = table
+        .opsets()
+        .iter()
+        .map(|(d, v)| (d.clone(), *v))
+        .collect();
+    for (d, v) in &session.opsets {
+        map.insert(d.clone(), *v);
+    }
+    if !session.opsets.contains_key("com.ms.internal.nhwc")
+        && let Some(v) = session.opsets.get("ai.onnx")
+    {
+        map.insert("com.ms.internal.nhwc".into(), *v);
+    }
+    map
+}
+
+/// The schema a node resolves to.
+pub fn resolve_schema<'t>(
+    table: &'t KernelTable,
+    versions: &HashMap<String, i64>,
+    domain: &str,
+    op: &str,
+) -> Result<&'t OpSchema, SchemaError> {
+    let Some(&v) = versions.get(domain) else {
+        return Err(SchemaError::UnknownDomain);
+    };
+    match table.schema(domain, op, v) {
+        None => Err(SchemaError::UnknownOp),
+        Some(s) if s.deprecated => Err(SchemaError::Deprecated(s.since)),
+        Some(s) => Ok(s),
+    }
+}
+
+/// For each formal input of `schema`, the positions of the node's actual inputs that fill it.
+/// Only the last formal may be variadic; it takes every remaining actual.
+pub fn formal_input_positions(schema: &OpSchema, actual: usize) -> Vec<std::ops::Range<usize>> {
+    formal_positions(&schema.inputs, actual)
+}
+
+pub fn formal_output_positions(schema: &OpSchema, actual: usize) -> Vec<std::ops::Range<usize>> {
+    formal_positions(&schema.outputs, actual)
+}
+
+fn formal_positions(
+    params: &[crate::tables::FormalParam],
+    actual: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::with_capacity(params.len());
+    for (k, p) in params.iter().enumerate() {
+        let start = k.min(actual);
+        let end = if p.option == ParamOption::Variadic && k + 1 == params.len() {
+            actual
+        } else {
+            (k + 1).min(actual)
+        };
+        out.push(start..end.max(start));
+    }
+    out
+}
+
+/// Infers types for every node of every graph, in topological order, and records the since-
+/// version of each node. Returns the nodes (graph, node) whose schema could not be resolved.
+pub fn infer_session(
+    session: &mut Session,
+    table: &KernelTable,
+) -> Vec<(usize, usize, SchemaError)> {
+    let versions = domain_versions(session, table);
+    let mut failures = Vec::new();
+    if !session.graphs.is_empty() {
+        infer_graph(session, table, &versions, 0, &mut failures);
+    }
+    failures
+}
+
+fn infer_graph(
+    session: &mut Session,
+    table: &KernelTable,
+    versions: &HashMap<String, i64>,
+    gi: usize,
+    failures: &mut Vec<(usize, usize, SchemaError)>,
+) {
+    for ni in topological_order(session, gi) {
+        let node = &session.graphs[gi].nodes[ni];
+        let schema = resolve_schema(table, versions, &node.domain, &node.op);
+        let input_types: Vec<Option<Type>> = node
+            .inputs
+            .iter()
+            .map(|n| {
+                if n.is_empty() {
+                    None
+                } else {
+                    session.type_of(gi, n).cloned()
+                }
+            })
+            .collect();
+        // Subgraph formal inputs that the file left untyped get ORT's types (Loop and Scan).
+        let subs: Vec<usize> = node.subgraphs.iter().map(|(_, s)| *s).collect();
+        type_subgraph_inputs(session, gi, ni, &input_types);
+        for sg in &subs {
+            infer_graph(session, table, versions, *sg, failures);
+        }
+        let node = &session.graphs[gi].nodes[ni];
+        let since = schema.as_ref().ok().map(|s| s.since);
+        let outputs = match &schema {
+            Ok(s) => infer_outputs(session, gi, node, s, &input_types),
+            Err(e) => {
+                failures.push((gi, ni, e.clone()));
+                vec![None; node.outputs.len()]
+            }
+        };
+        let names = node.outputs.clone();
+        session.graphs[gi].nodes[ni].since = since;
+        let graph = &mut session.graphs[gi];
+        for (name, ty) in names.iter().zip(outputs) {
+            if let (false, Some(ty)) = (name.is_empty(), ty) {
+                graph.types.insert(name.clone(), ty);
+            }
+        }
+    }
+}
+
+fn type_subgraph_inputs(session: &mut Session, gi: usize, ni: usize, input_types: &[Option<Type>]) {
+    let node = &session.graphs[gi].nodes[ni];
+    let (op, subs) = (node.op.clone(), node.subgraphs.clone());
+    for (attr, sg) in subs {
+        let formal = session.graphs[sg].inputs.clone();
+        let mut guess: Vec<Option<Type>> = vec![None; formal.len()];
+        match (op.as_str(), attr.as_str()) {
+            ("Loop", "body") => {
+                if let Some(g) = guess.get_mut(0) {
+                    *g = Some(Type::Tensor(D::Int64 as i32));
+                }
+                if let Some(g) = guess.get_mut(1) {
+                    *g = Some(Type::Tensor(D::Bool as i32));
+                }
+                for (k, t) in input_types.iter().enumerate().skip(2) {
+                    if let Some(g) = guess.get_mut(k) {
+                        *g = t.clone();
+                    }
+                }
+            }
+            ("Scan", "body") => {
+                for (k, t) in input_types.iter().enumerate() {
+                    if let Some(g) = guess.get_mut(k) {
+                        *g = t.clone();
+                    }
+                }
+            }
+            _ => {}
+        }
+        let graph = &mut session.graphs[sg];
+        for (name, t) in formal.iter().zip(guess) {
+            if let Some(t) = t {
+                graph.types.entry(name.clone()).or_insert(t);
+            }
+        }
+    }
+}
+
+/// Output types of one node under its schema.
+fn infer_outputs(
+    session: &Session,
+    gi: usize,
+    node: &SNode,
+    schema: &OpSchema,
+    inputs: &[Option<Type>],
+) -> Vec<Option<Type>> {
+    let mut bound: HashMap<&str, Type> = HashMap::new();
+    for (k, range) in formal_input_positions(schema, inputs.len())
+        .into_iter()
+        .enumerate()
+    {
+        let param = &schema.inputs[k];
+        if schema.allowed(&param.type_str).is_none() {
+            continue;
+        }
+        if let Some(t) = range.clone().find_map(|i| inputs.get(i).cloned().flatten()) {
+            bound.entry(param.type_str.as_str()).or_insert(t);
+        }
+    }
+    let declared = |i: usize| {
+        node.outputs
+            .get(i)
+            .and_then(|n| session.graphs[gi].types.get(n))
+            .cloned()
+    };
+    let special = special_output_type(session, node, inputs);
+    let positions = formal_output_positions(schema, node.outputs.len());
+    let mut out = vec![None; node.outputs.len()];
+    for (k, range) in positions.into_iter().enumerate() {
+        let param = &schema.outputs[k];
+        for i in range {
+            let generic = if schema.allowed(&param.type_str).is_some() {
+                bound.get(param.type_str.as_str()).cloned()
+            } else {
+                Type::parse(&param.type_str)
+            };
+            let from_special = special.as_ref().and_then(|s| s.get(i).cloned().flatten());
+            out[i] = from_special.or(generic).or_else(|| declared(i));
+        }
+    }
+    for (i, slot) in out.iter_mut().enumerate() {
+        if slot.is_none() {
+            *slot = declared(i);
+        }
+    }
+    out
+}
+
+/// Ops whose output type is not a function of their input types under the schema.
+fn special_output_type(
+    session: &Session,
+    node: &SNode,
+    inputs: &[Option<Type>],
+) -> Option<Vec<Option<Type>>> {
+    let dtype = |name: &str, default: Option<i32>| node.attr_i(name).map(|v| v as i32).or(default);
+    let first = inputs.first().cloned().flatten();
+    let one = |t: Option<Type>| Some(vec![t]);
+    match (node.domain.as_str(), node.op.as_str()) {
+        ("ai.onnx", "Cast") => one(dtype("to", None).map(Type::Tensor)),
+        ("ai.onnx", "ConstantOfShape") => {
+            let elem = node
+                .attr("value")
+                .and_then(|a| a.t.as_ref())
+                .map(|t| t.data_type())
+                .unwrap_or(D::Float as i32);
+            one(Some(Type::Tensor(elem)))
+        }
+        ("ai.onnx", "EyeLike")
+        | ("ai.onnx", "RandomNormalLike")
+        | ("ai.onnx", "RandomUniformLike")
+        | ("ai.onnx", "Bernoulli") => one(dtype("dtype", None).map(Type::Tensor).or(first)),
+        ("ai.onnx", "RandomNormal") | ("ai.onnx", "RandomUniform") => {
+            one(Some(Type::Tensor(dtype("dtype", Some(1)).unwrap_or(1))))
+        }
+        ("ai.onnx", "Multinomial") => one(Some(Type::Tensor(dtype("dtype", Some(6)).unwrap_or(6)))),
+        ("ai.onnx", "QuantizeLinear") | ("com.microsoft", "QuantizeLinear") => {
+            let out = dtype("output_dtype", None).filter(|&d| d != 0);
+            let zp = inputs.get(2).cloned().flatten();
+            one(out
+                .map(Type::Tensor)
+                .or(zp)
+                .or(Some(Type::Tensor(D::Uint8 as i32))))
+        }
+        ("ai.onnx", "SequenceEmpty") => one(Some(Type::Seq(Box::new(Type::Tensor(
+            dtype("dtype", Some(1)).unwrap_or(1),
+        ))))),
+        ("ai.onnx", "SequenceConstruct") | ("ai.onnx", "SplitToSequence") => {
+            one(first.map(|t| Type::Seq(Box::new(t))))
+        }
+        ("ai.onnx", "SequenceAt") | ("ai.onnx", "ConcatFromSequence") => one(match first {
+            Some(Type::Seq(t)) => Some(*t),
+            _ => None,
+        }),
+        ("ai.onnx", "Optional") => {
+            let t = node
+                .attr("type")
+                .and_then(|a| a.tp.as_ref())
+                .and_then(Type::from_proto)
+                .or(first);
+            one(t.map(|t| Type::Optional(Box::new(t))))
+        }
+        ("ai.onnx", "OptionalGetElement") => one(match first {
+            Some(Type::Optional(t)) => Some(*t),
+            other => other,
+        }),
+        ("ai.onnx", "If") => {
+            let then = node
+                .subgraphs
+                .iter()
+                .find(|(a, _)| a == "then_branch")
+                .map(|(_, g)| *g)?;
+            let g = &session.graphs[then];
+            Some(
+                g.outputs
+                    .iter()
+                    .map(|o| session.type_of(then, o).cloned())
+                    .collect::<Vec<_>>(),
+            )
+        }
+        ("ai.onnx", "Loop") | ("ai.onnx", "Scan") => {
+            let body = node
+                .subgraphs
+                .iter()
+                .find(|(a, _)| a == "body")
+                .map(|(_, g)| *g)?;
+            let g = &session.graphs[body];
+            let skip = usize::from(node.op == "Loop");
+            Some(
+                g.outputs
+                    .iter()
+                    .skip(skip)
+                    .map(|o| session.type_of(body, o).cloned())
+                    .collect(),
+            )
+        }
+        ("ai.onnx.ml", "LabelEncoder") => {
+            let t = if node.attr("values_strings").is_some() {
+                Some(D::String as i32)
+            } else if node.attr("values_int64s").is_some() {
+                Some(D::Int64 as i32)
+            } else if node.attr("values_floats").is_some() {
+                Some(D::Float as i32)
+            } else {
+                node.attr("values_tensor")
+                    .and_then(|a| a.t.as_ref())
+                    .map(|t| t.data_type())
+            };
+            one(t.map(Type::Tensor))
+        }
+        ("ai.onnx.ml", "CastMap") => {
+            let to = node.attr_s("cast_to").unwrap_or_else(|| "TO_FLOAT".into());
+            let e = match to.as_str() {
+                "TO_STRING" => D::String,
+                "TO_INT64" => D::Int64,
+                _ => D::Float,
+            };
+            one(Some(Type::Tensor(e as i32)))
+        }
+        ("ai.onnx.ml", "CategoryMapper") => one(match first.as_ref().and_then(Type::elem) {
+            Some(e) if e == D::String as i32 => Some(Type::Tensor(D::Int64 as i32)),
+            Some(_) => Some(Type::Tensor(D::String as i32)),
+            None => None,
+        }),
+        _ => None,
+    }
+}
+
+/// Nodes of graph `gi` (not removed) in a topological order: Kahn's algorithm by name, taking
+/// the lowest index first. Nodes left over by a cycle are appended in index order.
+pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    let mut producer: HashMap<&str, usize> = HashMap::with_capacity(g.nodes.len() * 2);
+    for (i, n) in g.live_nodes() {
+        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            producer.insert(o.as_str(), i);
+        }
+    }
+    let mut indegree = vec![0u32; g.nodes.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
+    for (i, n) in g.live_nodes() {
+        let mut deps: Vec<usize> = n
+            .inputs
+            .iter()
+            .chain(&n.implicit_inputs)
+            .filter_map(|v| producer.get(v.as_str()).copied())
+            .filter(|&p| p != i)
+            .collect();
+        deps.sort_unstable();
+        deps.dedup();
+        for d in deps {
+            indegree[i] += 1;
+            users[d].push(i);
+        }
+    }
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = g
+        .live_nodes()
+        .filter(|(i, _)| indegree[*i] == 0)
+        .map(|(i, _)| std::cmp::Reverse(i))
+        .collect();
+    let mut order = Vec::with_capacity(g.nodes.len());
+    let mut placed = vec![false; g.nodes.len()];
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+        order.push(i);
+        placed[i] = true;
+        for &u in &users[i] {
+            indegree[u] -= 1;
+            if indegree[u] == 0 {
+                ready.push(std::cmp::Reverse(u));
+            }
+        }
+    }
+    for (i, _) in g.live_nodes() {
+        if !placed[i] {
+            order.push(i);
+        }
+    }
+    order
+}

@@ -1,0 +1,298 @@
+//! ORT's `MemcpyTransformer` (`core/optimizer/transformer_memcpy.cc`) over a placement: which
+//! values need a `MemcpyFromHost`/`MemcpyToHost` node, per graph, in ORT's order. Initializers
+//! used on both sides are duplicated, not copied. Copy nodes are inserted into the session graph
+//! (assigned to CUDA) so that the final placement lists them as ORT does.
+//!
+//! Pure: no I/O, no printing.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crate::placer::Decision;
+use crate::placer::ir::{NameGen, SNode, Session};
+use crate::tables::{Ep, KernelTable};
+
+/// Which way a copy goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Host → device: a CPU value read by CUDA.
+    FromHost,
+    /// Device → host: a CUDA value read on the host.
+    ToHost,
+}
+
+/// Why a value needs a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// A graph input read by CUDA and by host-side consumers.
+    GraphInput,
+    /// A CPU node's output (or a CUDA kernel's host-memory output) read by CUDA.
+    HostOutput,
+    /// A CUDA output read by a CPU node or at a host-memory input of a CUDA kernel.
+    DeviceOutput,
+    /// An outer-scope value read inside a subgraph on both sides.
+    OuterScope,
+}
+
+/// One inserted copy node.
+#[derive(Debug, Clone)]
+pub struct Copy {
+    /// Graph index in the session.
+    pub graph: usize,
+    pub direction: Direction,
+    pub cause: Cause,
+    /// The value copied, as ORT names it in its log.
+    pub value: String,
+    /// The copy node's name (`Memcpy`, `Memcpy_token_3`, ...).
+    pub node_name: String,
+}
+
+impl Copy {
+    /// ORT's INFO line for this copy.
+    pub fn log_line(&self) -> String {
+        match self.direction {
+            Direction::FromHost => format!(
+                "Add MemcpyFromHost after {} for CUDAExecutionProvider",
+                self.value
+            ),
+            Direction::ToHost => format!(
+                "Add MemcpyToHost before {} for CUDAExecutionProvider",
+                self.value
+            ),
+        }
+    }
+}
+
+/// Runs the copy pass on every graph (main graph first, then subgraphs depth-first in node
+/// order) and returns the copies in ORT's order.
+pub fn insert(
+    session: &mut Session,
+    _table: &KernelTable,
+    decisions: &mut HashMap<(usize, usize), Decision>,
+) -> Vec<Copy> {
+    let mut copies = Vec::new();
+    let mut stack = vec![0usize];
+    let mut order = Vec::new();
+    while let Some(gi) = stack.pop() {
+        order.push(gi);
+        let subs: Vec<usize> = session.graphs[gi]
+            .live_nodes()
+            .flat_map(|(_, n)| n.subgraphs.iter().map(|(_, s)| *s).collect::<Vec<_>>())
+            .collect();
+        stack.extend(subs.into_iter().rev());
+    }
+    for gi in order {
+        graph_pass(session, gi, decisions, &mut copies);
+    }
+    copies
+}
+
+/// Host-memory argument positions of a node's kernel: CPU nodes are all host.
+fn host_args(
+    decisions: &HashMap<(usize, usize), Decision>,
+    key: (usize, usize),
+) -> (&[usize], &[usize]) {
+    match decisions.get(&key) {
+        Some(Decision::Cuda(kd)) => (&kd.cpu_inputs, &kd.cpu_outputs),
+        _ => (&[], &[]),
+    }
+}
+
+fn graph_pass(
+    session: &mut Session,
+    gi: usize,
+    decisions: &mut HashMap<(usize, usize), Decision>,
+    copies: &mut Vec<Copy>,
+) {
+    let mut pi: HashSet<String> = HashSet::new();
+    let mut npi: HashSet<String> = HashSet::new();
+    let mut po: BTreeSet<String> = BTreeSet::new();
+    let mut npo: BTreeSet<String> = BTreeSet::new();
+    let mut consumed_inits: Vec<String> = Vec::new();
+    {
+        let g = &session.graphs[gi];
+        for (ni, n) in g.live_nodes() {
+            let provider = n.ep == Some(Ep::Cuda);
+            if provider {
+                let (cpu_in, cpu_out) = host_args(decisions, (gi, ni));
+                for (i, name) in n.existing_inputs() {
+                    if session.initializer(gi, name).is_some()
+                        && !consumed_inits.iter().any(|c| c == name)
+                    {
+                        consumed_inits.push(name.to_string());
+                    }
+                    if cpu_in.contains(&i) {
+                        npi.insert(name.to_string());
+                    } else {
+                        pi.insert(name.to_string());
+                    }
+                }
+                for name in &n.implicit_inputs {
+                    if session.initializer(gi, name).is_some()
+                        && !consumed_inits.iter().any(|c| c == name)
+                    {
+                        consumed_inits.push(name.clone());
+                    }
+                }
+                for (o, name) in n.existing_outputs() {
+                    if cpu_out.contains(&o) {
+                        npo.insert(name.to_string());
+                    } else {
+                        po.insert(name.to_string());
+                    }
+                }
+            } else {
+                for (_, name) in n.existing_inputs() {
+                    npi.insert(name.to_string());
+                }
+                for (_, name) in n.existing_outputs() {
+                    npo.insert(name.to_string());
+                }
+            }
+        }
+    }
+
+    let mut names = NameGen::new(&session.graphs[gi]);
+
+    // Initializers read on both sides: the provider side gets a duplicate.
+    for init in consumed_inits {
+        if !(pi.contains(&init) && npi.contains(&init)) {
+            continue;
+        }
+        let dup = names.value(&init);
+        if let Some(tensor) = session.initializer(gi, &init).cloned() {
+            let g = &mut session.graphs[gi];
+            if let Some(t) = g.types.get(&init).cloned() {
+                g.types.insert(dup.clone(), t);
+            }
+            g.initializers.insert(dup.clone(), tensor);
+        }
+        let live: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
+        for ni in live {
+            if session.graphs[gi].nodes[ni].ep != Some(Ep::Cuda) {
+                continue;
+            }
+            let cpu_in = host_args(decisions, (gi, ni)).0.to_vec();
+            let node = &mut session.graphs[gi].nodes[ni];
+            for (i, name) in node.inputs.iter_mut().enumerate() {
+                if *name == init && !cpu_in.contains(&i) {
+                    *name = dup.clone();
+                }
+            }
+        }
+        pi.remove(&init);
+        pi.insert(dup);
+    }
+
+    let mut planned: Vec<(Direction, Cause, String)> = Vec::new();
+    for input in session.graphs[gi].inputs.clone() {
+        if pi.contains(&input) && npi.contains(&input) {
+            planned.push((Direction::FromHost, Cause::GraphInput, input));
+        }
+    }
+    for v in &npo {
+        if pi.contains(v) {
+            planned.push((Direction::FromHost, Cause::HostOutput, v.clone()));
+        }
+    }
+    for v in &po {
+        if npi.contains(v) {
+            planned.push((Direction::ToHost, Cause::DeviceOutput, v.clone()));
+        }
+    }
+    if let Some((pg, pn)) = session.graphs[gi].parent {
+        for v in session.graphs[pg].nodes[pn].implicit_inputs.clone() {
+            if pi.contains(&v) && npi.contains(&v) {
+                planned.push((Direction::FromHost, Cause::OuterScope, v));
+            }
+        }
+    }
+
+    for (direction, cause, value) in planned {
+        let node_name = names.node("Memcpy");
+        let new_value = names.value(&format!("{value}_CUDAExecutionProvider"));
+        rewire(session, gi, decisions, direction, &value, &new_value);
+        let (input, output, op) = match direction {
+            Direction::FromHost => (value.clone(), new_value, "MemcpyFromHost"),
+            Direction::ToHost => (new_value, value.clone(), "MemcpyToHost"),
+        };
+        let g = &mut session.graphs[gi];
+        if let Some(t) = g.types.get(&value).cloned() {
+            g.types.insert(
+                if direction == Direction::FromHost {
+                    output.clone()
+                } else {
+                    input.clone()
+                },
+                t,
+            );
+        }
+        g.nodes.push(SNode {
+            name: node_name.clone(),
+            op: op.to_string(),
+            domain: "ai.onnx".into(),
+            since: Some(1),
+            inputs: vec![input],
+            outputs: vec![output],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: Some(Ep::Cuda),
+            origin: None,
+            removed: false,
+        });
+        decisions.insert((gi, g.nodes.len() - 1), Decision::Inserted);
+        copies.push(Copy {
+            graph: gi,
+            direction,
+            cause,
+            value,
+            node_name,
+        });
+    }
+    session.graphs[gi].name_counter = names.counter;
+}
+
+/// Points the consumers of `value` on the far side at the copy.
+fn rewire(
+    session: &mut Session,
+    gi: usize,
+    decisions: &HashMap<(usize, usize), Decision>,
+    direction: Direction,
+    value: &str,
+    new_value: &str,
+) {
+    let live: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
+    for ni in live {
+        let (cpu_in, cpu_out) = {
+            let (a, b) = host_args(decisions, (gi, ni));
+            (a.to_vec(), b.to_vec())
+        };
+        let node = &mut session.graphs[gi].nodes[ni];
+        let provider = node.ep == Some(Ep::Cuda);
+        match direction {
+            // Device-memory uses of a host value now read the copy.
+            Direction::FromHost if provider => {
+                for (i, name) in node.inputs.iter_mut().enumerate() {
+                    if name == value && !cpu_in.contains(&i) {
+                        *name = new_value.to_string();
+                    }
+                }
+            }
+            // The CUDA producer writes the device value; the copy produces the host name.
+            Direction::ToHost if provider => {
+                for (o, name) in node.outputs.iter_mut().enumerate() {
+                    if name == value && !cpu_out.contains(&o) {
+                        *name = new_value.to_string();
+                    }
+                }
+                // CUDA consumers in device memory keep reading the device value.
+                for (i, name) in node.inputs.iter_mut().enumerate() {
+                    if name == value && !cpu_in.contains(&i) {
+                        *name = new_value.to_string();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,475 @@
+//! ORT's assignment of nodes to execution providers, simulated for one release: load checks,
+//! since-version binding, kernel lookup, the CUDA EP's capability checks, the CPU-preferred
+//! (shape subgraph) pass, CPU fallback, and the copy insertion that follows.
+//!
+//! Pure: a function of the model, the release's table and the options. No I/O, no printing.
+
+mod casts;
+mod cpu_preferred;
+mod functions;
+pub mod ir;
+mod kernel;
+mod optimize;
+
+use std::collections::HashMap;
+
+pub use kernel::{Miss, lookup, type_allowed};
+
+use crate::infer::{self, SchemaError};
+use crate::memcpy::{self, Copy};
+use crate::model::Model;
+use crate::tables::{Ep, KernelDef, KernelTable};
+use ir::Session;
+
+/// Function inlining repeats while it changes something; functions nest only a few deep.
+const MAX_INLINE_ROUNDS: usize = 16;
+
+/// ORT's graph optimisation levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OptLevel {
+    Disable,
+    Basic,
+    Extended,
+    All,
+}
+
+impl OptLevel {
+    pub fn name(self) -> &'static str {
+        match self {
+            OptLevel::Disable => "disable",
+            OptLevel::Basic => "basic",
+            OptLevel::Extended => "extended",
+            OptLevel::All => "all",
+        }
+    }
+}
+
+/// What to simulate.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Providers in registration order; CPU is always last (ORT adds it implicitly).
+    pub eps: Vec<Ep>,
+    pub level: OptLevel,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            eps: vec![Ep::Cuda, Ep::Cpu],
+            level: OptLevel::All,
+        }
+    }
+}
+
+/// Why a node landed where it did.
+#[derive(Debug, Clone)]
+pub enum Decision {
+    /// CUDA took it with this registration.
+    Cuda(KernelDef),
+    /// CUDA had a kernel, the shape-subgraph pass moved it to CPU.
+    CpuPreferred {
+        cuda: KernelDef,
+        cpu: Option<KernelDef>,
+    },
+    /// CUDA's lookup failed (`cuda_miss`); the CPU kernel took it.
+    CpuFallback { cuda_miss: Miss, cpu: KernelDef },
+    /// CUDA had a kernel but rejected the node (attributes it does not support).
+    CpuUnsupported { reason: String, cpu: KernelDef },
+    /// The provider list was CPU only.
+    Cpu(KernelDef),
+    /// Inserted by ORT (Memcpy nodes).
+    Inserted,
+    /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
+    /// Casts (`InsertCastTransformer`).
+    Fp32OnCpu {
+        cuda_miss: Option<Miss>,
+        cpu_miss: Miss,
+    },
+    /// No provider has a kernel: session creation fails.
+    Unassigned {
+        cuda_miss: Option<Miss>,
+        cpu_miss: Miss,
+    },
+}
+
+/// The predicted outcome of session creation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// The model fails to load (unsupported opset, unknown op or domain).
+    LoadFail(String),
+    /// Some node has no kernel on any provider.
+    NoKernel(String),
+}
+
+/// Everything the simulation found, with evidence.
+#[derive(Debug)]
+pub struct Placement {
+    pub ort: String,
+    pub level: OptLevel,
+    pub outcome: Outcome,
+    /// The session graph after optimisations and copy insertion.
+    pub session: Session,
+    /// Decision per (graph, node) for every live node.
+    pub decisions: HashMap<(usize, usize), Decision>,
+    /// Copies in ORT's insertion (and log) order.
+    pub copies: Vec<Copy>,
+}
+
+impl Placement {
+    /// Copies per graph name, as ORT's warning counts them (graphs with none are absent).
+    pub fn memcpy_counts(&self) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> = Vec::new();
+        for c in &self.copies {
+            let name = &self.session.graphs[c.graph].name;
+            match out.iter_mut().find(|(n, _)| n == name) {
+                Some((_, k)) => *k += 1,
+                None => out.push((name.clone(), 1)),
+            }
+        }
+        out
+    }
+}
+
+/// Simulates ORT's session creation for `model` under `table`.
+pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement {
+    let mut placement = Placement {
+        ort: table.release().ort.clone(),
+        level: options.level,
+        outcome: Outcome::Ok,
+        session: Session::default(),
+        decisions: HashMap::new(),
+        copies: Vec::new(),
+    };
+    if let Some(fail) = check_opsets(model, table) {
+        placement.outcome = Outcome::LoadFail(fail);
+        return placement;
+    }
+    let mut session = Session::from_model(model);
+    let failures = infer::infer_session(&mut session, table);
+    let local_functions: Vec<(String, String)> = model
+        .proto
+        .functions
+        .iter()
+        .map(|f| {
+            (
+                crate::model::normalize_domain(f.domain()).to_string(),
+                f.name().to_string(),
+            )
+        })
+        .collect();
+    for (gi, ni, err) in &failures {
+        let node = &session.graphs[*gi].nodes[*ni];
+        if local_functions
+            .iter()
+            .any(|(d, n)| *d == node.domain && *n == node.op)
+        {
+            continue;
+        }
+        let opset = session.opsets.get(&node.domain).copied().unwrap_or(0);
+        let what = match err {
+            SchemaError::UnknownDomain => format!("domain `{}` is not registered", node.domain),
+            SchemaError::UnknownOp => "is not a registered function/op".to_string(),
+            SchemaError::Deprecated(v) => format!("resolves to deprecated schema version {v}"),
+        };
+        placement.outcome = Outcome::LoadFail(format!(
+            "load: {}:{}({opset}) node `{}` {what}",
+            node.domain, node.op, node.name
+        ));
+        placement.session = session;
+        return placement;
+    }
+    optimize::run(&mut session, table, options.level);
+    // Partition; inline function nodes nobody took; repeat while anything was inlined.
+    for _round in 0..MAX_INLINE_ROUNDS {
+        partition(&mut session, table, options, &mut placement.decisions);
+        let unassigned: Vec<(usize, usize)> = session
+            .graphs
+            .iter()
+            .enumerate()
+            .flat_map(|(gi, g)| {
+                g.live_nodes()
+                    .filter(|(_, n)| n.ep.is_none())
+                    .map(move |(ni, _)| (gi, ni))
+            })
+            .collect();
+        let mut inlined = false;
+        for (gi, ni) in unassigned {
+            if functions::inline(&mut session, gi, ni) {
+                placement.decisions.remove(&(gi, ni));
+                inlined = true;
+            }
+        }
+        if !inlined {
+            break;
+        }
+        infer::infer_session(&mut session, table);
+    }
+    for key in casts::run(&mut session) {
+        if let Some(Decision::Unassigned {
+            cuda_miss,
+            cpu_miss,
+        }) = placement.decisions.remove(&key)
+        {
+            placement.decisions.insert(
+                key,
+                Decision::Fp32OnCpu {
+                    cuda_miss,
+                    cpu_miss,
+                },
+            );
+        }
+    }
+    let unassigned = session
+        .graphs
+        .iter()
+        .enumerate()
+        .flat_map(|(gi, g)| {
+            g.live_nodes()
+                .filter(|(_, n)| n.ep.is_none())
+                .map(move |(ni, _)| (gi, ni))
+        })
+        .min();
+    if let Some((gi, ni)) = unassigned {
+        let n = &session.graphs[gi].nodes[ni];
+        placement.outcome = Outcome::NoKernel(format!(
+            "no-kernel: Could not find an implementation for {}({}) node with name '{}'",
+            n.op,
+            n.since.unwrap_or(0),
+            n.name
+        ));
+    }
+    if options.eps.first() == Some(&Ep::Cuda) && placement.outcome == Outcome::Ok {
+        placement.copies = memcpy::insert(&mut session, table, &mut placement.decisions);
+    }
+    placement.session = session;
+    placement
+}
+
+/// A domain imported at a version above what the release accepts fails the load (§2.1).
+fn check_opsets(model: &Model, table: &KernelTable) -> Option<String> {
+    // Model-local functions carry their own imports, and ORT validates those too.
+    let function_imports = model
+        .proto
+        .functions
+        .iter()
+        .flat_map(|f| &f.opset_import)
+        .map(|o| {
+            (
+                crate::model::normalize_domain(o.domain()).to_string(),
+                o.version(),
+            )
+        });
+    let imports: Vec<(String, i64)> = model
+        .opsets
+        .iter()
+        .cloned()
+        .chain(function_imports)
+        .collect();
+    for (domain, v) in &imports {
+        if let Some(max) = table.max_opset(domain)
+            && *v > max
+        {
+            return Some(format!(
+                "load: Opset {v} is under development and support for this is limited. \
+                 Current official support for domain {domain} is till opset {max}."
+            ));
+        }
+    }
+    None
+}
+
+/// `GraphPartitioner::Partition`: each EP in order, every graph bottom-up.
+fn partition(
+    session: &mut Session,
+    table: &KernelTable,
+    options: &Options,
+    decisions: &mut HashMap<(usize, usize), Decision>,
+) {
+    let versions = infer::domain_versions(session, table);
+    let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::new();
+    let mut cuda_kernel: HashMap<(usize, usize), KernelDef> = HashMap::new();
+    let mut unsupported: HashMap<(usize, usize), String> = HashMap::new();
+    let mut preferred: std::collections::HashSet<(usize, usize)> = Default::default();
+    for &ep in &options.eps {
+        for gi in bottom_up(session) {
+            match ep {
+                Ep::Cuda => {
+                    let mut tentative: Vec<(usize, KernelDef)> = Vec::new();
+                    for ni in infer::topological_order(session, gi) {
+                        let node = &session.graphs[gi].nodes[ni];
+                        if node.ep.is_some() {
+                            continue;
+                        }
+                        let schema =
+                            infer::resolve_schema(table, &versions, &node.domain, &node.op).ok();
+                        match lookup(table, Ep::Cuda, session, gi, node, schema) {
+                            Err(m) => {
+                                cuda_miss.insert((gi, ni), m);
+                            }
+                            Ok(kd) => {
+                                if let Some(reason) =
+                                    cuda_rejects(node, session.opsets.get("ai.onnx").copied())
+                                {
+                                    unsupported.insert((gi, ni), reason);
+                                } else {
+                                    tentative.push((ni, kd.clone()));
+                                }
+                            }
+                        }
+                    }
+                    let cpu = cpu_preferred::cpu_preferred_nodes(session, gi, &tentative);
+                    for (ni, kd) in tentative {
+                        if cpu.contains(&ni) {
+                            preferred.insert((gi, ni));
+                            cuda_kernel.insert((gi, ni), kd);
+                        } else {
+                            session.graphs[gi].nodes[ni].ep = Some(Ep::Cuda);
+                            decisions.insert((gi, ni), Decision::Cuda(kd));
+                        }
+                    }
+                }
+                Ep::Cpu => {
+                    let order = infer::topological_order(session, gi);
+                    for ni in order {
+                        let node = &session.graphs[gi].nodes[ni];
+                        if node.ep.is_some() {
+                            continue;
+                        }
+                        let schema =
+                            infer::resolve_schema(table, &versions, &node.domain, &node.op).ok();
+                        let key = (gi, ni);
+                        let decision = match lookup(table, Ep::Cpu, session, gi, node, schema) {
+                            Ok(kd) => {
+                                let cpu = kd.clone();
+                                if let Some(cuda) = cuda_kernel
+                                    .remove(&key)
+                                    .filter(|_| preferred.contains(&key))
+                                {
+                                    Decision::CpuPreferred {
+                                        cuda,
+                                        cpu: Some(cpu),
+                                    }
+                                } else if let Some(reason) = unsupported.remove(&key) {
+                                    Decision::CpuUnsupported { reason, cpu }
+                                } else if let Some(m) = cuda_miss.remove(&key) {
+                                    Decision::CpuFallback { cuda_miss: m, cpu }
+                                } else {
+                                    Decision::Cpu(cpu)
+                                }
+                            }
+                            Err(cpu_miss) => {
+                                decisions.insert(
+                                    key,
+                                    Decision::Unassigned {
+                                        cuda_miss: cuda_miss.get(&key).cloned(),
+                                        cpu_miss,
+                                    },
+                                );
+                                continue;
+                            }
+                        };
+                        session.graphs[gi].nodes[ni].ep = Some(Ep::Cpu);
+                        decisions.insert(key, decision);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Graphs in partition order: every subgraph before the graph holding it.
+fn bottom_up(session: &Session) -> Vec<usize> {
+    fn visit(session: &Session, gi: usize, out: &mut Vec<usize>) {
+        for (_, n) in session.graphs[gi].live_nodes() {
+            for (_, sg) in &n.subgraphs {
+                visit(session, *sg, out);
+            }
+        }
+        out.push(gi);
+    }
+    let mut out = Vec::new();
+    if !session.graphs.is_empty() {
+        visit(session, 0, &mut out);
+    }
+    out
+}
+
+/// The CUDA EP's op-specific refusals (`CUDAExecutionProvider::GetCapability`, §4.2 step 3):
+/// the reason, when CUDA has a kernel but will not take the node.
+fn cuda_rejects(node: &crate::placer::ir::SNode, _onnx_opset: Option<i64>) -> Option<String> {
+    if node.domain != "ai.onnx" {
+        return None;
+    }
+    match node.op.as_str() {
+        "LSTM" | "RNN" | "GRU" => {
+            let expected: &[&str] = match node.op.as_str() {
+                "LSTM" => &["sigmoid", "tanh", "tanh", "sigmoid", "tanh", "tanh"],
+                "RNN" => &["tanh", "tanh"],
+                _ => &["sigmoid", "tanh", "sigmoid", "tanh"],
+            };
+            for a in ["activation_alpha", "activation_beta", "clip"] {
+                if node.attr(a).is_some() {
+                    return Some(format!(
+                        "the CUDA {} kernel does not support attribute `{a}`",
+                        node.op
+                    ));
+                }
+            }
+            if let Some(acts) = node.attr_strings("activations") {
+                let same = acts
+                    .iter()
+                    .zip(expected.iter())
+                    .all(|(a, e)| a.eq_ignore_ascii_case(e));
+                if !same {
+                    return Some(format!(
+                        "the CUDA {} kernel supports only the default activations",
+                        node.op
+                    ));
+                }
+            }
+            if node.op == "LSTM" && node.attr_i("input_forget").unwrap_or(0) != 0 {
+                return Some("the CUDA LSTM kernel does not support input_forget".into());
+            }
+            if node.op == "GRU" && node.attr_i("linear_before_reset").unwrap_or(0) != 1 {
+                return Some("the CUDA GRU kernel requires linear_before_reset = 1".into());
+            }
+            if node.op == "LSTM" && node.inputs.len() >= 8 && !node.inputs[7].is_empty() {
+                return Some(
+                    "the CUDA LSTM kernel does not support peephole weights (input P)".into(),
+                );
+            }
+            None
+        }
+        "ConvTranspose" => {
+            if let Some(pads) = node.attr_ints("pads") {
+                let rank = pads.len() / 2;
+                if (0..rank).any(|i| pads[i] != pads[i + rank]) {
+                    return Some(
+                        "the CUDA ConvTranspose kernel does not support asymmetric padding".into(),
+                    );
+                }
+            }
+            match node.attr_s("auto_pad").as_deref() {
+                Some("SAME_UPPER") | Some("SAME_LOWER") => Some(
+                    "the CUDA ConvTranspose kernel does not support auto_pad SAME_UPPER/SAME_LOWER"
+                        .into(),
+                ),
+                _ => None,
+            }
+        }
+        "Cast" if node.attr_i("to") == Some(crate::model::DataType::String as i64) => {
+            Some("the CUDA Cast kernel cannot cast to string".into())
+        }
+        "ArgMax" | "ArgMin"
+            if node.since.unwrap_or(0) >= 12
+                && node.attr_i("select_last_index").unwrap_or(0) != 0 =>
+        {
+            Some(format!(
+                "the CUDA {} kernel does not support select_last_index",
+                node.op
+            ))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,111 @@
+//! OL102 cpu-fallback.
+
+use crate::declare_rule;
+use crate::diagnostics::Finding;
+use crate::placer::{Decision, Miss};
+use crate::rules::registration_gap::older_cuda_match;
+use crate::rules::{Context, nodes};
+use crate::tables::Ep;
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a node that runs on the CPU because the release's CUDA table has no kernel for it at
+    /// all: no registration for the op, none for its types, or the CUDA EP refuses its attributes
+    /// (asymmetric `ConvTranspose` padding, RNN activations, `Cast` to string, ...).
+    ///
+    /// ## Why is this bad?
+    /// Every value crossing between the node and its CUDA neighbours is copied, and the CPU kernel
+    /// is usually much slower than the GPU would be.
+    ///
+    /// ## Example
+    /// ```text
+    /// y = Where (cond, a, b)       # a, b: tensor(bool); CUDA Where has no bool kernel
+    /// ```
+    /// Use instead: a type the CUDA table lists for the op (the finding names the rows).
+    ///
+    /// ## How to fix
+    /// Use a type or attribute the CUDA kernel supports (the finding lists the accepted types), or
+    /// restructure the graph so the op is not needed on the GPU path.
+    ///
+    /// ## Fix safety
+    /// Display only: changing a type or attribute changes what the model computes.
+    pub static RULE = ("OL102", "cpu-fallback", Warn, "a node has no CUDA kernel for its types or attributes and runs on CPU", check);
+}
+
+fn check(cx: &Context, out: &mut Vec<Finding>) {
+    let ort = &cx.table.release().ort;
+    for (gi, ni, node) in nodes(cx.session()) {
+        let since = node.since.unwrap_or(0);
+        let (message, evidence, help) = match cx.placement.decisions.get(&(gi, ni)) {
+            Some(Decision::CpuFallback { cuda_miss, .. }) => match cuda_miss {
+                Miss::Version { since } if older_cuda_match(cx, gi, node, *since).is_some() => {
+                    continue;
+                }
+                Miss::NoRegistration => (
+                    format!(
+                        "ORT {ort} has no CUDA kernel for {}: `{}` runs on the CPU",
+                        node.op, node.name
+                    ),
+                    format!("the CUDA table of ORT {ort} has no {} row", node.op),
+                    "replace the op with ones the CUDA EP implements, or accept the CPU hop"
+                        .to_string(),
+                ),
+                Miss::Version { since } => (
+                    format!(
+                        "no CUDA kernel for {}-{since} in ORT {ort}: `{}` runs on the CPU",
+                        node.op, node.name
+                    ),
+                    format!("CUDA rows for {}: {}", node.op, rows(cx, node)),
+                    "no older version of the op has a CUDA kernel for the node's types either"
+                        .to_string(),
+                ),
+                Miss::Type { constraint, actual } => (
+                    format!(
+                        "the CUDA {}-{since} kernel does not take {constraint} = {actual}: `{}` runs on the CPU",
+                        node.op, node.name
+                    ),
+                    format!("CUDA rows for {}: {}", node.op, rows(cx, node)),
+                    format!(
+                        "use one of the types the CUDA kernel accepts for {constraint}: {}",
+                        accepted(cx, node, constraint, since)
+                    ),
+                ),
+                Miss::NoSchema => continue,
+            },
+            Some(Decision::CpuUnsupported { reason, .. }) => (
+                format!("{reason}: `{}` ({}) runs on the CPU", node.name, node.op),
+                format!("CUDAExecutionProvider::GetCapability rejects the node: {reason}"),
+                "change the attribute to one the CUDA kernel supports".to_string(),
+            ),
+            _ => continue,
+        };
+        let mut f = cx.node_finding(&RULE, gi, ni, message);
+        f.cause = format!("{}-{since}", node.op);
+        f.evidence.push(evidence);
+        f.help = Some(help);
+        out.push(f);
+    }
+}
+
+fn rows(cx: &Context, node: &crate::placer::ir::SNode) -> String {
+    let mut labels: Vec<String> = Vec::new();
+    for k in cx.table.kernels(Ep::Cuda, &node.domain, &node.op) {
+        let l = k.range_label();
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    labels.join(", ")
+}
+
+fn accepted(cx: &Context, node: &crate::placer::ir::SNode, constraint: &str, since: i64) -> String {
+    let mut types: std::collections::BTreeSet<String> = Default::default();
+    for k in cx.table.kernels(Ep::Cuda, &node.domain, &node.op) {
+        if k.matches_since(since)
+            && let Some(list) = k.allowed(constraint)
+        {
+            types.extend(list.iter().cloned());
+        }
+    }
+    types.into_iter().collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,316 @@
+//! The lint rules: one file each, thin queries over the placer's analysis.
+//!
+//! A rule is declared with [`declare_rule!`]: its doc comment (fixed sections: what it does, why
+//! is this bad, example, how to fix, fix safety) is the only copy of its documentation;
+//! `rules/<CODE>-<name>.md` and `rules/README.md` are generated from it (checked by
+//! `tests/it/docs.rs`). A rule never parses, never does I/O and never prints.
+
+mod cpu_fallback;
+mod cpu_preferred;
+mod cuda_graph_blocker;
+mod cumsum_int64_chain;
+mod float_attention_bias;
+mod memcpy;
+mod no_kernel;
+mod registration_gap;
+mod shape_fed_reshape;
+mod unsupported_opset;
+
+use std::collections::HashMap;
+
+use crate::diagnostics::{Finding, Severity, ValueLabel};
+use crate::model::{Model, NodeId};
+use crate::placer::Placement;
+use crate::placer::ir::{SNode, Session};
+use crate::tables::KernelTable;
+
+/// A rule's identity and documentation.
+#[derive(Debug)]
+pub struct RuleMeta {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub default: Severity,
+    /// One line, for indexes and SARIF `shortDescription`.
+    pub summary: &'static str,
+    /// The rule's doc comment, Markdown, with the fixed sections.
+    pub doc: &'static str,
+    pub check: fn(&Context, &mut Vec<Finding>),
+}
+
+impl RuleMeta {
+    /// The doc comment with rustdoc's one-space indent removed.
+    pub fn doc_text(&self) -> String {
+        self.doc
+            .lines()
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .trim()
+            .to_string()
+    }
+
+    /// The page `rules/<CODE>-<name>.md`.
+    pub fn page(&self) -> String {
+        let mut summary = self.summary.to_string();
+        if let Some(first) = summary.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        format!(
+            "# {} {}\n\n{summary}.\n\nDefault level: **{}**. Explain it with `cargo onnx-lint explain {}`.\n\n{}\n",
+            self.code,
+            self.name,
+            self.default,
+            self.code,
+            self.doc_text()
+        )
+    }
+
+    pub fn file_name(&self) -> String {
+        format!("{}-{}.md", self.code, self.name)
+    }
+}
+
+/// Declares a rule: `declare_rule! { /// docs... pub static NAME = (code, name, default, summary, check_fn); }`.
+#[macro_export]
+macro_rules! declare_rule {
+    ($(#[doc = $doc:literal])* pub static $id:ident = ($code:literal, $name:literal, $default:ident, $summary:literal, $check:path);) => {
+        $(#[doc = $doc])*
+        pub static $id: $crate::rules::RuleMeta = $crate::rules::RuleMeta {
+            code: $code,
+            name: $name,
+            default: $crate::diagnostics::Severity::$default,
+            summary: $summary,
+            doc: concat!($($doc, "\n"),*),
+            check: $check,
+        };
+    };
+}
+
+/// Every rule, in code order.
+pub fn all() -> [&'static RuleMeta; 10] {
+    [
+        &unsupported_opset::RULE,
+        &no_kernel::RULE,
+        &registration_gap::RULE,
+        &cpu_fallback::RULE,
+        &cpu_preferred::RULE,
+        &memcpy::RULE,
+        &cuda_graph_blocker::RULE,
+        &shape_fed_reshape::RULE,
+        &cumsum_int64_chain::RULE,
+        &float_attention_bias::RULE,
+    ]
+}
+
+/// A rule by code (`OL101`, any case) or name (`registration-gap`).
+pub fn find(key: &str) -> Option<&'static RuleMeta> {
+    all()
+        .into_iter()
+        .find(|r| r.code.eq_ignore_ascii_case(key) || r.name == key)
+}
+
+/// What a rule sees.
+pub struct Context<'a> {
+    pub model: &'a Model,
+    pub placement: &'a Placement,
+    pub table: &'a KernelTable,
+    /// Every bundled release's table, oldest first, for "first release that fixes it".
+    pub releases: &'a [(&'static str, &'a KernelTable)],
+}
+
+impl Context<'_> {
+    pub fn session(&self) -> &Session {
+        &self.placement.session
+    }
+
+    /// A finding about node `ni` of session graph `gi`, filled with its identity, its input
+    /// labels and its Python source location.
+    pub fn node_finding(&self, rule: &RuleMeta, gi: usize, ni: usize, message: String) -> Finding {
+        let node = &self.session().graphs[gi].nodes[ni];
+        let mut f = Finding::new(rule.code, rule.name, rule.default, message);
+        f.node = node.origin;
+        f.node_name = Some(node.name.clone());
+        f.op = Some(node.op.clone());
+        f.graph = self.session().graphs[gi].name.clone();
+        f.values = node
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.is_empty())
+            .map(|(i, n)| ValueLabel {
+                name: n.clone(),
+                text: format!("input {i}: {}", self.describe_value(gi, n)),
+            })
+            .collect();
+        f.source_location = node.origin.and_then(|o| source_location(self.model, o));
+        f
+    }
+
+    /// `tensor(float)[N, 8]` for a value, as far as known.
+    pub fn describe_value(&self, gi: usize, name: &str) -> String {
+        let s = self.session();
+        let ty = s
+            .type_of(gi, name)
+            .map(|t| t.to_string())
+            .unwrap_or_else(|| "?".into());
+        match s.shape_of(gi, name) {
+            Some(dims) => format!(
+                "{ty}[{}]",
+                dims.iter()
+                    .map(|d| d.map(|v| v.to_string()).unwrap_or_else(|| "?".into()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => ty,
+        }
+    }
+
+    /// Producer of each value and consumers, per graph, over the final session graph.
+    pub fn edges(&self, gi: usize) -> Edges<'_> {
+        Edges::new(self.session(), gi)
+    }
+}
+
+/// Value → producer / consumers maps of one session graph.
+pub struct Edges<'a> {
+    pub producer: HashMap<&'a str, usize>,
+    pub consumers: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Edges<'a> {
+    pub fn new(s: &'a Session, gi: usize) -> Edges<'a> {
+        let g = &s.graphs[gi];
+        let mut producer = HashMap::new();
+        let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in g.live_nodes() {
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                producer.insert(o.as_str(), i);
+            }
+            for name in n.inputs.iter().filter(|o| !o.is_empty()) {
+                consumers.entry(name.as_str()).or_default().push(i);
+            }
+        }
+        Edges {
+            producer,
+            consumers,
+        }
+    }
+}
+
+/// The innermost frame of a Python stack trace stored in the node's metadata by exporters
+/// (`pkg.torch.onnx.stack_trace`; also `stack_trace`, `source_location`): `file:line in fn`.
+pub fn source_location(model: &Model, node: NodeId) -> Option<String> {
+    let proto = model.node_proto(node);
+    let trace = proto
+        .metadata_props
+        .iter()
+        .find(|p| {
+            matches!(
+                p.key(),
+                "pkg.torch.onnx.stack_trace" | "stack_trace" | "source_location"
+            )
+        })?
+        .value()
+        .to_string();
+    let frame = trace
+        .lines()
+        .rev()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l.strip_prefix("File \"")?;
+            let (file, rest) = rest.split_once('"')?;
+            let rest = rest.trim_start_matches(',').trim();
+            let line = rest.strip_prefix("line ")?.split(',').next()?.trim();
+            let func = rest.split_once(" in ").map(|(_, f)| f.trim()).unwrap_or("");
+            Some(if func.is_empty() {
+                format!("{file}:{line}")
+            } else {
+                format!("{file}:{line} in {func}")
+            })
+        })
+        .next();
+    frame.or_else(|| Some(trace.lines().last()?.trim().to_string()).filter(|s| !s.is_empty()))
+}
+
+/// The metadata key that suppresses rules on one node: a comma- or space-separated list of
+/// codes or names (`OL301, memcpy`), or `all`.
+pub const SUPPRESS_KEY: &str = "onnx-lint.allow";
+
+/// Rules suppressed on a model node.
+pub fn suppressed(model: &Model, node: NodeId, rule: &RuleMeta) -> bool {
+    model
+        .node_proto(node)
+        .metadata_props
+        .iter()
+        .filter(|p| p.key() == SUPPRESS_KEY)
+        .flat_map(|p| {
+            p.value()
+                .split([',', ' '])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .any(|s| s == "all" || s.eq_ignore_ascii_case(rule.code) || s == rule.name)
+}
+
+/// Severity overrides, applied in order (later wins): config files, then the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Severities {
+    overrides: Vec<(String, Severity)>,
+}
+
+/// An unknown rule name in a severity override.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRule(pub String);
+
+impl Severities {
+    /// Adds an override for a rule code, name, or `all`.
+    pub fn set(&mut self, key: &str, level: Severity) -> Result<(), UnknownRule> {
+        if key != "all" && find(key).is_none() {
+            return Err(UnknownRule(key.to_string()));
+        }
+        self.overrides.push((key.to_string(), level));
+        Ok(())
+    }
+
+    pub fn level(&self, rule: &RuleMeta) -> Severity {
+        let mut level = rule.default;
+        for (key, l) in &self.overrides {
+            if key == "all" || key.eq_ignore_ascii_case(rule.code) || key == rule.name {
+                level = *l;
+            }
+        }
+        level
+    }
+}
+
+/// Runs every enabled rule and returns the findings at their configured severity, suppressed
+/// ones removed, in rule order.
+pub fn check(cx: &Context, severities: &Severities) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for rule in all() {
+        let level = severities.level(rule);
+        if level == Severity::Allow {
+            continue;
+        }
+        let mut found = Vec::new();
+        (rule.check)(cx, &mut found);
+        for mut f in found {
+            if f.node.is_some_and(|n| suppressed(cx.model, n, rule)) {
+                continue;
+            }
+            f.severity = level;
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// Helper for rules: every live node of every session graph.
+pub fn nodes(s: &Session) -> impl Iterator<Item = (usize, usize, &SNode)> {
+    s.graphs
+        .iter()
+        .enumerate()
+        .flat_map(|(gi, g)| g.live_nodes().map(move |(ni, n)| (gi, ni, n)))
+}

@@ -1,0 +1,98 @@
+//! OL002 no-kernel.
+
+use crate::declare_rule;
+use crate::diagnostics::Finding;
+use crate::placer::{Decision, Miss, Outcome};
+use crate::rules::{Context, nodes};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a node that no execution provider in the list can run: neither the CUDA nor the CPU
+    /// kernel table of the release has a registration for its op, since-version and types, it is
+    /// not a function ORT can inline, and it is not a float16 node that ORT can run in float32.
+    /// Also flags nodes whose op ORT does not know at all.
+    ///
+    /// ## Why is this bad?
+    /// Session creation fails ("Could not find an implementation for ..." or "Provider type for
+    /// ... is not set"): the model cannot run on this release.
+    ///
+    /// ## Example
+    /// ```text
+    /// y = Cast <to = 23> (x)      # float4e2m1 has no CPU Cast kernel in this release
+    /// ```
+    /// Use instead: a type the release implements, or a release that implements it.
+    ///
+    /// ## How to fix
+    /// Change the node's types to ones the release implements (the finding lists the CPU and CUDA
+    /// rows for the op), or pick a release whose tables have the kernel.
+    ///
+    /// ## Fix safety
+    /// No automatic fix: changing types changes numerics.
+    pub static RULE = ("OL002", "no-kernel", Deny, "a node has no kernel on any provider: session creation fails", check);
+}
+
+fn check(cx: &Context, out: &mut Vec<Finding>) {
+    if let Outcome::LoadFail(e) = &cx.placement.outcome
+        && !e.contains("Opset")
+    {
+        let mut f = Finding::new(
+            RULE.code,
+            RULE.name,
+            RULE.default,
+            e.trim_start_matches("load: ").to_string(),
+        );
+        f.graph = cx.model.main_graph().name.clone();
+        f.cause = "unknown op".into();
+        f.help = Some("register the op's domain with a custom-op library, or replace the node with standard ops".into());
+        out.push(f);
+    }
+    for (gi, ni, node) in nodes(cx.session()) {
+        let Some(Decision::Unassigned {
+            cuda_miss,
+            cpu_miss,
+        }) = cx.placement.decisions.get(&(gi, ni))
+        else {
+            continue;
+        };
+        if node.ep.is_some() {
+            continue;
+        }
+        let since = node
+            .since
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "?".into());
+        let mut f = cx.node_finding(
+            &RULE,
+            gi,
+            ni,
+            format!(
+                "no provider has a kernel for {}({since}) node `{}`: session creation fails",
+                node.op, node.name
+            ),
+        );
+        f.cause = format!("{} {since}", node.op);
+        for (ep, miss) in [("CUDA", cuda_miss.as_ref()), ("CPU", Some(cpu_miss))] {
+            if let Some(m) = miss {
+                f.evidence.push(format!("{ep}: {}", describe_miss(m)));
+            }
+        }
+        f.help = Some(format!(
+            "use types the release implements for {} (`cargo onnx-lint tables show {}` lists its rows) or a release that has the kernel",
+            node.op,
+            cx.table.release().ort
+        ));
+        out.push(f);
+    }
+}
+
+/// A sentence for a failed kernel lookup.
+pub fn describe_miss(m: &Miss) -> String {
+    match m {
+        Miss::NoRegistration => "no registration for the op".into(),
+        Miss::Version { since } => format!("no registration matches since-version {since}"),
+        Miss::Type { constraint, actual } => {
+            format!("registrations exist, but none accepts {constraint} = {actual}")
+        }
+        Miss::NoSchema => "the node has no schema".into(),
+    }
+}
