@@ -508,3 +508,28 @@ fn release_summary() {
     }
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn cli_list_and_show() {
+    use onnx_lint::cli::{Format, tables as cli_tables};
+    insta::assert_snapshot!(cli_tables::list(Format::Human));
+    let list: serde_json::Value =
+        serde_json::from_str(&cli_tables::list(Format::Json)).expect("list JSON");
+    assert_eq!(list["newest"], tables::newest().version);
+    assert_eq!(
+        list["releases"].as_array().expect("releases").len(),
+        tables::bundled().len()
+    );
+    let shown: serde_json::Value =
+        serde_json::from_str(&cli_tables::show("1.24", Format::Json).expect("bundled"))
+            .expect("show JSON");
+    assert_eq!(shown["ort"], "1.24.4");
+    let human = cli_tables::show("1.24.4", Format::Human).expect("bundled");
+    assert!(human.starts_with("ORT 1.24.4\n"), "{human}");
+    assert!(human.contains("Reshape"));
+    let err = cli_tables::show("2.0", Format::Json).expect_err("not bundled");
+    assert_eq!(
+        miette::Diagnostic::code(&err).map(|c| c.to_string()),
+        Some("onnx_lint::tables::unknown_release".to_string())
+    );
+}
