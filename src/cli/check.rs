@@ -237,7 +237,7 @@ pub fn lint(targets: &[PathBuf], settings: &Settings) -> u8 {
                     exit = exit.max(EXIT_FINDINGS);
                 }
                 match settings.format {
-                    Format::Human => print_human(&a, settings),
+                    Format::Human => print_human(&a),
                     Format::Json => json_out.push(analysis_json(&a, settings)),
                     Format::Github => {
                         for line in render::github(&a.model, &a.findings) {
@@ -346,7 +346,7 @@ fn style() -> Style {
     }
 }
 
-fn print_human(a: &Analysis, settings: &Settings) {
+fn print_human(a: &Analysis) {
     let rendered = render::human(&a.model, &a.findings, style());
     if !rendered.is_empty() {
         out(rendered.trim_end());
@@ -362,14 +362,13 @@ fn print_human(a: &Analysis, settings: &Settings) {
         .iter()
         .filter(|f| f.severity == Severity::Warn)
         .count();
+    out(&summary_line(&a.model));
     out(&format!(
-        "{}: {}; {deny} error{}, {warn} warning{}",
-        a.model.path.display(),
+        "  {}; {deny} error{}, {warn} warning{}",
         prediction_line(&a.placement),
         if deny == 1 { "" } else { "s" },
         if warn == 1 { "" } else { "s" },
     ));
-    let _ = settings;
     for p in &a.model.problems {
         let level = match p.level {
             ProblemLevel::Error => "error",
@@ -430,4 +429,51 @@ pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
             "message": p.message,
         })).collect::<Vec<_>>(),
     })
+}
+
+/// `path: ir 8, opsets ai.onnx 17 + com.microsoft 1; 1234 nodes in 3 graphs; 56 initializers (12.3 MiB); external data: ...`
+pub fn summary_line(m: &Model) -> String {
+    let s = m.stats();
+    let opsets = m
+        .opsets
+        .iter()
+        .map(|(d, v)| format!("{d} {v}"))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let mut line = format!(
+        "{}: ir {}, opsets {}; {} nodes in {} graph{}",
+        m.path.display(),
+        m.proto.ir_version(),
+        if opsets.is_empty() {
+            "none".into()
+        } else {
+            opsets
+        },
+        s.nodes,
+        s.graphs,
+        if s.graphs == 1 { "" } else { "s" },
+    );
+    if s.functions > 0 {
+        line += &format!(", {} local functions", s.functions);
+    }
+    line += &format!(
+        "; {} initializers ({})",
+        s.initializers,
+        output::human_bytes(s.initializer_bytes)
+    );
+    if !s.external_files.is_empty() {
+        let files = s
+            .external_files
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        line += &format!(
+            "; external data: {} in {} file{} ({files})",
+            output::human_bytes(s.external_bytes),
+            s.external_files.len(),
+            if s.external_files.len() == 1 { "" } else { "s" }
+        );
+    }
+    line
 }

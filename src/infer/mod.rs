@@ -221,8 +221,15 @@ fn infer_outputs(
     for (k, range) in positions.into_iter().enumerate() {
         let param = &schema.outputs[k];
         for i in range {
-            let generic = if schema.allowed(&param.type_str).is_some() {
-                bound.get(param.type_str.as_str()).cloned()
+            let generic = if let Some(allowed) = schema.allowed(&param.type_str) {
+                // A type parameter with a single allowed type needs no binding (`Shape`'s T1).
+                bound
+                    .get(param.type_str.as_str())
+                    .cloned()
+                    .or_else(|| match allowed {
+                        [only] => Type::parse(only),
+                        _ => None,
+                    })
             } else {
                 Type::parse(&param.type_str)
             };

@@ -74,6 +74,17 @@ pub enum LoadError {
         help: Option<String>,
     },
 
+    #[error("{path} is not valid ONNX text syntax: {message}")]
+    #[diagnostic(code(onnx_lint::load::text_syntax))]
+    Text {
+        path: PathBuf,
+        message: String,
+        #[source_code]
+        src: miette::NamedSource<String>,
+        #[label("here")]
+        span: miette::SourceSpan,
+    },
+
     #[error(
         "{path}: external data of tensor `{tensor}` points outside the model's folder: `{location}`"
     )]
@@ -102,6 +113,7 @@ impl LoadError {
             | LoadError::NotProtobuf { path, .. }
             | LoadError::NotAModel { path, .. }
             | LoadError::Invalid { path, .. }
+            | LoadError::Text { path, .. }
             | LoadError::ExternalDataEscape { path, .. } => path,
         }
     }
@@ -257,4 +269,29 @@ fn check_is_model(path: &Path, proto: &ModelProto) -> Result<(), LoadError> {
         (Some(v), Some(_)) if v <= 0 => Err(not_a_model(&format!("its ir_version is {v}"))),
         _ => Ok(()),
     }
+}
+
+/// Reads a model written in ONNX's textual syntax (`*.onnxtxt`: test fixtures, hand-written
+/// repros).
+pub fn read_text_model(path: &Path) -> Result<(ModelProto, u64), LoadError> {
+    let io = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_MODEL_FILE {
+        return Err(LoadError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    let proto = super::text::parse_model(&text).map_err(|e| LoadError::Text {
+        path: path.to_path_buf(),
+        message: e.message.clone(),
+        src: miette::NamedSource::new(path.display().to_string(), text.clone()),
+        span: e.span,
+    })?;
+    check_is_model(path, &proto)?;
+    Ok((proto, size))
 }

@@ -184,7 +184,11 @@ pub struct Model {
 /// Loads the model at `path`: maps it, decodes it, validates external data references and
 /// indexes every graph. See the module docs for what fails and what becomes a [`Problem`].
 pub fn load(path: &Path) -> Result<Model, LoadError> {
-    let (proto, size) = read_model_proto(path)?;
+    let (proto, size) = if path.extension().is_some_and(|e| e == "onnxtxt") {
+        load::read_text_model(path)?
+    } else {
+        read_model_proto(path)?
+    };
     Model::from_proto(path, size, proto)
 }
 

@@ -53,18 +53,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             continue;
         }
         let edges = Edges::new(s, gi);
-        let touching: Vec<&str> = node
-            .inputs
-            .iter()
-            .chain(&node.outputs)
-            .map(String::as_str)
-            .collect();
-        let copies = cx
-            .placement
-            .copies
-            .iter()
-            .filter(|c| c.graph == gi && touching.iter().any(|t| c.value.starts_with(t)))
-            .count();
+        let copies = crate::rules::copies_touching(s, gi, ni);
         let on_cpu = node.ep == Some(Ep::Cpu);
         if !on_cpu && copies == 0 {
             continue;

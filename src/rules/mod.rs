@@ -307,6 +307,26 @@ pub fn check(cx: &Context, severities: &Severities) -> Vec<Finding> {
     out
 }
 
+/// `nodes` (of graph `gi`) sorted into the graph's topological order.
+pub fn in_topological_order(s: &Session, gi: usize, nodes: &mut [usize]) {
+    let order = crate::infer::topological_order(s, gi);
+    let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(p, &n)| (n, p)).collect();
+    nodes.sort_by_key(|n| pos.get(n).copied().unwrap_or(usize::MAX));
+}
+
+/// Copy nodes that feed node `ni` or read its outputs.
+pub fn copies_touching(s: &Session, gi: usize, ni: usize) -> usize {
+    let g = &s.graphs[gi];
+    let node = &g.nodes[ni];
+    g.live_nodes()
+        .filter(|(_, m)| m.op == "MemcpyFromHost" || m.op == "MemcpyToHost")
+        .filter(|(_, m)| {
+            m.outputs.iter().any(|o| node.inputs.contains(o))
+                || m.inputs.iter().any(|i| node.outputs.contains(i))
+        })
+        .count()
+}
+
 /// Helper for rules: every live node of every session graph.
 pub fn nodes(s: &Session) -> impl Iterator<Item = (usize, usize, &SNode)> {
     s.graphs

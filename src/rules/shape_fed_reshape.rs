@@ -83,7 +83,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         if !reaches_shape(s, gi, &edges, shape, &mut chain, &mut seen, 0) {
             continue;
         }
-        chain.reverse();
+        crate::rules::in_topological_order(s, gi, &mut chain);
         let on_cpu = chain
             .iter()
             .filter(|&&c| s.graphs[gi].nodes[c].ep == Some(Ep::Cpu))

@@ -7,10 +7,15 @@ use crate::support::{self, run_in};
 #[test]
 fn runs_as_cargo_subcommand_and_directly() {
     let repo = support::repo();
-    let via_cargo = run_in(&repo, &["examples/gemma4-decoder.op24.onnx"]);
+    let via_cargo = run_in(
+        &repo,
+        &["examples/gemma4-decoder.op24.onnx", "--ort", "1.24.4"],
+    );
     assert_eq!(via_cargo.code, 0, "{}", via_cargo.stderr);
     let direct = Command::new(env!("CARGO_BIN_EXE_cargo-onnx-lint"))
-        .arg("examples/gemma4-decoder.op24.onnx")
+        .args(["examples/gemma4-decoder.op24.onnx", "--ort", "1.24.4"])
+        .env("NO_COLOR", "1")
+        .env("ONNX_LINT_WIDTH", "100")
         .current_dir(&repo)
         .output()
         .unwrap();
@@ -33,9 +38,10 @@ fn json_summary_of_a_folder() {
     assert_eq!(models.len(), 2);
     assert_eq!(models[0]["model"], "./a.onnx");
     assert_eq!(models[1]["model"], "./sub/b.onnx");
-    assert_eq!(models[0]["nodes"], 1);
-    assert_eq!(models[0]["opsets"]["ai.onnx"], 17);
-    assert_eq!(models[0]["ok"], true);
+    assert_eq!(models[0]["summary"]["nodes"], 1);
+    assert_eq!(models[0]["summary"]["opsets"]["ai.onnx"], 17);
+    assert_eq!(models[0]["session"], "ok");
+    assert_eq!(models[0]["findings"].as_array().unwrap().len(), 0);
 }
 
 #[test]
@@ -46,8 +52,7 @@ fn json_reports_load_errors_and_exits_2() {
     let run = run_in(dir.path(), &["good.onnx", "bad.onnx", "--format", "json"]);
     assert_eq!(run.code, 2);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(v[0]["ok"], true);
-    assert_eq!(v[1]["ok"], false);
+    assert_eq!(v[0]["session"], "ok");
     assert_eq!(v[1]["error"]["code"], "onnx_lint::load::not_protobuf");
 }
 

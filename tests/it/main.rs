@@ -10,6 +10,7 @@ mod codegen;
 mod docs;
 mod load;
 mod placement;
+mod rules;
 mod support;
 mod tables;
 mod text;
