@@ -47,7 +47,7 @@ pub fn list(format: Format) -> String {
     let mut out = String::from("Bundled ORT releases:\n");
     for b in tables::bundled() {
         let mark = if b.version == newest {
-            "  (newest, the default)"
+            "  (newest)"
         } else {
             ""
         };

@@ -13,7 +13,11 @@ macro_rules! release {
     };
 }
 
-pub(super) static RELEASES: [Bundled; 9] = [
+pub(super) static RELEASES: [Bundled; 13] = [
+    release!("1.19.2"),
+    release!("1.20.2"),
+    release!("1.21.1"),
+    release!("1.22.0"),
     release!("1.23.2"),
     release!("1.24.4"),
     release!("1.25.1"),

@@ -85,8 +85,8 @@ pub fn parse(file: &str, text: &str) -> Result<KernelTable, TableError> {
         };
 
     let mut kernels = Vec::new();
-    for (ep_name, domains) in raw.kernels.iter() {
-        let ep = Ep::from_name(ep_name)
+    for (ep_name, domains) in raw.kernels {
+        let ep = Ep::from_name(&ep_name)
             .ok_or_else(|| invalid(format!("unknown execution provider `{ep_name}`")))?;
         for (domain, ops) in domains {
             for (op, rows) in ops {
@@ -97,10 +97,10 @@ pub fn parse(file: &str, text: &str) -> Result<KernelTable, TableError> {
                         op: op.clone(),
                         since: row.since,
                         until: row.until,
-                        types: resolve(row.types.clone())?,
-                        cpu_inputs: row.cpu_inputs.clone(),
-                        cpu_outputs: row.cpu_outputs.clone(),
-                        mem_source: row.mem.clone(),
+                        types: resolve(row.types)?,
+                        cpu_inputs: row.cpu_inputs,
+                        cpu_outputs: row.cpu_outputs,
+                        mem_source: row.mem,
                     });
                 }
             }
@@ -108,7 +108,7 @@ pub fn parse(file: &str, text: &str) -> Result<KernelTable, TableError> {
     }
 
     let mut schemas = Vec::new();
-    for (domain, ops) in raw.schemas.iter() {
+    for (domain, ops) in raw.schemas {
         for (op, rows) in ops {
             for row in rows {
                 let param_list = |list: &[String]| -> Result<Vec<FormalParam>, TableError> {
@@ -133,7 +133,7 @@ pub fn parse(file: &str, text: &str) -> Result<KernelTable, TableError> {
                     deprecated: row.deprecated,
                     inputs,
                     outputs,
-                    type_constraints: resolve(row.types.clone())?,
+                    type_constraints: resolve(row.types)?,
                     min_inputs,
                     max_inputs,
                     min_outputs,

@@ -375,7 +375,7 @@ fn resolve_and_lookups() {
         "1.24.4"
     );
     assert_eq!(tables::resolve("1").expect("major").version, newest.version);
-    for bad in ["1.22", "1.24.3", "", "latest", "1.24.4.1", "1..2"] {
+    for bad in ["1.18", "1.24.3", "", "latest", "1.24.4.1", "1..2"] {
         let err = tables::resolve(bad).expect_err(bad);
         let text = err.to_string();
         assert!(text.contains("unknown ORT release"), "{text}");
@@ -446,10 +446,10 @@ fn show_json_has_the_design_shape() {
 #[test]
 fn release_summary() {
     let mut out = String::new();
-    type Rows = BTreeMap<(Ep, String, String), Vec<String>>;
-    let mut prev: Option<(&str, Rows)> = None;
+    type OpRanges = BTreeMap<(Ep, String, String), Vec<String>>;
+    let mut prev: Option<(&str, OpRanges)> = None;
     for (b, t) in all() {
-        let mut ops: BTreeMap<(Ep, String, String), Vec<String>> = BTreeMap::new();
+        let mut ops = OpRanges::new();
         for k in t.iter_kernels() {
             let ranges = ops
                 .entry((k.ep, k.domain.clone(), k.op.clone()))
@@ -507,4 +507,29 @@ fn release_summary() {
         prev = Some((b.version, ops));
     }
     insta::assert_snapshot!(out);
+}
+
+#[test]
+fn cli_list_and_show() {
+    use onnx_lint::cli::{Format, tables as cli_tables};
+    insta::assert_snapshot!(cli_tables::list(Format::Human));
+    let list: serde_json::Value =
+        serde_json::from_str(&cli_tables::list(Format::Json)).expect("list JSON");
+    assert_eq!(list["newest"], tables::newest().version);
+    assert_eq!(
+        list["releases"].as_array().expect("releases").len(),
+        tables::bundled().len()
+    );
+    let shown: serde_json::Value =
+        serde_json::from_str(&cli_tables::show("1.24", Format::Json).expect("bundled"))
+            .expect("show JSON");
+    assert_eq!(shown["ort"], "1.24.4");
+    let human = cli_tables::show("1.24.4", Format::Human).expect("bundled");
+    assert!(human.starts_with("ORT 1.24.4\n"), "{human}");
+    assert!(human.contains("Reshape"));
+    let err = cli_tables::show("2.0", Format::Json).expect_err("not bundled");
+    assert_eq!(
+        miette::Diagnostic::code(&err).map(|c| c.to_string()),
+        Some("onnx_lint::tables::unknown_release".to_string())
+    );
 }

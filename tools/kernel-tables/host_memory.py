@@ -77,7 +77,8 @@ RULES = [
     (MS, "BiasDropout", 1, None, [3, 4], [], "doc"),
     (MS, "BitmaskBiasDropout", 1, None, [3, 4], [], "doc"),
     (MS, "BitmaskDropout", 1, None, [1, 2], [], "doc"),
-    (MS, "DynamicSlice", 1, None, [1, 2, 3], [], "doc"),
+    # ort-placement.md lists DynamicSlice under com.microsoft; ORT registers it in the ONNX domain.
+    (ONNX, "DynamicSlice", 1, None, [1, 2, 3], [], "doc"),
     (MS, "ConvTransposeWithDynamicPads", 1, None, [2], [], "doc"),
     (MS, "BeamSearch", 1, None, [0, 1, 2, 3, 4, 5, 6, 7], [0, 1], "src-beam"),
     (MS, "GreedySearch", 1, None, [0, 1, 2, 3], [0], "src-greedy"),

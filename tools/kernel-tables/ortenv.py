@@ -144,7 +144,7 @@ def build_stubs(ver):
         defined |= {ln.split()[-1].split("@")[0] for ln in out.splitlines() if ln.strip()}
     # Unversioned CUDA-looking imports that no ORT library defines go into every stub; the loader
     # takes the first definition it finds.
-    extra = {s for s in unversioned - defined if re.match(r"(cu|nv|create|get)", s) or s.startswith("__cuda")}
+    extra = {s for s in unversioned - defined if re.match(r"(cu|nv|create|get|init)", s) or s.startswith("__cuda")}
     for soname in sorted(missing):
         names = versioned.get(soname, set()) | extra
         body = "\n".join(STUB_BODIES.get(n, f"long {n}(void){{return 0;}}") for n in sorted(names))
@@ -158,9 +158,35 @@ def build_stubs(ver):
                 f.write(soname + " {\n global:\n" + "".join(f"  {n};\n" for n in sorted(names)) + " local: *;\n};\n")
             cmd.append(f"-Wl,--version-script={mapfile}")
         subprocess.run(cmd, check=True)
+    _stub_driver(stubs, libs)
     still = _missing_sonames(libs, env)
     if still:
         raise SystemExit(f"libraries still missing after stubbing: {sorted(still)}")
+
+
+def _stub_driver(stubs, libs):
+    """A stub CUDA driver (libcuda.so.1), which no library links against but some dlopen.
+
+    ORT 1.22.0's CUDA provider dlopens libcuda.so.1 in a static initialiser and ORT_ENFORCEs that it
+    loaded; the exception is then built while the provider's host pointer is still null, which
+    crashes the process. The stub exports every `cu*` driver entry point named in the provider
+    libraries' strings, so that its dlsym calls succeed too.
+    """
+    names = set()
+    for f in libs:
+        if "providers_cuda" not in f:
+            continue
+        with open(f, "rb") as fh:
+            data = fh.read()
+        names |= {m.decode() for m in re.findall(rb"(?<=\0)cu[A-Z][A-Za-z0-9_]{2,60}(?=\0)", data)}
+    if not names:
+        return
+    cfile = os.path.join(stubs, "libcuda.so.1.c")
+    body = "\n".join(f"int {n}(void){{return 0;}}" for n in sorted(names))
+    with open(cfile, "w") as f:
+        f.write(body + "\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", os.path.join(stubs, "libcuda.so.1"), cfile,
+                    "-Wl,-soname,libcuda.so.1"], check=True)
 
 
 def child_env(ver, verbose=False):
