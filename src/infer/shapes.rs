@@ -315,7 +315,13 @@ pub fn infer_node(
             "Reshape" => {
                 let x = s(0);
                 let target = if since >= 5 {
-                    v(1)?.as_i64()
+                    match v(1) {
+                        Some(t) => t.as_i64(),
+                        None => {
+                            let n = s(1)?.first().copied().flatten()?;
+                            return Some(vec![None; usize::try_from(n).ok()?]);
+                        }
+                    }
                 } else {
                     attr_ints("shape")?
                 };
@@ -400,44 +406,49 @@ pub fn infer_node(
             }
             "Slice" => {
                 let x = s(0)?;
-                let (starts, ends, axes, steps) = if since >= 10 {
-                    (
-                        v(1)?.as_i64(),
-                        v(2)?.as_i64(),
-                        match node.inputs.get(3).filter(|n| !n.is_empty()) {
-                            Some(_) => Some(v(3)?.as_i64()),
-                            None => None,
-                        },
-                        match node.inputs.get(4).filter(|n| !n.is_empty()) {
-                            Some(_) => Some(v(4)?.as_i64()),
-                            None => None,
-                        },
-                    )
-                } else {
-                    (
-                        attr_ints("starts")?,
-                        attr_ints("ends")?,
-                        attr_ints("axes"),
-                        None,
-                    )
-                };
-                // Axes over unknown dims: the sliced count is unknown.
-                let rank = x.len();
-                let mut o = x.clone();
-                let known: Vec<i64> = x.iter().map(|d| d.unwrap_or(i64::MAX / 4)).collect();
-                let plan = slice_plan(&known, &starts, &ends, axes.as_deref(), steps.as_deref())?;
-                for k in 0..starts.len() {
-                    let axis = match &axes {
-                        Some(a) => norm_axis(*a.get(k)?, rank)?,
-                        None => k,
-                    };
-                    o[axis] = if x[axis].is_some() {
-                        Some(plan[axis].2)
+                let params = (|| {
+                    let (starts, ends, axes, steps) = if since >= 10 {
+                        (
+                            v(1)?.as_i64(),
+                            v(2)?.as_i64(),
+                            match node.inputs.get(3).filter(|n| !n.is_empty()) {
+                                Some(_) => Some(v(3)?.as_i64()),
+                                None => None,
+                            },
+                            match node.inputs.get(4).filter(|n| !n.is_empty()) {
+                                Some(_) => Some(v(4)?.as_i64()),
+                                None => None,
+                            },
+                        )
                     } else {
-                        None
+                        (
+                            attr_ints("starts")?,
+                            attr_ints("ends")?,
+                            attr_ints("axes"),
+                            None,
+                        )
                     };
-                }
-                Some(o)
+                    // Axes over unknown dims: the sliced count is unknown.
+                    let rank = x.len();
+                    let mut o = x.clone();
+                    let known: Vec<i64> = x.iter().map(|d| d.unwrap_or(i64::MAX / 4)).collect();
+                    let plan =
+                        slice_plan(&known, &starts, &ends, axes.as_deref(), steps.as_deref())?;
+                    for k in 0..starts.len() {
+                        let axis = match &axes {
+                            Some(a) => norm_axis(*a.get(k)?, rank)?,
+                            None => k,
+                        };
+                        o[axis] = if x[axis].is_some() {
+                            Some(plan[axis].2)
+                        } else {
+                            None
+                        };
+                    }
+                    Some(o)
+                })();
+                // Non-constant parameters: the rank is kept.
+                params.or(Some(vec![None; x.len()]))
             }
             "Shape" => {
                 let x = s(0)?;

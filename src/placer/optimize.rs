@@ -42,6 +42,13 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         }
     }
     session.compute_implicit_inputs(0);
+    if let Ok(v) = std::env::var("OPT_DEBUG") {
+        for (k, s) in &session.graphs[0].shapes {
+            if k.contains(&v) {
+                eprintln!("shape {k}: {s:?}");
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
