@@ -877,7 +877,7 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
         }
         "Concat" => {
             let axis = node.attr_i("axis")?;
-            let parts: Vec<&Tensor> = (0..inputs.len()).filter_map(|i| inp(i)).collect::<Vec<_>>();
+            let parts: Vec<&Tensor> = (0..inputs.len()).filter_map(inp).collect::<Vec<_>>();
             if parts.len() != inputs.iter().filter(|i| i.is_some()).count() || parts.is_empty() {
                 return None;
             }
@@ -1224,11 +1224,11 @@ mod tests {
     fn gather_concat_slice() {
         let shape = Tensor::i64_1d(vec![2, 3, 4]);
         let idx = Tensor::ints(D::Int64 as i32, vec![], vec![-1]);
-        let g = eval(&view("Gather", 13, &[]), &[Some(&shape), Some(&idx)]).unwrap();
+        let g = eval(&view("Gather", 13, &[]), &[Some(&shape), Some(&idx)]).expect("evaluates");
         assert_eq!(g[0].dims, Vec::<i64>::new());
         assert_eq!(g[0].as_i64(), vec![4]);
         let axes = Tensor::i64_1d(vec![0]);
-        let u = eval(&view("Unsqueeze", 13, &[]), &[Some(&g[0]), Some(&axes)]).unwrap();
+        let u = eval(&view("Unsqueeze", 13, &[]), &[Some(&g[0]), Some(&axes)]).expect("evaluates");
         assert_eq!(u[0].dims, vec![1]);
         let attrs = [AttributeProto {
             name: Some("axis".into()),
@@ -1239,7 +1239,7 @@ mod tests {
             &view("Concat", 13, &attrs),
             &[Some(&u[0]), Some(&Tensor::i64_1d(vec![-1]))],
         )
-        .unwrap();
+        .expect("evaluates");
         assert_eq!(c[0].as_i64(), vec![4, -1]);
         let s = eval(
             &view("Slice", 13, &[]),
@@ -1249,7 +1249,7 @@ mod tests {
                 Some(&Tensor::i64_1d(vec![i64::MAX])),
             ],
         )
-        .unwrap();
+        .expect("evaluates");
         assert_eq!(s[0].as_i64(), vec![3, 4]);
     }
 
@@ -1263,16 +1263,16 @@ mod tests {
                 Some(&Tensor::ints(7, vec![], vec![2])),
             ],
         )
-        .unwrap();
+        .expect("evaluates");
         assert_eq!(r[0].as_i64(), vec![0, 2, 4]);
         let p = r[0].to_proto("r");
-        assert_eq!(Tensor::from_proto(&p).unwrap(), r[0]);
+        assert_eq!(Tensor::from_proto(&p).expect("evaluates"), r[0]);
         let h = Tensor {
             elem: D::Float16 as i32,
             dims: vec![2],
             data: Data::Float(vec![1.5, -2.0]),
         };
-        assert_eq!(Tensor::from_proto(&h.to_proto("h")).unwrap(), h);
+        assert_eq!(Tensor::from_proto(&h.to_proto("h")).expect("evaluates"), h);
         assert_eq!(
             reshape_dims(&[Some(2), Some(6)], &[0, -1, 3], false),
             vec![Some(2), Some(2), Some(3)]

@@ -4,6 +4,7 @@
 //! (`Reshape`, `Slice`, `Expand`, `Unsqueeze`-13, ...).
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use super::eval::{self, NodeView, Tensor, reshape_dims, slice_plan};
 use crate::placer::ir::{SNode, Session};
@@ -14,12 +15,12 @@ pub type Shape = Vec<Option<i64>>;
 /// Constant values of initializers, decoded once.
 #[derive(Default)]
 pub struct Values {
-    cache: HashMap<(usize, String), Option<Tensor>>,
+    cache: HashMap<(usize, String), Option<Rc<Tensor>>>,
 }
 
 impl Values {
     /// The constant (non-overridable) value of `name` as seen from graph `gi`, if small.
-    pub fn get(&mut self, session: &Session, gi: usize, name: &str) -> Option<&Tensor> {
+    pub fn get(&mut self, session: &Session, gi: usize, name: &str) -> Option<Rc<Tensor>> {
         // The graph that defines the initializer, so that enclosing scopes share entries.
         let mut g = gi;
         let init = loop {
@@ -33,14 +34,14 @@ impl Values {
         }
         let key = (g, name.to_string());
         if !self.cache.contains_key(&key) {
-            let v = Tensor::from_proto(&init.tensor);
+            let v = Tensor::from_proto(&init.tensor).map(Rc::new);
             self.cache.insert(key.clone(), v);
         }
-        self.cache.get(&key).and_then(Option::as_ref)
+        self.cache.get(&key).cloned().flatten()
     }
     /// Records a computed value (a folded output).
     pub fn set(&mut self, gi: usize, name: &str, t: Tensor) {
-        self.cache.insert((gi, name.to_string()), Some(t));
+        self.cache.insert((gi, name.to_string()), Some(Rc::new(t)));
     }
     pub fn forget(&mut self, gi: usize, name: &str) {
         self.cache.remove(&(gi, name.to_string()));
@@ -372,9 +373,9 @@ pub fn infer_node(
                 o[axis] = shapes
                     .iter()
                     .try_fold(0i64, |acc, sh| acc.checked_add((*sh.get(axis)?)?));
-                for k in 0..rank {
-                    if k != axis && o[k].is_none() {
-                        o[k] = shapes.iter().find_map(|sh| sh.get(k).copied().flatten());
+                for (k, d) in o.iter_mut().enumerate() {
+                    if k != axis && d.is_none() {
+                        *d = shapes.iter().find_map(|sh| sh.get(k).copied().flatten());
                     }
                 }
                 Some(o)
@@ -652,8 +653,10 @@ pub fn infer_node(
         }
     })();
     // Split: several outputs.
-    if op == "Split" {
-        if let Some(x) = s(0) {
+    if op == "Split"
+        && let Some(x) = s(0)
+    {
+        {
             let r = x.len();
             if let Some(axis) = norm_axis(node.attr_i("axis").unwrap_or(0), r) {
                 let sizes: Option<Vec<i64>> = if since >= 13 {
@@ -709,6 +712,18 @@ pub fn infer_node(
     out
 }
 
+/// Whether the output shape of `op` depends on the value of input `pos`.
+fn value_needed(op: &str, pos: usize) -> bool {
+    match op {
+        "Reshape" | "Unsqueeze" | "Squeeze" | "Expand" | "Tile" | "Split" | "TopK" => pos == 1,
+        "Slice" => pos >= 1,
+        "Pad" => pos == 1 || pos == 3,
+        "ConstantOfShape" => pos == 0,
+        "Range" => true,
+        _ => op.starts_with("Reduce") && pos == 1,
+    }
+}
+
 /// Merges an inferred shape into a declared one: concrete inferred dims win.
 pub fn merge(declared: Option<&Shape>, inferred: Option<Shape>) -> Option<Shape> {
     match (declared, inferred) {
@@ -735,16 +750,24 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
             }
         })
         .collect();
+    // Values are read where the output shape depends on them, or where every input is a
+    // constant (the node may then be evaluated).
+    let all_const = node
+        .inputs
+        .iter()
+        .all(|n| n.is_empty() || session.initializer(gi, n).is_some_and(|i| !i.overridable));
     let names: Vec<String> = node.inputs.clone();
-    let mut owned: Vec<Option<Tensor>> = Vec::with_capacity(names.len());
-    for n in &names {
-        owned.push(if n.is_empty() {
-            None
-        } else {
-            values.get(session, gi, n).cloned()
-        });
+    let mut owned: Vec<Option<Rc<Tensor>>> = Vec::with_capacity(names.len());
+    for (pos, n) in names.iter().enumerate() {
+        owned.push(
+            if n.is_empty() || !(all_const || value_needed(&node.op, pos)) {
+                None
+            } else {
+                values.get(session, gi, n)
+            },
+        );
     }
-    let refs: Vec<Option<&Tensor>> = owned.iter().map(Option::as_ref).collect();
+    let refs: Vec<Option<&Tensor>> = owned.iter().map(|t| t.as_deref()).collect();
     let node = &session.graphs[gi].nodes[ni];
     let outs = infer_node(node, &input_shapes, &refs);
     let out_names = node.outputs.clone();

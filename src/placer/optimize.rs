@@ -17,6 +17,26 @@ use crate::placer::OptLevel;
 use crate::placer::ir::{Init, SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
+/// A fast non-cryptographic hasher (FxHash) for the name-keyed maps of the passes.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(b))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+
 /// ORT's `max_num_graph_transformation_steps`.
 const MAX_STEPS: usize = 10;
 
@@ -29,26 +49,19 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         table,
         values: Values::default(),
         versions: infer::domain_versions(session, table),
+        indices: HashMap::new(),
     };
     shapes::infer_graph(session, 0, &mut opt.values);
     for _ in 0..MAX_STEPS {
         let mut changed = false;
-        changed |= opt.pass(session, 0, Pass::Rules);
-        changed |= opt.pass(session, 0, Pass::Cse);
-        changed |= opt.pass(session, 0, Pass::Fold);
-        changed |= opt.pass(session, 0, Pass::ReshapeFusion);
+        for pass in [Pass::Rules, Pass::Cse, Pass::Fold, Pass::ReshapeFusion] {
+            changed |= opt.pass(session, 0, pass);
+        }
         if !changed {
             break;
         }
     }
     session.compute_implicit_inputs(0);
-    if let Ok(v) = std::env::var("OPT_DEBUG") {
-        for (k, s) in &session.graphs[0].shapes {
-            if k.contains(&v) {
-                eprintln!("shape {k}: {s:?}");
-            }
-        }
-    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -63,21 +76,23 @@ struct Optimizer<'t> {
     table: &'t KernelTable,
     values: Values,
     versions: HashMap<String, i64>,
+    /// Per graph: the index and the two node orders, built once per step.
+    indices: HashMap<usize, (Index, Vec<usize>, Vec<usize>, usize)>,
 }
 
 /// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
 /// [`Index::users`] filters them.
 struct Index {
-    producer: HashMap<String, usize>,
-    uses: HashMap<String, Vec<usize>>,
+    producer: FxMap<String, usize>,
+    uses: FxMap<String, Vec<usize>>,
     outputs: HashSet<String>,
 }
 
 impl Index {
     fn build(session: &Session, gi: usize) -> Index {
         let g = &session.graphs[gi];
-        let mut producer = HashMap::with_capacity(g.nodes.len());
-        let mut uses: HashMap<String, Vec<usize>> = HashMap::with_capacity(g.nodes.len());
+        let mut producer = FxMap::default();
+        let mut uses: FxMap<String, Vec<usize>> = FxMap::default();
         for (i, n) in g.live_nodes() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
                 producer.insert(o.clone(), i);
@@ -130,6 +145,65 @@ impl Index {
     }
 }
 
+/// ORT's `GraphViewer` order: a reverse DFS from the leaf nodes (nodes whose outputs no node
+/// reads), inputs visited in index order from the top of a stack, nodes emitted on leaving.
+fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    let mut producer: FxMap<&str, usize> = FxMap::default();
+    for (i, n) in g.live_nodes() {
+        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            producer.insert(o.as_str(), i);
+        }
+    }
+    let mut inputs: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
+    let mut has_output_node = vec![false; g.nodes.len()];
+    for (i, n) in g.live_nodes() {
+        let mut deps: Vec<usize> = n
+            .inputs
+            .iter()
+            .chain(&n.implicit_inputs)
+            .filter_map(|v| producer.get(v.as_str()).copied())
+            .filter(|&p| p != i)
+            .collect();
+        deps.sort_unstable();
+        deps.dedup();
+        for &d in &deps {
+            has_output_node[d] = true;
+        }
+        inputs[i] = deps;
+    }
+    let mut stack: Vec<(usize, bool)> = g
+        .live_nodes()
+        .filter(|(i, _)| !has_output_node[*i])
+        .map(|(i, _)| (i, false))
+        .collect();
+    let mut visited = vec![false; g.nodes.len()];
+    let mut order = Vec::with_capacity(g.nodes.len());
+    while let Some((n, leaving)) = stack.pop() {
+        if leaving {
+            order.push(n);
+            continue;
+        }
+        if visited[n] {
+            continue;
+        }
+        visited[n] = true;
+        stack.push((n, true));
+        for &d in &inputs[n] {
+            if !visited[d] {
+                stack.push((d, false));
+            }
+        }
+    }
+    // Cycles leave nodes unvisited: append them in index order.
+    for (i, _) in g.live_nodes() {
+        if !visited[i] {
+            order.push(i);
+        }
+    }
+    order
+}
+
 fn is_deterministic(domain: &str, op: &str) -> bool {
     match domain {
         "ai.onnx" => !matches!(
@@ -151,10 +225,26 @@ impl Optimizer<'_> {
     /// Runs one transformer over graph `gi`, subgraphs first (node by node, as ORT recurses).
     fn pass(&mut self, session: &mut Session, gi: usize, pass: Pass) -> bool {
         let mut changed = false;
-        let mut idx = Index::build(session, gi);
-        let mut cse: HashMap<Vec<u8>, usize> = HashMap::new();
+        // The index is kept up to date by the edits; the orders stay valid under removals
+        // and renames, and are rebuilt when nodes were appended (`If` inlining).
+        let len = session.graphs[gi].nodes.len();
+        let (mut idx, kahn, dfs) = match self.indices.remove(&gi) {
+            Some((idx, kahn, dfs, n)) if n == len => (idx, kahn, dfs),
+            _ => (
+                Index::build(session, gi),
+                infer::topological_order(session, gi),
+                ort_topological_order(session, gi),
+            ),
+        };
+        let mut cse: FxMap<Vec<u8>, usize> = FxMap::default();
         let mut updated = false;
-        for ni in infer::topological_order(session, gi) {
+        let order = if pass == Pass::Cse { &dfs } else { &kahn };
+        let skip = pass == Pass::ReshapeFusion
+            && !session.graphs[gi]
+                .live_nodes()
+                .any(|(_, n)| n.op == "Reshape" || !n.subgraphs.is_empty());
+        let order: &[usize] = if skip { &[] } else { order };
+        for &ni in order {
             if session.graphs[gi].nodes[ni].removed {
                 continue;
             }
@@ -181,6 +271,8 @@ impl Optimizer<'_> {
             };
             changed |= did;
         }
+        let len = session.graphs[gi].nodes.len();
+        self.indices.insert(gi, (idx, kahn, dfs, len));
         changed
     }
 
@@ -352,7 +444,7 @@ impl Optimizer<'_> {
     }
 
     fn constant(&mut self, session: &Session, gi: usize, name: &str) -> Option<Tensor> {
-        self.values.get(session, gi, name).cloned()
+        self.values.get(session, gi, name).map(|t| (*t).clone())
     }
 
     fn is_constant_init(session: &Session, gi: usize, name: &str) -> bool {
@@ -558,7 +650,7 @@ impl Optimizer<'_> {
         gi: usize,
         ni: usize,
         idx: &mut Index,
-        seen: &mut HashMap<Vec<u8>, usize>,
+        seen: &mut FxMap<Vec<u8>, usize>,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         if !node.subgraphs.is_empty() || !is_deterministic(&node.domain, &node.op) {
