@@ -5,6 +5,8 @@
 //!
 //! Knows schemas, never providers.
 
+pub mod eval;
+pub mod shapes;
 mod types;
 
 use std::collections::HashMap;

@@ -1,0 +1,865 @@
+//! Static shape inference over the session graph, wide enough for constant folding (`Shape`
+//! folding needs concrete dims) and transfer sizes. Unknown and symbolic dims are `None`.
+//! Constant inputs (initializers) are read where an op's output shape depends on a value
+//! (`Reshape`, `Slice`, `Expand`, `Unsqueeze`-13, ...).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::eval::{self, NodeView, Tensor, reshape_dims, slice_plan};
+use crate::placer::ir::{SNode, Session};
+
+/// Dims of a value; `None` for an unknown or symbolic dim.
+pub type Shape = Vec<Option<i64>>;
+
+/// Constant values of initializers, decoded once.
+#[derive(Default)]
+pub struct Values {
+    cache: HashMap<(usize, String), Option<Rc<Tensor>>>,
+}
+
+impl Values {
+    /// The constant (non-overridable) value of `name` as seen from graph `gi`, if small.
+    pub fn get(&mut self, session: &Session, gi: usize, name: &str) -> Option<Rc<Tensor>> {
+        // The graph that defines the initializer, so that enclosing scopes share entries.
+        let mut g = gi;
+        let init = loop {
+            if let Some(i) = session.graphs[g].initializers.get(name) {
+                break i;
+            }
+            g = session.graphs[g].parent?.0;
+        };
+        if init.overridable {
+            return None;
+        }
+        let key = (g, name.to_string());
+        if !self.cache.contains_key(&key) {
+            let v = Tensor::from_proto(&init.tensor).map(Rc::new);
+            self.cache.insert(key.clone(), v);
+        }
+        self.cache.get(&key).cloned().flatten()
+    }
+    /// Records a computed value (a folded output).
+    pub fn set(&mut self, gi: usize, name: &str, t: Tensor) {
+        self.cache.insert((gi, name.to_string()), Some(Rc::new(t)));
+    }
+    pub fn forget(&mut self, gi: usize, name: &str) {
+        self.cache.remove(&(gi, name.to_string()));
+    }
+}
+
+fn bdim(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(1), y) => y,
+        (x, Some(1)) => x,
+        (Some(x), Some(y)) if x == y => Some(x),
+        (Some(x), None) | (None, Some(x)) if x > 1 => Some(x),
+        _ => None,
+    }
+}
+
+/// Numpy broadcast of shapes with unknown dims.
+pub fn broadcast(shapes: &[&Shape]) -> Shape {
+    let r = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    (0..r)
+        .map(|i| {
+            let mut acc = Some(1);
+            for s in shapes {
+                let d = if i + s.len() >= r {
+                    s[i + s.len() - r]
+                } else {
+                    Some(1)
+                };
+                acc = bdim(acc, d);
+            }
+            acc
+        })
+        .collect()
+}
+
+fn norm_axis(axis: i64, rank: usize) -> Option<usize> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    (0..r).contains(&a).then_some(a as usize)
+}
+
+const SAME_AS_INPUT0: &[&str] = &[
+    "Identity",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Exp",
+    "Log",
+    "Neg",
+    "Abs",
+    "Sqrt",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Erf",
+    "Not",
+    "Cast",
+    "CastLike",
+    "Softmax",
+    "LogSoftmax",
+    "Hardmax",
+    "LeakyRelu",
+    "Elu",
+    "Selu",
+    "Celu",
+    "Gelu",
+    "HardSigmoid",
+    "HardSwish",
+    "Softplus",
+    "Softsign",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "IsNaN",
+    "IsInf",
+    "Sign",
+    "Clip",
+    "Mish",
+    "ThresholdedRelu",
+    "Shrink",
+    "LpNormalization",
+    "InstanceNormalization",
+    "MeanVarianceNormalization",
+    "BatchNormalization",
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "Trilu",
+    "CumSum",
+    "ScatterElements",
+    "ScatterND",
+    "Scatter",
+    "BitwiseNot",
+    "Bernoulli",
+    "LRN",
+    "Swish",
+];
+
+const BROADCAST: &[&str] = &[
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Mod",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Xor",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "Max",
+    "Min",
+    "Sum",
+    "Mean",
+    "Where",
+    "PRelu",
+];
+
+/// Output shapes of `node` from its input shapes and the constant values of its inputs.
+pub fn infer_node(
+    node: &SNode,
+    inputs: &[Option<Shape>],
+    values: &[Option<&Tensor>],
+) -> Vec<Option<Shape>> {
+    let n_out = node.outputs.len();
+    let mut out: Vec<Option<Shape>> = vec![None; n_out];
+    let since = node.since.unwrap_or(0);
+    let view = NodeView {
+        op: &node.op,
+        domain: &node.domain,
+        since,
+        attrs: &node.attrs,
+    };
+    // Everything constant and small: evaluate.
+    if !values.is_empty()
+        && node
+            .inputs
+            .iter()
+            .zip(values)
+            .all(|(n, v)| n.is_empty() || v.is_some())
+        && node.subgraphs.is_empty()
+        && let Some(res) = eval::eval(&view, values)
+    {
+        for (slot, t) in out.iter_mut().zip(res) {
+            *slot = Some(t.dims.iter().map(|&d| Some(d)).collect());
+        }
+        return out;
+    }
+    let first = out.first_mut();
+    let Some(first) = first else {
+        return out;
+    };
+    let s = |i: usize| inputs.get(i).cloned().flatten();
+    let v = |i: usize| values.get(i).copied().flatten();
+    if node.domain != "ai.onnx" {
+        if matches!(
+            node.op.as_str(),
+            "SimplifiedLayerNormalization"
+                | "SkipSimplifiedLayerNormalization"
+                | "FastGelu"
+                | "BiasGelu"
+        ) {
+            *first = s(0);
+        }
+        return out;
+    }
+    let op = node.op.as_str();
+    if SAME_AS_INPUT0.contains(&op) {
+        *first = s(0);
+        if op == "BatchNormalization" {
+            return out;
+        }
+        return out;
+    }
+    if BROADCAST.contains(&op) {
+        let shapes: Vec<Shape> = node
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.is_empty())
+            .map(|(i, _)| s(i))
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        if !shapes.is_empty()
+            && shapes.len() == node.inputs.iter().filter(|n| !n.is_empty()).count()
+        {
+            *first = Some(broadcast(&shapes.iter().collect::<Vec<_>>()));
+        }
+        return out;
+    }
+    let attr_ints = |name: &str| node.attr_ints(name).map(<[i64]>::to_vec);
+    *first = (|| -> Option<Shape> {
+        match op {
+            "Dropout" | "LayerNormalization" | "RMSNormalization" => {
+                let x = s(0)?;
+                if op == "LayerNormalization" {
+                    // Mean and InvStdDev: reduced dims become 1.
+                    let axis = norm_axis(node.attr_i("axis").unwrap_or(-1), x.len())?;
+                    let red: Shape = x
+                        .iter()
+                        .enumerate()
+                        .map(|(i, d)| if i >= axis { Some(1) } else { *d })
+                        .collect();
+                    return Some(x).inspect(|_| {
+                        let _ = red;
+                    });
+                }
+                Some(x)
+            }
+            "MatMul" | "MatMulInteger" | "QLinearMatMul" => {
+                let (a, b) = if op == "QLinearMatMul" {
+                    (s(0)?, s(3)?)
+                } else {
+                    (s(0)?, s(1)?)
+                };
+                if a.is_empty() || b.is_empty() {
+                    return None;
+                }
+                let a2 = if a.len() == 1 {
+                    vec![Some(1), a[0]]
+                } else {
+                    a.clone()
+                };
+                let b2 = if b.len() == 1 {
+                    vec![b[0], Some(1)]
+                } else {
+                    b.clone()
+                };
+                let ba: Shape = a2[..a2.len() - 2].to_vec();
+                let bb: Shape = b2[..b2.len() - 2].to_vec();
+                let mut o = broadcast(&[&ba, &bb]);
+                if a.len() > 1 {
+                    o.push(a2[a2.len() - 2]);
+                }
+                if b.len() > 1 {
+                    o.push(b2[b2.len() - 1]);
+                }
+                Some(o)
+            }
+            "Gemm" => {
+                let (a, b) = (s(0)?, s(1)?);
+                if a.len() != 2 || b.len() != 2 {
+                    return None;
+                }
+                let m = if node.attr_i("transA").unwrap_or(0) != 0 {
+                    a[1]
+                } else {
+                    a[0]
+                };
+                let n = if node.attr_i("transB").unwrap_or(0) != 0 {
+                    b[0]
+                } else {
+                    b[1]
+                };
+                Some(vec![m, n])
+            }
+            "Reshape" => {
+                let x = s(0);
+                let target = if since >= 5 {
+                    match v(1) {
+                        Some(t) => t.as_i64(),
+                        None => {
+                            let n = s(1)?.first().copied().flatten()?;
+                            return Some(vec![None; usize::try_from(n).ok()?]);
+                        }
+                    }
+                } else {
+                    attr_ints("shape")?
+                };
+                let allowzero = node.attr_i("allowzero").unwrap_or(0) != 0;
+                match x {
+                    Some(x) => Some(reshape_dims(&x, &target, allowzero)),
+                    None => Some(
+                        target
+                            .iter()
+                            .map(|&t| (t > 0 || (t == 0 && allowzero)).then_some(t))
+                            .collect(),
+                    ),
+                }
+            }
+            "Flatten" => {
+                let x = s(0)?;
+                let axis = node.attr_i("axis").unwrap_or(1);
+                let r = x.len() as i64;
+                let axis = if axis < 0 { axis + r } else { axis };
+                if !(0..=r).contains(&axis) {
+                    return None;
+                }
+                let prod = |d: &[Option<i64>]| d.iter().try_fold(1i64, |a, x| a.checked_mul((*x)?));
+                Some(vec![prod(&x[..axis as usize]), prod(&x[axis as usize..])])
+            }
+            "Transpose" => {
+                let x = s(0)?;
+                match node.attr_ints("perm") {
+                    Some(p) => p
+                        .iter()
+                        .map(|&i| usize::try_from(i).ok().and_then(|i| x.get(i).copied()))
+                        .collect(),
+                    None => Some(x.iter().rev().copied().collect()),
+                }
+            }
+            "Concat" => {
+                let axis = node.attr_i("axis")?;
+                let shapes: Vec<Shape> = node
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| !n.is_empty())
+                    .map(|(i, _)| s(i))
+                    .collect::<Option<_>>()?;
+                let rank = shapes.first()?.len();
+                let axis = norm_axis(axis, rank)?;
+                let mut o = shapes[0].clone();
+                o[axis] = shapes
+                    .iter()
+                    .try_fold(0i64, |acc, sh| acc.checked_add((*sh.get(axis)?)?));
+                for (k, d) in o.iter_mut().enumerate() {
+                    if k != axis && d.is_none() {
+                        *d = shapes.iter().find_map(|sh| sh.get(k).copied().flatten());
+                    }
+                }
+                Some(o)
+            }
+            "Gather" => {
+                let (x, i) = (s(0)?, s(1)?);
+                let axis = norm_axis(node.attr_i("axis").unwrap_or(0), x.len())?;
+                let mut o = x[..axis].to_vec();
+                o.extend(i);
+                o.extend_from_slice(&x[axis + 1..]);
+                Some(o)
+            }
+            "GatherElements" => s(1),
+            "Unsqueeze" | "Squeeze" => {
+                let x = s(0)?;
+                let axes: Vec<i64> = if since >= 13 {
+                    match node.inputs.get(1).filter(|n| !n.is_empty()) {
+                        Some(_) => v(1)?.as_i64(),
+                        None => Vec::new(),
+                    }
+                } else {
+                    attr_ints("axes").unwrap_or_default()
+                };
+                if op == "Unsqueeze" {
+                    eval::unsqueeze_dims(&x, &axes)
+                } else {
+                    eval::squeeze_dims(&x, &axes)
+                }
+            }
+            "Slice" => {
+                let x = s(0)?;
+                let params = (|| {
+                    let (starts, ends, axes, steps) = if since >= 10 {
+                        (
+                            v(1)?.as_i64(),
+                            v(2)?.as_i64(),
+                            match node.inputs.get(3).filter(|n| !n.is_empty()) {
+                                Some(_) => Some(v(3)?.as_i64()),
+                                None => None,
+                            },
+                            match node.inputs.get(4).filter(|n| !n.is_empty()) {
+                                Some(_) => Some(v(4)?.as_i64()),
+                                None => None,
+                            },
+                        )
+                    } else {
+                        (
+                            attr_ints("starts")?,
+                            attr_ints("ends")?,
+                            attr_ints("axes"),
+                            None,
+                        )
+                    };
+                    // Axes over unknown dims: the sliced count is unknown.
+                    let rank = x.len();
+                    let mut o = x.clone();
+                    let known: Vec<i64> = x.iter().map(|d| d.unwrap_or(i64::MAX / 4)).collect();
+                    let plan =
+                        slice_plan(&known, &starts, &ends, axes.as_deref(), steps.as_deref())?;
+                    for k in 0..starts.len() {
+                        let axis = match &axes {
+                            Some(a) => norm_axis(*a.get(k)?, rank)?,
+                            None => k,
+                        };
+                        o[axis] = if x[axis].is_some() {
+                            Some(plan[axis].2)
+                        } else {
+                            None
+                        };
+                    }
+                    Some(o)
+                })();
+                // Non-constant parameters: the rank is kept.
+                params.or(Some(vec![None; x.len()]))
+            }
+            "Shape" => {
+                let x = s(0)?;
+                let r = x.len() as i64;
+                let clamp = |v: i64| {
+                    let v = if v < 0 { v + r } else { v };
+                    v.clamp(0, r)
+                };
+                let st = clamp(node.attr_i("start").unwrap_or(0));
+                let en = clamp(node.attr_i("end").unwrap_or(r));
+                Some(vec![Some((en - st).max(0))])
+            }
+            "Size" => Some(vec![]),
+            "Expand" => {
+                let x = s(0)?;
+                match v(1) {
+                    Some(t) => {
+                        let sh: Shape = t.as_i64().into_iter().map(Some).collect();
+                        Some(broadcast(&[&x, &sh]))
+                    }
+                    None => {
+                        let n = s(1)?.first().copied().flatten()?;
+                        let sh: Shape = vec![None; usize::try_from(n).ok()?];
+                        Some(broadcast(&[&x, &sh]))
+                    }
+                }
+            }
+            "ConstantOfShape" => match v(0) {
+                Some(t) => Some(t.as_i64().into_iter().map(Some).collect()),
+                None => {
+                    let n = s(0)?.first().copied().flatten()?;
+                    Some(vec![None; usize::try_from(n).ok()?])
+                }
+            },
+            "Range" => Some(vec![None]),
+            "NonZero" => Some(vec![s(0).map(|x| x.len() as i64), None]),
+            "Tile" => {
+                let x = s(0)?;
+                match v(1) {
+                    Some(r) => {
+                        let r = r.as_i64();
+                        if r.len() != x.len() {
+                            return None;
+                        }
+                        Some(
+                            x.iter()
+                                .zip(&r)
+                                .map(|(d, &k)| d.and_then(|d| d.checked_mul(k)))
+                                .collect(),
+                        )
+                    }
+                    None => Some(vec![None; x.len()]),
+                }
+            }
+            "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
+            | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" | "ArgMax"
+            | "ArgMin" => {
+                let x = s(0)?;
+                let keep = node.attr_i("keepdims").unwrap_or(1) != 0;
+                let axes: Vec<i64> = if op.starts_with("Arg") {
+                    vec![node.attr_i("axis").unwrap_or(0)]
+                } else if (op == "ReduceSum" && since >= 13) || since >= 18 {
+                    match node.inputs.get(1).filter(|n| !n.is_empty()) {
+                        Some(_) => v(1)?.as_i64(),
+                        None => Vec::new(),
+                    }
+                } else {
+                    attr_ints("axes").unwrap_or_default()
+                };
+                let rank = x.len();
+                let axes: Vec<usize> = if axes.is_empty() {
+                    if node.attr_i("noop_with_empty_axes").unwrap_or(0) != 0 {
+                        return Some(x);
+                    }
+                    (0..rank).collect()
+                } else {
+                    axes.iter()
+                        .map(|&a| norm_axis(a, rank))
+                        .collect::<Option<_>>()?
+                };
+                Some(
+                    x.iter()
+                        .enumerate()
+                        .filter_map(|(i, d)| {
+                            if axes.contains(&i) {
+                                keep.then_some(Some(1))
+                            } else {
+                                Some(*d)
+                            }
+                        })
+                        .collect(),
+                )
+            }
+            "Conv" | "MaxPool" | "AveragePool" | "LpPool" | "ConvInteger" | "QLinearConv" => {
+                let x = s(0)?;
+                if x.len() < 3 {
+                    return None;
+                }
+                let spatial = x.len() - 2;
+                let kernel: Vec<Option<i64>> = match node.attr_ints("kernel_shape") {
+                    Some(k) => k.iter().map(|&v| Some(v)).collect(),
+                    None => {
+                        let w = s(if op == "QLinearConv" { 3 } else { 1 })?;
+                        w.get(2..)?.to_vec()
+                    }
+                };
+                let channels = if op.contains("Conv") {
+                    s(if op == "QLinearConv" { 3 } else { 1 })?
+                        .first()
+                        .copied()
+                        .flatten()
+                } else {
+                    x[1]
+                };
+                let strides = attr_ints("strides").unwrap_or_else(|| vec![1; spatial]);
+                let dil = attr_ints("dilations").unwrap_or_else(|| vec![1; spatial]);
+                let pads = attr_ints("pads").unwrap_or_else(|| vec![0; 2 * spatial]);
+                let auto = node.attr_s("auto_pad").unwrap_or_default();
+                let ceil = node.attr_i("ceil_mode").unwrap_or(0) != 0;
+                let mut o = vec![x[0], channels];
+                for i in 0..spatial {
+                    let d = x[2 + i];
+                    let k = *kernel.get(i)?;
+                    let st = *strides.get(i)?;
+                    let dl = *dil.get(i)?;
+                    let dim = (|| -> Option<i64> {
+                        let d = d?;
+                        if st <= 0 {
+                            return None;
+                        }
+                        if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
+                            return Some((d + st - 1) / st);
+                        }
+                        let k = k?;
+                        let ek = (k - 1) * dl + 1;
+                        let (p0, p1) = if auto == "VALID" {
+                            (0, 0)
+                        } else {
+                            (*pads.get(i)?, *pads.get(i + spatial)?)
+                        };
+                        let num = d + p0 + p1 - ek;
+                        if num < 0 {
+                            return None;
+                        }
+                        Some(if ceil {
+                            (num + st - 1) / st + 1
+                        } else {
+                            num / st + 1
+                        })
+                    })();
+                    o.push(dim);
+                }
+                Some(o)
+            }
+            "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => {
+                let x = s(0)?;
+                let mut o = x.clone();
+                for d in o.iter_mut().skip(2) {
+                    *d = Some(1);
+                }
+                Some(o)
+            }
+            "Split" => None,
+            "TopK" => {
+                let x = s(0)?;
+                let axis = norm_axis(node.attr_i("axis").unwrap_or(-1), x.len())?;
+                let mut o = x.clone();
+                o[axis] = v(1).and_then(|k| k.as_i64().first().copied());
+                Some(o)
+            }
+            "OneHot" => None,
+            "Pad" => {
+                let x = s(0)?;
+                let pads = if since >= 11 {
+                    v(1)?.as_i64()
+                } else {
+                    attr_ints("pads")?
+                };
+                let axes: Vec<usize> = match node.inputs.get(3).filter(|n| !n.is_empty()) {
+                    Some(_) => v(3)?
+                        .as_i64()
+                        .iter()
+                        .map(|&a| norm_axis(a, x.len()))
+                        .collect::<Option<_>>()?,
+                    None => (0..x.len()).collect(),
+                };
+                if pads.len() != 2 * axes.len() {
+                    return None;
+                }
+                let mut o = x.clone();
+                for (k, &a) in axes.iter().enumerate() {
+                    o[a] = o[a].map(|d| d + pads[k] + pads[k + axes.len()]);
+                }
+                Some(o)
+            }
+            "EyeLike" | "RandomNormalLike" | "RandomUniformLike" => s(0),
+            "RandomNormal" | "RandomUniform" => {
+                Some(attr_ints("shape")?.into_iter().map(Some).collect())
+            }
+            _ => None,
+        }
+    })();
+    // Split: several outputs.
+    if op == "Split"
+        && let Some(x) = s(0)
+    {
+        {
+            let r = x.len();
+            if let Some(axis) = norm_axis(node.attr_i("axis").unwrap_or(0), r) {
+                let sizes: Option<Vec<i64>> = if since >= 13 {
+                    match node.inputs.get(1).filter(|n| !n.is_empty()) {
+                        Some(_) => v(1).map(Tensor::as_i64),
+                        None => None,
+                    }
+                } else {
+                    attr_ints("split")
+                };
+                let sizes = sizes.or_else(|| {
+                    let d = x[axis]?;
+                    let k = n_out as i64;
+                    let num = node.attr_i("num_outputs").unwrap_or(k);
+                    if num <= 0 {
+                        return None;
+                    }
+                    let chunk = (d + num - 1) / num;
+                    Some(
+                        (0..n_out as i64)
+                            .map(|i| (d - chunk * i).clamp(0, chunk))
+                            .collect(),
+                    )
+                });
+                for (i, slot) in out.iter_mut().enumerate() {
+                    let mut o = x.clone();
+                    o[axis] = sizes.as_ref().and_then(|z| z.get(i).copied());
+                    *slot = Some(o);
+                }
+            }
+        }
+    }
+    if op == "TopK" && n_out > 1 {
+        out[1] = out[0].clone();
+    }
+    if op == "Dropout" && n_out > 1 {
+        out[1] = out[0].clone();
+    }
+    if op == "LayerNormalization"
+        && n_out > 1
+        && let Some(x) = s(0)
+        && let Some(axis) = norm_axis(node.attr_i("axis").unwrap_or(-1), x.len())
+    {
+        let red: Shape = x
+            .iter()
+            .enumerate()
+            .map(|(i, d)| if i >= axis { Some(1) } else { *d })
+            .collect();
+        for slot in out.iter_mut().skip(1) {
+            *slot = Some(red.clone());
+        }
+    }
+    out
+}
+
+/// Whether the output shape of `op` depends on the value of input `pos`.
+fn value_needed(op: &str, pos: usize) -> bool {
+    match op {
+        "Reshape" | "Unsqueeze" | "Squeeze" | "Expand" | "Tile" | "Split" | "TopK" => pos == 1,
+        "Slice" => pos >= 1,
+        "Pad" => pos == 1 || pos == 3,
+        "ConstantOfShape" => pos == 0,
+        "Range" => true,
+        _ => op.starts_with("Reduce") && pos == 1,
+    }
+}
+
+/// Merges an inferred shape into a declared one: concrete inferred dims win.
+pub fn merge(declared: Option<&Shape>, inferred: Option<Shape>) -> Option<Shape> {
+    match (declared, inferred) {
+        (None, i) => i,
+        (Some(d), None) => Some(d.clone()),
+        (Some(d), Some(i)) if d.len() == i.len() => {
+            Some(d.iter().zip(&i).map(|(a, b)| b.or(*a)).collect())
+        }
+        (Some(_), Some(i)) => Some(i),
+    }
+}
+
+/// Infers and records the output shapes of node `ni` of graph `gi`.
+pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mut Values) {
+    let node = &session.graphs[gi].nodes[ni];
+    let input_shapes: Vec<Option<Shape>> = node
+        .inputs
+        .iter()
+        .map(|n| {
+            if n.is_empty() {
+                None
+            } else {
+                session.shape_of(gi, n).cloned()
+            }
+        })
+        .collect();
+    // Values are read where the output shape depends on them, or where every input is a
+    // constant (the node may then be evaluated).
+    let all_const = node
+        .inputs
+        .iter()
+        .all(|n| n.is_empty() || session.initializer(gi, n).is_some_and(|i| !i.overridable));
+    let names: Vec<String> = node.inputs.clone();
+    let mut owned: Vec<Option<Rc<Tensor>>> = Vec::with_capacity(names.len());
+    for (pos, n) in names.iter().enumerate() {
+        owned.push(
+            if n.is_empty() || !(all_const || value_needed(&node.op, pos)) {
+                None
+            } else {
+                values.get(session, gi, n)
+            },
+        );
+    }
+    let refs: Vec<Option<&Tensor>> = owned.iter().map(|t| t.as_deref()).collect();
+    let node = &session.graphs[gi].nodes[ni];
+    let outs = infer_node(node, &input_shapes, &refs);
+    let out_names = node.outputs.clone();
+    let g = &mut session.graphs[gi];
+    for (name, sh) in out_names.iter().zip(outs) {
+        if name.is_empty() {
+            continue;
+        }
+        if let Some(m) = merge(g.shapes.get(name), sh) {
+            g.shapes.insert(name.clone(), m);
+        }
+    }
+}
+
+/// Infers shapes for every node of graph `gi` (and its subgraphs) in topological order.
+pub fn infer_graph(session: &mut Session, gi: usize, values: &mut Values) {
+    for ni in super::topological_order(session, gi) {
+        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+            .subgraphs
+            .iter()
+            .map(|(_, s)| *s)
+            .collect();
+        for sg in subs {
+            infer_graph(session, sg, values);
+        }
+        infer_and_record(session, gi, ni, values);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(op: &str, since: i64, inputs: &[&str], outputs: usize) -> SNode {
+        SNode {
+            name: String::new(),
+            op: op.into(),
+            domain: "ai.onnx".into(),
+            since: Some(since),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: (0..outputs).map(|i| format!("o{i}")).collect(),
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: None,
+            removed: false,
+        }
+    }
+
+    #[test]
+    fn broadcast_and_matmul() {
+        let a: Shape = vec![None, Some(1), Some(4)];
+        let b: Shape = vec![Some(3), Some(1)];
+        assert_eq!(broadcast(&[&a, &b]), vec![None, Some(3), Some(4)]);
+        let n = node("MatMul", 13, &["a", "b"], 1);
+        let out = infer_node(
+            &n,
+            &[
+                Some(vec![Some(2), None, Some(8)]),
+                Some(vec![Some(8), Some(5)]),
+            ],
+            &[None, None],
+        );
+        assert_eq!(out[0], Some(vec![Some(2), None, Some(5)]));
+    }
+
+    #[test]
+    fn reshape_with_constant_shape() {
+        let n = node("Reshape", 14, &["x", "s"], 1);
+        let target = Tensor::i64_1d(vec![0, -1]);
+        let out = infer_node(
+            &n,
+            &[Some(vec![Some(2), Some(3), Some(4)]), Some(vec![Some(2)])],
+            &[None, Some(&target)],
+        );
+        assert_eq!(out[0], Some(vec![Some(2), Some(12)]));
+    }
+
+    #[test]
+    fn slice_and_unsqueeze() {
+        let n = node("Slice", 13, &["x", "s", "e"], 1);
+        let (st, en) = (Tensor::i64_1d(vec![1]), Tensor::i64_1d(vec![i64::MAX]));
+        let out = infer_node(
+            &n,
+            &[Some(vec![Some(5), None]), None, None],
+            &[None, Some(&st), Some(&en)],
+        );
+        assert_eq!(out[0], Some(vec![Some(4), None]));
+        let u = node("Unsqueeze", 13, &["x", "a"], 1);
+        let axes = Tensor::i64_1d(vec![0]);
+        let out = infer_node(&u, &[Some(vec![]), None], &[None, Some(&axes)]);
+        assert_eq!(out[0], Some(vec![Some(1)]));
+    }
+}
