@@ -1,3 +1,4 @@
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 //! `cargo bench --bench speed`: load time and peak memory, placement time, and the ratio against
 //! peers measured in the same run.
 //!
@@ -16,8 +17,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use onnx_lint::model::proto::{
-    GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto,
-    TypeProto, ValueInfoProto, tensor_proto, tensor_shape_proto, type_proto,
+    GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto,
+    TensorShapeProto, TypeProto, ValueInfoProto, tensor_proto, tensor_shape_proto, type_proto,
 };
 use prost::Message;
 
@@ -101,8 +102,11 @@ fn decoder(nodes: usize) -> ModelProto {
         for w in ["wq", "wk", "wv", "wo", "w1", "w2"] {
             g.initializer.push(f32_tensor(&p(w), &[H, H]));
         }
-        let n = |op: &str, ins: &[&str], outs: &[&str]| node(op, format!("l{l}/{op}_{}", outs[0]), ins, outs);
-        let (mean, diff, sq, var, std, norm) = (p("mean"), p("diff"), p("sq"), p("var"), p("std"), p("norm"));
+        let n = |op: &str, ins: &[&str], outs: &[&str]| {
+            node(op, format!("l{l}/{op}_{}", outs[0]), ins, outs)
+        };
+        let (mean, diff, sq, var, std, norm) =
+            (p("mean"), p("diff"), p("sq"), p("var"), p("std"), p("norm"));
         g.node.push(n("ReduceMean", &[&x], &[&mean]));
         g.node.push(n("Sub", &[&x, &mean], &[&diff]));
         g.node.push(n("Mul", &[&diff, &diff], &[&sq]));
@@ -120,8 +124,17 @@ fn decoder(nodes: usize) -> ModelProto {
         g.node.push(n("Unsqueeze", &[&b, "axes0"], &[&bu]));
         g.node.push(n("Concat", &[&bu, "idx1", "heads"], &[&shape]));
         g.node.push(n("Reshape", &[&q, &shape], &[&q4]));
-        let (qf, att, probs, ctx, o, res, h1, a1, out) =
-            (p("qf"), p("att"), p("probs"), p("ctx"), p("o"), p("res"), p("h1"), p("a1"), p("out"));
+        let (qf, att, probs, ctx, o, res, h1, a1, out) = (
+            p("qf"),
+            p("att"),
+            p("probs"),
+            p("ctx"),
+            p("o"),
+            p("res"),
+            p("h1"),
+            p("a1"),
+            p("out"),
+        );
         g.node.push(n("Reshape", &[&q4, "flat"], &[&qf]));
         g.node.push(n("MatMul", &[&qf, &k], &[&att]));
         g.node.push(n("Softmax", &[&att], &[&probs]));
@@ -168,17 +181,22 @@ fn external(dir: &Path) -> PathBuf {
             dims: vec![8192, (chunk / 4 / 8192) as i64],
             data_type: Some(FLOAT),
             data_location: Some(tensor_proto::DataLocation::External as i32),
-            external_data: [("location", "weights.bin".to_string()), ("offset", (i * chunk).to_string()), ("length", chunk.to_string())]
-                .into_iter()
-                .map(|(k, v)| StringStringEntryProto {
-                    key: Some(k.into()),
-                    value: Some(v),
-                })
-                .collect(),
+            external_data: [
+                ("location", "weights.bin".to_string()),
+                ("offset", (i * chunk).to_string()),
+                ("length", chunk.to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| StringStringEntryProto {
+                key: Some(k.into()),
+                value: Some(v),
+            })
+            .collect(),
             ..Default::default()
         });
         let y = format!("y{i}");
-        g.node.push(node("MatMul", format!("mm{i}"), &[&x, &w], &[&y]));
+        g.node
+            .push(node("MatMul", format!("mm{i}"), &[&x, &w], &[&y]));
         x = y;
     }
     g.output.push(vi(&x, FLOAT, &["n", "8192"]));
@@ -191,7 +209,11 @@ fn external(dir: &Path) -> PathBuf {
 fn peak_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_string))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_string)
+        })
         .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
 }
@@ -202,7 +224,9 @@ fn child(args: &[String]) {
     let start = Instant::now();
     let m = onnx_lint::model::load(&path).expect("bench model loads");
     if args[0] == "place" {
-        let table = onnx_lint::tables::resolve(&args[2]).expect("release").table();
+        let table = onnx_lint::tables::resolve(&args[2])
+            .expect("release")
+            .table();
         let level = match args[3].as_str() {
             "disable" => onnx_lint::placer::OptLevel::Disable,
             _ => onnx_lint::placer::OptLevel::All,
@@ -262,38 +286,95 @@ fn main() {
     std::fs::write(&dec, m.encode_to_vec()).expect("write decoder");
     let dec_size = std::fs::metadata(&dec).map(|m| m.len()).unwrap_or(0);
     let ext = external(dir.path());
-    let (dec_s, ext_s) = (dec.to_string_lossy().to_string(), ext.to_string_lossy().to_string());
+    let (dec_s, ext_s) = (
+        dec.to_string_lossy().to_string(),
+        ext.to_string_lossy().to_string(),
+    );
 
-    println!("cargo-onnx-lint speed bench (median of runs; peak = max VmHWM of the measuring process)");
+    println!(
+        "cargo-onnx-lint speed bench (median of runs; peak = max VmHWM of the measuring process)"
+    );
     if let Some((t, kib)) = measure(&exe, &["load", &dec_s], 5) {
-        println!("load   decoder, {nodes} nodes, {:.1} MiB file: {:.1} ms, peak {:.1} MiB", dec_size as f64 / 1048576.0, t * 1e3, kib as f64 / 1024.0);
+        println!(
+            "load   decoder, {nodes} nodes, {:.1} MiB file: {:.1} ms, peak {:.1} MiB",
+            dec_size as f64 / 1048576.0,
+            t * 1e3,
+            kib as f64 / 1024.0
+        );
         let py = format!("import onnx; onnx.load('{dec_s}', load_external_data=False)");
         if let Some(pt) = peer(&["python3", "-c", &py], 3) {
-            println!("       peer: python onnx.load {:.1} ms (process included) -> {:.1}x", pt * 1e3, pt / t);
+            println!(
+                "       peer: python onnx.load {:.1} ms (process included) -> {:.1}x",
+                pt * 1e3,
+                pt / t
+            );
         }
     }
     if let Some((t, kib)) = measure(&exe, &["load", &ext_s], 5) {
-        println!("load   2 GiB external-data model: {:.2} ms, peak {:.1} MiB (weights never read)", t * 1e3, kib as f64 / 1024.0);
+        println!(
+            "load   2 GiB external-data model: {:.2} ms, peak {:.1} MiB (weights never read)",
+            t * 1e3,
+            kib as f64 / 1024.0
+        );
     }
     for level in ["disable", "all"] {
         if let Some((t, kib)) = measure(&exe, &["place", &dec_s, "1.24.4", level], 3) {
-            println!("place  decoder, {nodes} nodes, ORT 1.24.4, level {level}: {:.0} ms, peak {:.1} MiB", t * 1e3, kib as f64 / 1024.0);
+            println!(
+                "place  decoder, {nodes} nodes, ORT 1.24.4, level {level}: {:.0} ms, peak {:.1} MiB",
+                t * 1e3,
+                kib as f64 / 1024.0
+            );
         }
     }
     // Against ORT's own session creation (the oracle), on real models, in the same run.
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/oracle/ortstub.py");
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/cargo-onnx-lint");
-    let corpus = ["examples/gemma4-decoder.op24.onnx", "examples/bert.torchscript.op17.onnx"];
+    let corpus = [
+        "examples/gemma4-decoder.op24.onnx",
+        "examples/bert.torchscript.op17.onnx",
+    ];
     if oracle.is_file() && bin.is_file() {
         for model in corpus {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(model).to_string_lossy().to_string();
-            let ours = peer(&[bin.to_str().unwrap_or_default(), "place", &path, "--ort", "1.24.4", "--format", "json"], 5);
-            let ort = peer(&["python3", oracle.to_str().unwrap_or_default(), "place", "1.24.4", &path, "--level", "all"], 3);
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(model)
+                .to_string_lossy()
+                .to_string();
+            let ours = peer(
+                &[
+                    bin.to_str().unwrap_or_default(),
+                    "place",
+                    &path,
+                    "--ort",
+                    "1.24.4",
+                    "--format",
+                    "json",
+                ],
+                5,
+            );
+            let ort = peer(
+                &[
+                    "python3",
+                    oracle.to_str().unwrap_or_default(),
+                    "place",
+                    "1.24.4",
+                    &path,
+                    "--level",
+                    "all",
+                ],
+                3,
+            );
             if let (Some(a), Some(b)) = (ours, ort) {
-                println!("place  {model}: cargo-onnx-lint {:.1} ms vs ORT session creation (oracle) {:.0} ms -> {:.0}x", a * 1e3, b * 1e3, b / a);
+                println!(
+                    "place  {model}: cargo-onnx-lint {:.1} ms vs ORT session creation (oracle) {:.0} ms -> {:.0}x",
+                    a * 1e3,
+                    b * 1e3,
+                    b / a
+                );
             }
         }
     } else {
-        println!("(ORT peer skipped: needs ../shared/oracle and a release build: cargo build --release)");
+        println!(
+            "(ORT peer skipped: needs ../shared/oracle and a release build: cargo build --release)"
+        );
     }
 }

@@ -80,7 +80,7 @@ pub enum LoadError {
         path: PathBuf,
         message: String,
         #[source_code]
-        src: miette::NamedSource<String>,
+        src: std::sync::Arc<miette::NamedSource<String>>,
         #[label("here")]
         span: miette::SourceSpan,
     },
@@ -289,7 +289,10 @@ pub fn read_text_model(path: &Path) -> Result<(ModelProto, u64), LoadError> {
     let proto = super::text::parse_model(&text).map_err(|e| LoadError::Text {
         path: path.to_path_buf(),
         message: e.message.clone(),
-        src: miette::NamedSource::new(path.display().to_string(), text.clone()),
+        src: std::sync::Arc::new(miette::NamedSource::new(
+            path.display().to_string(),
+            text.clone(),
+        )),
         span: e.span,
     })?;
     check_is_model(path, &proto)?;
