@@ -23,3 +23,4 @@ pub mod memcpy;
 pub mod model;
 pub mod placer;
 pub mod tables;
+pub mod verify;
