@@ -201,10 +201,15 @@ mod live {
         };
         let d = diff::compare(&predicted, &real);
 
-        let cuda_status = if cuda_checked {
-            if d.agree { "confirmed" } else { "contradicted" }
-        } else {
+        let placed = !parsed.reports.is_empty();
+        let cuda_status = if !cuda_checked {
             "not checked"
+        } else if !d.agree {
+            "contradicted"
+        } else if placed {
+            "confirmed"
+        } else {
+            "no placement: the session fails as predicted"
         };
         let exit = if !d.agree {
             EXIT_FINDINGS
@@ -472,6 +477,10 @@ mod live {
             } else {
                 " with the CPU EP only\n"
             };
+        } else if cuda_checked && d.session_real.is_some() {
+            s += &format!(
+                "result: AGREE: with ORT {version} and the CUDA EP, session creation fails as predicted (no placement to compare)\n"
+            );
         } else if cuda_checked {
             let name = device.as_ref().map(|d| d.name.as_str()).unwrap_or("?");
             s += &format!(

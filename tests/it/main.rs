@@ -12,3 +12,4 @@ mod placement;
 mod support;
 mod tables;
 mod text;
+mod verify;
