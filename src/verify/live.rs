@@ -221,12 +221,15 @@ pub fn run_session(
         .map_err(|e| SetupError(format!("could not create the ORT environment: {e}")))?;
 
     let options = || -> Result<ort::session::builder::SessionBuilder, SetupError> {
+        let set = |e: ort::Error<_>| SetupError(format!("could not set session options: {e}"));
         Session::builder(&env)
             .map_err(|e| SetupError(format!("could not create session options: {e}")))?
             .with_log_level(LogLevel::Verbose)
-            .and_then(|b| b.with_log_verbosity(0))
-            .and_then(|b| b.with_optimization_level(level_of(level)))
-            .map_err(|e| SetupError(format!("could not set session options: {e}")))
+            .map_err(set)?
+            .with_log_verbosity(0)
+            .map_err(set)?
+            .with_optimization_level(level_of(level))
+            .map_err(set)
     };
     let mut cuda_error = None;
     let mut builder = match cuda {

@@ -207,6 +207,7 @@ fn json(out: &std::process::Output) -> Value {
 /// Against the CPU `onnxruntime` from PyPI (`.ci/run` installs it): the model loads, every node
 /// has a CPU kernel as predicted at level `disable`, and the report says CUDA was not confirmed.
 #[test]
+#[cfg(feature = "live")]
 fn against_a_cpu_onnxruntime_from_pypi() {
     let Some((capi, version)) = python_ort() else {
         eprintln!("skipped: python3 has no onnxruntime (pip install onnxruntime)");
@@ -262,6 +263,7 @@ fn against_a_cpu_onnxruntime_from_pypi() {
 /// python3's package): CUDA placement confirmed at level `disable`.
 /// `cargo test -- --ignored verify_on_gpu`
 #[test]
+#[cfg(feature = "live")]
 #[ignore = "needs a CUDA device and onnxruntime-gpu"]
 fn verify_on_gpu() {
     let lib = std::env::var("ORT_DYLIB_PATH")
