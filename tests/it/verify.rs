@@ -177,6 +177,7 @@ fn without_ort_exit_2_and_say_nothing_was_confirmed() {
 }
 
 /// The `capi` folder of a pip-installed `onnxruntime` (CPU or GPU build), if `python3` has one.
+#[cfg(feature = "live")]
 fn python_ort() -> Option<(PathBuf, String)> {
     let out = Command::new("python3")
         .args([
@@ -194,6 +195,7 @@ fn python_ort() -> Option<(PathBuf, String)> {
     Some((dir, lines.next()?.trim().to_string()))
 }
 
+#[cfg(feature = "live")]
 fn json(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
