@@ -26,3 +26,4 @@ pub mod model;
 pub mod placer;
 pub mod rules;
 pub mod tables;
+pub mod verify;

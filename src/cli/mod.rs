@@ -6,6 +6,7 @@ pub mod explain;
 pub mod output;
 mod place;
 pub mod tables;
+mod verify;
 
 pub use check::expand_paths;
 pub use output::human_bytes;
@@ -119,11 +120,9 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<TablesAction>,
     },
-    /// Run a live ORT session and compare it with the prediction. [not available yet]
-    Verify {
-        /// The model file.
-        model: PathBuf,
-    },
+    /// Run a live ORT session and compare it with the prediction (exit 0 agree, 1 disagree,
+    /// 2 nothing could be checked).
+    Verify(verify::VerifyArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -163,7 +162,7 @@ fn run(cli: Cli) -> u8 {
         Some(Command::Place { models }) => place::run(&models, &cli.shared),
         Some(Command::Explain { rule }) => explain::run(&rule),
         Some(Command::Tables { action }) => tables::run(action.as_ref(), &cli.shared),
-        Some(Command::Verify { .. }) => not_yet("verify"),
+        Some(Command::Verify(args)) => verify::run(&args, &cli.shared),
     }
 }
 

@@ -14,3 +14,4 @@ mod rules;
 mod support;
 mod tables;
 mod text;
+mod verify;

@@ -1,0 +1,269 @@
+//! The live session (feature `live`): ONNX Runtime and the CUDA driver are both loaded at run
+//! time, so this builds and runs on machines that have neither.
+
+use std::ffi::CStr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use ort::logging::LogLevel;
+use ort::session::Session;
+use ort::session::builder::GraphOptimizationLevel;
+
+use super::log::format_line;
+use crate::placer::OptLevel;
+
+/// The version string of an ONNX Runtime library (`OrtGetApiBase()->GetVersionString()`), read
+/// without initialising it.
+pub fn library_version(path: &Path) -> Result<String, String> {
+    // SAFETY: loading ONNX Runtime runs its static initialisers only; the symbol has the C API's
+    // signature, and the returned base and string are static in the library, which stays loaded
+    // (it is loaded again by `ort` below, and leaked here on purpose).
+    unsafe {
+        let lib = libloading::Library::new(path)
+            .map_err(|e| format!("could not load {}: {e}", path.display()))?;
+        let get: libloading::Symbol<unsafe extern "C" fn() -> *const ort::sys::OrtApiBase> =
+            lib.get(b"OrtGetApiBase").map_err(|_| {
+                format!(
+                    "{} does not export OrtGetApiBase: not ONNX Runtime",
+                    path.display()
+                )
+            })?;
+        let base = get();
+        if base.is_null() {
+            return Err("OrtGetApiBase returned null".into());
+        }
+        let v = ((*base).GetVersionString)();
+        if v.is_null() {
+            return Err("GetVersionString returned null".into());
+        }
+        let version = CStr::from_ptr(v).to_string_lossy().to_string();
+        std::mem::forget(lib);
+        Ok(version)
+    }
+}
+
+/// The oldest ONNX Runtime the `ort` crate accepts here (its C API version 17).
+pub const MIN_MINOR: u32 = ort::MINOR_VERSION;
+
+/// A CUDA device as the driver reports it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Device {
+    pub ordinal: i32,
+    pub name: String,
+    pub memory_mib: usize,
+    pub compute_capability: String,
+}
+
+/// What the CUDA driver said.
+#[derive(Debug, Clone)]
+pub enum CudaProbe {
+    Devices(Vec<Device>),
+    /// No usable device, and why.
+    None(String),
+}
+
+/// The driver API symbols [`probe_cuda`] calls.
+const DRIVER_SYMBOLS: &[&[u8]] = &[
+    b"cuInit",
+    b"cuDeviceGetCount",
+    b"cuDeviceGet",
+    b"cuDeviceGetName",
+    b"cuDeviceTotalMem_v2",
+    b"cuDeviceGetAttribute",
+];
+
+/// Looks for CUDA devices through the driver API (libcuda, loaded at run time).
+pub fn probe_cuda() -> CudaProbe {
+    // cudarc panics when the library it opens lacks a symbol: check the library it will pick
+    // (the first of its candidates that opens) first.
+    let mut usable = false;
+    for name in cudarc::get_lib_name_candidates("cuda") {
+        // SAFETY: opening the driver library runs its initialisers only.
+        if let Ok(lib) = unsafe { libloading::Library::new(&name) } {
+            // SAFETY: only looks the symbols up.
+            let missing = DRIVER_SYMBOLS
+                .iter()
+                .find(|s| unsafe { lib.get::<unsafe extern "C" fn()>(**s) }.is_err());
+            if let Some(s) = missing {
+                return CudaProbe::None(format!(
+                    "the CUDA driver library {name} lacks {}: not a usable NVIDIA driver",
+                    String::from_utf8_lossy(s)
+                ));
+            }
+            usable = true;
+            break;
+        }
+    }
+    if !usable {
+        return CudaProbe::None(
+            "no CUDA driver library (libcuda.so) on this machine: no NVIDIA driver".into(),
+        );
+    }
+    // A panic must not escape, nor print: silence the hook while cudarc runs.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let probe = std::panic::catch_unwind(probe_cuda_inner);
+    std::panic::set_hook(hook);
+    probe.unwrap_or_else(|_| CudaProbe::None("the CUDA driver library could not be used".into()))
+}
+
+fn probe_cuda_inner() -> CudaProbe {
+    use cudarc::driver::{result, sys};
+    if let Err(e) = result::init() {
+        return CudaProbe::None(format!("the CUDA driver did not initialise: {e:?}"));
+    }
+    let n = match result::device::get_count() {
+        Ok(n) => n,
+        Err(e) => return CudaProbe::None(format!("the CUDA driver lists no devices: {e:?}")),
+    };
+    if n <= 0 {
+        return CudaProbe::None("the CUDA driver reports 0 devices".into());
+    }
+    let mut devices = Vec::new();
+    for ordinal in 0..n {
+        let Ok(dev) = result::device::get(ordinal) else {
+            continue;
+        };
+        let name = result::device::get_name(dev).unwrap_or_else(|_| "?".into());
+        // SAFETY: `dev` is a valid device handle from the driver.
+        let memory_mib = unsafe { result::device::total_mem(dev) }.unwrap_or(0) >> 20;
+        let attr = |a| unsafe { result::device::get_attribute(dev, a) }.unwrap_or(0);
+        let major = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+        let minor = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+        devices.push(Device {
+            ordinal,
+            name,
+            memory_mib,
+            compute_capability: format!("{major}.{minor}"),
+        });
+    }
+    if devices.is_empty() {
+        CudaProbe::None("the CUDA driver's devices could not be opened".into())
+    } else {
+        CudaProbe::Devices(devices)
+    }
+}
+
+/// A finished live session.
+#[derive(Debug, Clone)]
+pub struct LiveSession {
+    /// `Ok(())`, or the error session creation returned.
+    pub session: Result<(), String>,
+    /// Every message ORT logged while creating the session, one per line, in its default
+    /// sink's shape.
+    pub log: String,
+    /// The CUDA EP was registered (else: CPU only).
+    pub cuda: bool,
+    /// Why the CUDA EP could not be registered, when it was asked for and the session fell back
+    /// to CPU only.
+    pub cuda_error: Option<String>,
+}
+
+/// Errors before a session could be attempted.
+#[derive(Debug, Clone)]
+pub struct SetupError(pub String);
+
+fn level_of(l: OptLevel) -> GraphOptimizationLevel {
+    match l {
+        OptLevel::Disable => GraphOptimizationLevel::Disable,
+        OptLevel::Basic => GraphOptimizationLevel::Level1,
+        OptLevel::Extended => GraphOptimizationLevel::Level2,
+        OptLevel::All => GraphOptimizationLevel::All,
+    }
+}
+
+fn severity_letter(l: LogLevel) -> char {
+    match l {
+        LogLevel::Verbose => 'V',
+        LogLevel::Info => 'I',
+        LogLevel::Warning => 'W',
+        LogLevel::Error => 'E',
+        LogLevel::Fatal => 'F',
+    }
+}
+
+/// Creates one session for `model` with the library at `dylib` (once per process), with the
+/// CUDA EP on device `cuda` first when given (CPU is always the fallback; when the CUDA EP cannot
+/// be registered the session is created with CPU only and `cuda_error` says why), at `level`,
+/// with every log message captured.
+pub fn run_session(
+    dylib: &Path,
+    model: &Path,
+    level: OptLevel,
+    cuda: Option<i32>,
+) -> Result<LiveSession, SetupError> {
+    let lines: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lines);
+    let logger: ort::logging::LoggerFunction = Arc::new(
+        move |lvl: LogLevel, category: &str, id: &str, location: &str, message: &str| {
+            // `ort` may hand the code location over as the category: take whichever looks
+            // like `file.cc:123 Function`.
+            let loc = if location.contains(".cc:") || location.contains(".h:") {
+                location
+            } else if category.contains(".cc:") || category.contains(".h:") {
+                category
+            } else {
+                location
+            };
+            if let Ok(mut v) = sink.lock() {
+                for m in message.split('\n') {
+                    v.push(format_line(severity_letter(lvl), id, loc, m));
+                }
+            }
+        },
+    );
+    let env = ort::init_from(dylib)
+        .map_err(|e| SetupError(format!("could not load ONNX Runtime: {e}")))?
+        .with_name("onnx-lint-verify")
+        .with_telemetry(false)
+        .with_logger(logger)
+        .build()
+        .map_err(|e| SetupError(format!("could not create the ORT environment: {e}")))?;
+
+    let options = || -> Result<ort::session::builder::SessionBuilder, SetupError> {
+        let set = |e: ort::Error<_>| SetupError(format!("could not set session options: {e}"));
+        Session::builder(&env)
+            .map_err(|e| SetupError(format!("could not create session options: {e}")))?
+            .with_log_level(LogLevel::Verbose)
+            .map_err(set)?
+            .with_log_verbosity(0)
+            .map_err(set)?
+            .with_optimization_level(level_of(level))
+            .map_err(set)
+    };
+    let mut cuda_error = None;
+    let mut builder = match cuda {
+        Some(device) => {
+            let ep = ort::ep::CUDA::default()
+                .with_device_id(device)
+                .build()
+                .error_on_failure();
+            match options()?.with_execution_providers([ep]) {
+                Ok(b) => b,
+                Err(e) => {
+                    cuda_error = Some(e.to_string());
+                    options()?
+                }
+            }
+        }
+        None => options()?,
+    };
+    if let Ok(mut v) = lines.lock() {
+        v.clear();
+    }
+    let session = match builder.commit_from_file(model) {
+        Ok(s) => {
+            drop(s);
+            Ok(())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    drop(builder);
+    let log = lines.lock().map(|v| v.join("\n")).unwrap_or_default();
+    Ok(LiveSession {
+        session,
+        log,
+        cuda: cuda.is_some() && cuda_error.is_none(),
+        cuda_error,
+    })
+}
