@@ -165,8 +165,3 @@ fn run(cli: Cli) -> u8 {
         Some(Command::Verify(args)) => verify::run(&args, &cli.shared),
     }
 }
-
-fn not_yet(command: &str) -> u8 {
-    eprintln!("error: `cargo onnx-lint {command}` is not available yet in this version");
-    EXIT_ERROR
-}

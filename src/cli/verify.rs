@@ -138,7 +138,7 @@ mod live {
         let mut device: Option<Device> = None;
         let mut cuda_reason: Option<String> = None;
         let assume = std::env::var(ASSUME_DEVICE).is_ok_and(|v| v == "1");
-        if shared.ep == EpArg::Cpu {
+        if shared.ep == Some(EpArg::Cpu) {
             cuda_reason = Some("--ep cpu was asked for".into());
         } else if !located.has_cuda_provider {
             cuda_reason = Some(format!(
@@ -155,8 +155,10 @@ mod live {
                 CudaProbe::None(why) => cuda_reason = Some(why),
             }
         }
-        let register_cuda =
-            device.is_some() || (assume && shared.ep == EpArg::Cuda && located.has_cuda_provider);
+        let register_cuda = device.is_some()
+            || (assume
+                && shared.ep.unwrap_or(EpArg::Cuda) == EpArg::Cuda
+                && located.has_cuda_provider);
         if assume && device.is_none() && register_cuda {
             notes.push(format!(
                 "{ASSUME_DEVICE}=1: the CUDA EP was registered without a detected device ({}); \
@@ -306,7 +308,7 @@ mod live {
                 cuda_checked,
                 &device,
                 &version,
-                shared.ep,
+                shared.ep.unwrap_or(EpArg::Cuda),
                 &cuda_reason,
                 live.cuda,
             );
