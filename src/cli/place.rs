@@ -99,9 +99,17 @@ pub fn placement_json(model: &str, p: &Placement) -> Value {
         if let Some(ep) = first.filter(|ep| nodes.iter().all(|(_, e)| e == ep)) {
             all_nodes_on = json!({ ep.name(): nodes.len() });
         } else {
-            // ORT prints one block per provider, the CPU block before the CUDA block (measured on
-            // the oracle's records); a name logged twice keeps the later block's provider.
-            for ep in [Ep::Cpu, Ep::Cuda] {
+            // ORT collects the placements in an unordered_map keyed by provider and prints one
+            // block per provider. With libstdc++ a small map iterates in reverse insertion
+            // order, so the provider of the first node is printed last (checked against the
+            // oracle's records); a name logged twice keeps the later block's provider.
+            let last = first.unwrap_or(Ep::Cuda);
+            let order = if last == Ep::Cuda {
+                [Ep::Cpu, Ep::Cuda]
+            } else {
+                [Ep::Cuda, Ep::Cpu]
+            };
+            for ep in order {
                 for (name, e) in &nodes {
                     if *e == ep {
                         placement.insert(name.to_string(), Value::String(ep.name().into()));
