@@ -9,7 +9,7 @@ pub mod eval;
 pub mod shapes;
 mod types;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub use types::{Type, elem_from_name, is_cuda_preferred_float};
 
@@ -198,7 +198,7 @@ fn infer_outputs(
     schema: &OpSchema,
     inputs: &[Option<Type>],
 ) -> Vec<Option<Type>> {
-    let mut bound: HashMap<&str, Type> = HashMap::new();
+    let mut bound: HashMap<&str, Type> = HashMap::default();
     for (k, range) in formal_input_positions(schema, inputs.len())
         .into_iter()
         .enumerate()
@@ -370,7 +370,8 @@ fn special_output_type(
 /// the lowest index first. Nodes left over by a cycle are appended in index order.
 pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
     let g = &session.graphs[gi];
-    let mut producer: HashMap<&str, usize> = HashMap::with_capacity(g.nodes.len() * 2);
+    let mut producer: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
     for (i, n) in g.live_nodes() {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
             producer.insert(o.as_str(), i);

@@ -3,7 +3,7 @@
 //! Constant inputs (initializers) are read where an op's output shape depends on a value
 //! (`Reshape`, `Slice`, `Expand`, `Unsqueeze`-13, ...).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use super::eval::{self, NodeView, Tensor, reshape_dims, slice_plan};

@@ -5,7 +5,9 @@
 //!
 //! Pure: no I/O, no printing.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::placer::Decision;
 use crate::placer::ir::{NameGen, SNode, Session};
@@ -103,11 +105,12 @@ fn graph_pass(
     decisions: &mut HashMap<(usize, usize), Decision>,
     copies: &mut Vec<Copy>,
 ) {
-    let mut pi: HashSet<String> = HashSet::new();
-    let mut npi: HashSet<String> = HashSet::new();
+    let mut pi: HashSet<String> = HashSet::default();
+    let mut npi: HashSet<String> = HashSet::default();
     let mut po: BTreeSet<String> = BTreeSet::new();
     let mut npo: BTreeSet<String> = BTreeSet::new();
     let mut consumed_inits: Vec<String> = Vec::new();
+    let mut consumed_seen: HashSet<String> = HashSet::default();
     {
         let g = &session.graphs[gi];
         for (ni, n) in g.live_nodes() {
@@ -115,9 +118,8 @@ fn graph_pass(
             if provider {
                 let (cpu_in, cpu_out) = host_args(decisions, (gi, ni));
                 for (i, name) in n.existing_inputs() {
-                    if session.initializer(gi, name).is_some()
-                        && !consumed_inits.iter().any(|c| c == name)
-                    {
+                    if !consumed_seen.contains(name) && session.initializer(gi, name).is_some() {
+                        consumed_seen.insert(name.to_string());
                         consumed_inits.push(name.to_string());
                     }
                     if cpu_in.contains(&i) {
@@ -127,9 +129,10 @@ fn graph_pass(
                     }
                 }
                 for name in &n.implicit_inputs {
-                    if session.initializer(gi, name).is_some()
-                        && !consumed_inits.iter().any(|c| c == name)
+                    if !consumed_seen.contains(name.as_str())
+                        && session.initializer(gi, name).is_some()
                     {
+                        consumed_seen.insert(name.clone());
                         consumed_inits.push(name.clone());
                     }
                 }
@@ -154,33 +157,39 @@ fn graph_pass(
     let mut names = NameGen::new(&session.graphs[gi]);
 
     // Initializers read on both sides: the provider side gets a duplicate.
-    for init in consumed_inits {
-        if !(pi.contains(&init) && npi.contains(&init)) {
-            continue;
-        }
-        let dup = names.value(&init);
-        if let Some(tensor) = session.initializer(gi, &init).cloned() {
-            let g = &mut session.graphs[gi];
-            if let Some(t) = g.types.get(&init).cloned() {
-                g.types.insert(dup.clone(), t);
-            }
-            g.initializers.insert(dup.clone(), tensor);
-        }
-        let live: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
-        for ni in live {
-            if session.graphs[gi].nodes[ni].ep != Some(Ep::Cuda) {
+    let both: Vec<String> = consumed_inits
+        .into_iter()
+        .filter(|init| pi.contains(init) && npi.contains(init))
+        .collect();
+    if !both.is_empty() {
+        let wanted: HashSet<&str> = both.iter().map(String::as_str).collect();
+        let mut uses: rustc_hash::FxHashMap<String, Vec<(usize, usize)>> = Default::default();
+        for (ni, n) in session.graphs[gi].live_nodes() {
+            if n.ep != Some(Ep::Cuda) {
                 continue;
             }
-            let cpu_in = host_args(decisions, (gi, ni)).0.to_vec();
-            let node = &mut session.graphs[gi].nodes[ni];
-            for (i, name) in node.inputs.iter_mut().enumerate() {
-                if *name == init && !cpu_in.contains(&i) {
-                    *name = dup.clone();
+            let cpu_in = host_args(decisions, (gi, ni)).0;
+            for (i, name) in n.inputs.iter().enumerate() {
+                if wanted.contains(name.as_str()) && !cpu_in.contains(&i) {
+                    uses.entry(name.clone()).or_default().push((ni, i));
                 }
             }
         }
-        pi.remove(&init);
-        pi.insert(dup);
+        for init in both {
+            let dup = names.value(&init);
+            if let Some(tensor) = session.initializer(gi, &init).cloned() {
+                let g = &mut session.graphs[gi];
+                if let Some(t) = g.types.get(&init).cloned() {
+                    g.types.insert(dup.clone(), t);
+                }
+                g.initializers.insert(dup.clone(), tensor);
+            }
+            for &(ni, i) in uses.get(&init).map(Vec::as_slice).unwrap_or(&[]) {
+                session.graphs[gi].nodes[ni].inputs[i] = dup.clone();
+            }
+            pi.remove(&init);
+            pi.insert(dup);
+        }
     }
 
     let mut planned: Vec<(Direction, Cause, String)> = Vec::new();
@@ -207,10 +216,42 @@ fn graph_pass(
         }
     }
 
+    // Where each value is read in device memory by a provider node, and which provider node
+    // writes it in device memory: the uses a copy takes over.
+    let mut device_reads: rustc_hash::FxHashMap<String, Vec<(usize, usize)>> = Default::default();
+    let mut device_writes: rustc_hash::FxHashMap<String, Vec<(usize, usize)>> = Default::default();
+    if !planned.is_empty() {
+        let wanted: HashSet<&str> = planned.iter().map(|(_, _, v)| v.as_str()).collect();
+        for (ni, n) in session.graphs[gi].live_nodes() {
+            if n.ep != Some(Ep::Cuda) {
+                continue;
+            }
+            let (cpu_in, cpu_out) = host_args(decisions, (gi, ni));
+            for (i, name) in n.inputs.iter().enumerate() {
+                if wanted.contains(name.as_str()) && !cpu_in.contains(&i) {
+                    device_reads.entry(name.clone()).or_default().push((ni, i));
+                }
+            }
+            for (o, name) in n.outputs.iter().enumerate() {
+                if wanted.contains(name.as_str()) && !cpu_out.contains(&o) {
+                    device_writes.entry(name.clone()).or_default().push((ni, o));
+                }
+            }
+        }
+    }
     for (direction, cause, value) in planned {
         let node_name = names.node("Memcpy");
         let new_value = names.value(&format!("{value}_CUDAExecutionProvider"));
-        rewire(session, gi, decisions, direction, &value, &new_value);
+        // Device-memory reads of the value now read the copy (FromHost) or the CUDA producer's
+        // renamed output (ToHost); a ToHost copy produces the original name on the host.
+        for &(ni, i) in device_reads.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
+            session.graphs[gi].nodes[ni].inputs[i] = new_value.clone();
+        }
+        if direction == Direction::ToHost {
+            for &(ni, o) in device_writes.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
+                session.graphs[gi].nodes[ni].outputs[o] = new_value.clone();
+            }
+        }
         let (input, output, op) = match direction {
             Direction::FromHost => (value.clone(), new_value, "MemcpyFromHost"),
             Direction::ToHost => (new_value, value.clone(), "MemcpyToHost"),
@@ -250,49 +291,4 @@ fn graph_pass(
         });
     }
     session.graphs[gi].name_counter = names.counter;
-}
-
-/// Points the consumers of `value` on the far side at the copy.
-fn rewire(
-    session: &mut Session,
-    gi: usize,
-    decisions: &HashMap<(usize, usize), Decision>,
-    direction: Direction,
-    value: &str,
-    new_value: &str,
-) {
-    let live: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
-    for ni in live {
-        let (cpu_in, cpu_out) = {
-            let (a, b) = host_args(decisions, (gi, ni));
-            (a.to_vec(), b.to_vec())
-        };
-        let node = &mut session.graphs[gi].nodes[ni];
-        let provider = node.ep == Some(Ep::Cuda);
-        match direction {
-            // Device-memory uses of a host value now read the copy.
-            Direction::FromHost if provider => {
-                for (i, name) in node.inputs.iter_mut().enumerate() {
-                    if name == value && !cpu_in.contains(&i) {
-                        *name = new_value.to_string();
-                    }
-                }
-            }
-            // The CUDA producer writes the device value; the copy produces the host name.
-            Direction::ToHost if provider => {
-                for (o, name) in node.outputs.iter_mut().enumerate() {
-                    if name == value && !cpu_out.contains(&o) {
-                        *name = new_value.to_string();
-                    }
-                }
-                // CUDA consumers in device memory keep reading the device value.
-                for (i, name) in node.inputs.iter_mut().enumerate() {
-                    if name == value && !cpu_in.contains(&i) {
-                        *name = new_value.to_string();
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
 }

@@ -3,7 +3,7 @@
 //! partitioning: float16 nodes that no provider took run on the CPU in float32 between inserted
 //! `Cast` nodes, and Cast pairs that cancel out are removed.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::Type;
 use crate::model::DataType as D;
@@ -24,8 +24,8 @@ struct Edges {
 }
 
 fn edges(g: &SGraph) -> Edges {
-    let mut producer = HashMap::new();
-    let mut consumers: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+    let mut producer = HashMap::default();
+    let mut consumers: HashMap<String, Vec<(usize, usize)>> = HashMap::default();
     for (i, n) in g.live_nodes() {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
             producer.insert(o.clone(), i);
@@ -59,8 +59,15 @@ pub fn run(session: &mut Session) -> Vec<(usize, usize)> {
     if session.graphs.is_empty() {
         return moved;
     }
-    let mut updates: HashMap<String, String> = HashMap::new();
-    insert_casts(session, 0, &mut updates, &mut moved);
+    // Both steps of InsertCastTransformer act only around nodes no provider took.
+    let any_unassigned = session
+        .graphs
+        .iter()
+        .any(|g| g.live_nodes().any(|(_, n)| n.ep.is_none()));
+    if any_unassigned {
+        let mut updates: HashMap<String, String> = HashMap::default();
+        insert_casts(session, 0, &mut updates, &mut moved);
+    }
     remove_duplicate_casts(session, 0);
     moved
 }
@@ -249,13 +256,19 @@ fn type_group(t: Option<&Type>) -> Option<u8> {
 fn remove_duplicate_casts(session: &mut Session, gi: usize) {
     let graph_outputs: HashSet<String> = session.graphs[gi].outputs.iter().cloned().collect();
     let count = session.graphs[gi].nodes.len();
+    let mut e: Option<Edges> = None;
     for ni in 0..count {
         if session.graphs[gi].nodes[ni].removed {
             continue;
         }
         let mut removed_self = false;
         if session.graphs[gi].nodes[ni].op == "Cast" {
-            removed_self = remove_around(session, gi, ni, &graph_outputs);
+            let edges = e.get_or_insert_with(|| edges(&session.graphs[gi]));
+            let (changed, removed) = remove_around(session, gi, ni, &graph_outputs, edges);
+            removed_self = removed;
+            if changed {
+                e = None;
+            }
         }
         if !removed_self {
             let subs: Vec<usize> = session.graphs[gi].nodes[ni]
@@ -270,23 +283,23 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize) {
     }
 }
 
-/// One step of `RemoveDuplicateCastTransformer` at Cast node `ni`; true when `ni` was removed.
+/// One step of `RemoveDuplicateCastTransformer` at Cast node `ni`: (graph changed, `ni` removed).
 fn remove_around(
     session: &mut Session,
     gi: usize,
     ni: usize,
     graph_outputs: &HashSet<String>,
-) -> bool {
-    let e = edges(&session.graphs[gi]);
+    e: &Edges,
+) -> (bool, bool) {
     let node = &session.graphs[gi].nodes[ni];
     let (Some(input), Some(output)) = (node.inputs.first().cloned(), node.outputs.first().cloned())
     else {
-        return false;
+        return (false, false);
     };
     let src = session.type_of(gi, &input).cloned();
     let dst = session.type_of(gi, &output).cloned();
     let (Some(sg), Some(dg)) = (type_group(src.as_ref()), type_group(dst.as_ref())) else {
-        return false;
+        return (false, false);
     };
     let loss = sg > dg;
     let children: Vec<(usize, usize)> = e.consumers.get(&output).cloned().unwrap_or_default();
@@ -305,10 +318,10 @@ fn remove_around(
         let c_out = child.outputs.first().cloned().unwrap_or_default();
         let dst1 = session.type_of(gi, &c_out).cloned();
         let (Some(sg1), Some(dg1)) = (type_group(src1.as_ref()), type_group(dst1.as_ref())) else {
-            return false;
+            return (false, false);
         };
         if loss && dg1 > sg1 {
-            return false;
+            return (false, false);
         }
         if !graph_outputs.contains(&c_out) && src == dst1 && src1 == dst {
             to_remove.push(c);
@@ -333,9 +346,9 @@ fn remove_around(
     {
         replace_input_everywhere(session, gi, &output, &input);
         session.graphs[gi].nodes[ni].removed = true;
-        return true;
+        return (true, true);
     }
-    false
+    (removed_count > 0, false)
 }
 
 fn replace_input_everywhere(session: &mut Session, gi: usize, from: &str, to: &str) {

@@ -3,7 +3,9 @@
 //! every tentative CUDA node whose inputs are all CPU values, small initializers or graph inputs.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::is_cuda_preferred_float;
 use crate::placer::ir::Session;
@@ -16,17 +18,20 @@ const SMALL_INITIALIZER: u64 = 100;
 pub fn cpu_preferred_nodes(
     session: &Session,
     gi: usize,
+    topo: &[usize],
     tentative: &[(usize, KernelDef)],
 ) -> HashSet<usize> {
     let g = &session.graphs[gi];
-    let order: HashMap<usize, usize> = crate::infer::topological_order(session, gi)
-        .into_iter()
-        .enumerate()
-        .map(|(pos, ni)| (ni, pos))
-        .collect();
+    if tentative.is_empty() {
+        return HashSet::default();
+    }
+    let mut order: Vec<usize> = vec![usize::MAX; g.nodes.len()];
+    for (pos, &ni) in topo.iter().enumerate() {
+        order[ni] = pos;
+    }
     // Consumers by value name within this graph, explicit and implicit inputs alike (ORT's
     // output edges).
-    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::default();
     for (i, n) in g.live_nodes() {
         for name in n.inputs.iter().chain(&n.implicit_inputs) {
             if !name.is_empty() {
@@ -40,10 +45,10 @@ pub fn cpu_preferred_nodes(
     let kernel: HashMap<usize, &KernelDef> = tentative.iter().map(|(i, k)| (*i, k)).collect();
     let graph_inputs: HashSet<&str> = g.inputs.iter().map(String::as_str).collect();
 
-    let mut cpu_args: HashSet<&str> = HashSet::new();
+    let mut cpu_args: HashSet<&str> = HashSet::default();
     let mut queue: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new();
     let push = |queue: &mut BinaryHeap<Reverse<(usize, usize)>>, ni: usize| {
-        if let Some(&pos) = order.get(&ni) {
+        if let Some(&pos) = order.get(ni).filter(|&&p| p != usize::MAX) {
             queue.push(Reverse((pos, ni)));
         }
     };
@@ -59,8 +64,8 @@ pub fn cpu_preferred_nodes(
         }
     }
 
-    let mut visited: HashSet<usize> = HashSet::new();
-    let mut result = HashSet::new();
+    let mut visited: HashSet<usize> = HashSet::default();
+    let mut result = HashSet::default();
     while let Some(Reverse((_, cur))) = queue.pop() {
         if !visited.insert(cur) {
             continue;

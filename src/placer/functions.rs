@@ -21,7 +21,7 @@ pub fn inline(session: &mut Session, gi: usize, ni: usize) -> bool {
     let mut names = NameGen::new(&session.graphs[gi]);
     let prefix = format!("_inlfunc_{}", node.op);
     // Internal values get `_inlfunc_<Op>_<name>`; formal inputs and outputs are the node's own.
-    let mut rename = std::collections::HashMap::new();
+    let mut rename = rustc_hash::FxHashMap::default();
     for (k, f) in body.inputs.iter().enumerate() {
         rename.insert(f.clone(), node.inputs.get(k).cloned().unwrap_or_default());
     }

@@ -1,7 +1,7 @@
 //! The session graph: what ORT holds after loading a model, and what the simulated optimisers,
 //! the partitioner and the copy pass work on. Values are compared by name, as ORT does.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::infer::Type;
 use crate::model::proto::{AttributeProto, NodeProto, TensorProto, attribute_proto::AttributeType};
@@ -262,7 +262,7 @@ impl Session {
     /// Names each subgraph reads from enclosing scopes; recorded on the parent node as its
     /// implicit inputs. Returns the outer names graph `gi` reads.
     pub fn compute_implicit_inputs(&mut self, gi: usize) -> Vec<String> {
-        let mut defined: std::collections::HashSet<String> =
+        let mut defined: rustc_hash::FxHashSet<String> =
             self.graphs[gi].inputs.iter().cloned().collect();
         defined.extend(self.graphs[gi].initializers.keys().cloned());
         for n in &self.graphs[gi].nodes {
@@ -271,7 +271,7 @@ impl Session {
             }
         }
         let mut outer = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         let mut note = |name: &str, outer: &mut Vec<String>| {
             if !name.is_empty() && !defined.contains(name) && seen.insert(name.to_string()) {
                 outer.push(name.to_string());
@@ -422,17 +422,17 @@ pub fn constant_tensor(np: &NodeProto) -> Option<TensorProto> {
 /// ORT's `GenerateNodeName`/`GenerateNodeArgName`: the base name if free, else
 /// `<base>_token_<k>`, with one counter per graph shared by both.
 pub struct NameGen {
-    nodes: std::collections::HashSet<String>,
-    values: std::collections::HashSet<String>,
+    nodes: rustc_hash::FxHashSet<String>,
+    values: rustc_hash::FxHashSet<String>,
     pub counter: usize,
 }
 
 impl NameGen {
     pub fn new(g: &SGraph) -> NameGen {
-        let mut values: std::collections::HashSet<String> =
+        let mut values: rustc_hash::FxHashSet<String> =
             g.inputs.iter().chain(&g.outputs).cloned().collect();
         values.extend(g.initializers.keys().cloned());
-        let mut nodes = std::collections::HashSet::new();
+        let mut nodes = rustc_hash::FxHashSet::default();
         for (_, n) in g.live_nodes() {
             nodes.insert(n.name.clone());
             values.extend(
@@ -450,11 +450,7 @@ impl NameGen {
         }
     }
 
-    fn fresh(
-        set: &mut std::collections::HashSet<String>,
-        counter: &mut usize,
-        base: &str,
-    ) -> String {
+    fn fresh(set: &mut rustc_hash::FxHashSet<String>, counter: &mut usize, base: &str) -> String {
         let mut name = base.to_string();
         while set.contains(&name) {
             name = format!("{base}_token_{counter}");

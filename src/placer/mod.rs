@@ -11,7 +11,7 @@ pub mod ir;
 mod kernel;
 mod optimize;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub use kernel::{Miss, lookup, type_allowed};
 
@@ -138,7 +138,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         level: options.level,
         outcome: Outcome::Ok,
         session: Session::default(),
-        decisions: HashMap::new(),
+        decisions: HashMap::default(),
         copies: Vec::new(),
     };
     if let Some(fail) = check_opsets(model, table) {
@@ -287,16 +287,21 @@ fn partition(
     decisions: &mut HashMap<(usize, usize), Decision>,
 ) {
     let versions = infer::domain_versions(session, table);
-    let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::new();
-    let mut cuda_kernel: HashMap<(usize, usize), KernelDef> = HashMap::new();
-    let mut unsupported: HashMap<(usize, usize), String> = HashMap::new();
-    let mut preferred: std::collections::HashSet<(usize, usize)> = Default::default();
+    let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
+    let mut cuda_kernel: HashMap<(usize, usize), KernelDef> = HashMap::default();
+    let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
+    let mut preferred: rustc_hash::FxHashSet<(usize, usize)> = Default::default();
+    // Partitioning assigns providers but never changes the graph: one order per graph serves
+    // every provider's pass.
+    let orders: Vec<Vec<usize>> = (0..session.graphs.len())
+        .map(|gi| infer::topological_order(session, gi))
+        .collect();
     for &ep in &options.eps {
         for gi in bottom_up(session) {
             match ep {
                 Ep::Cuda => {
                     let mut tentative: Vec<(usize, KernelDef)> = Vec::new();
-                    for ni in infer::topological_order(session, gi) {
+                    for &ni in &orders[gi] {
                         let node = &session.graphs[gi].nodes[ni];
                         if node.ep.is_some() {
                             continue;
@@ -318,7 +323,8 @@ fn partition(
                             }
                         }
                     }
-                    let cpu = cpu_preferred::cpu_preferred_nodes(session, gi, &tentative);
+                    let cpu =
+                        cpu_preferred::cpu_preferred_nodes(session, gi, &orders[gi], &tentative);
                     for (ni, kd) in tentative {
                         if cpu.contains(&ni) {
                             preferred.insert((gi, ni));
@@ -330,8 +336,7 @@ fn partition(
                     }
                 }
                 Ep::Cpu => {
-                    let order = infer::topological_order(session, gi);
-                    for ni in order {
+                    for &ni in &orders[gi] {
                         let node = &session.graphs[gi].nodes[ni];
                         if node.ep.is_some() {
                             continue;

@@ -5,7 +5,7 @@
 //! elimination, `ConstantFolding` (incl. `Shape` over static shapes and `If` with a constant
 //! condition) and `ReshapeFusion`, repeated until nothing changes (at most 10 steps).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use prost::Message;
 
@@ -17,25 +17,7 @@ use crate::placer::OptLevel;
 use crate::placer::ir::{Init, SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
-/// A fast non-cryptographic hasher (FxHash) for the name-keyed maps of the passes.
-#[derive(Default, Clone, Copy)]
-struct Fx(u64);
-
-impl std::hash::Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(b))
-                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// ORT's `max_num_graph_transformation_steps`.
 const MAX_STEPS: usize = 10;
@@ -49,7 +31,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         table,
         values: Values::default(),
         versions: infer::domain_versions(session, table),
-        indices: HashMap::new(),
+        indices: HashMap::default(),
     };
     shapes::infer_graph(session, 0, &mut opt.values);
     for _ in 0..MAX_STEPS {

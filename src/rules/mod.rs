@@ -16,7 +16,7 @@ mod registration_gap;
 mod shape_fed_reshape;
 mod unsupported_opset;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::diagnostics::{Finding, Severity, ValueLabel};
 use crate::model::{Model, NodeId};
@@ -180,8 +180,8 @@ pub struct Edges<'a> {
 impl<'a> Edges<'a> {
     pub fn new(s: &'a Session, gi: usize) -> Edges<'a> {
         let g = &s.graphs[gi];
-        let mut producer = HashMap::new();
-        let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut producer = HashMap::default();
+        let mut consumers: HashMap<&str, Vec<usize>> = HashMap::default();
         for (i, n) in g.live_nodes() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
                 producer.insert(o.as_str(), i);
