@@ -110,6 +110,9 @@ pub struct SGraph {
     pub shapes: HashMap<String, Vec<Option<i64>>>,
     /// ORT's per-graph name counter (`<base>_token_<k>`), shared by generated node and value names.
     pub name_counter: usize,
+    /// Node names generated so far (ORT remembers them: a name generated once is never handed
+    /// out again, even when no node took it, as the prefix of an inlined function).
+    pub generated_names: std::collections::HashSet<String>,
 }
 
 impl SGraph {
@@ -118,6 +121,7 @@ impl SGraph {
         let mut names = NameGen::new(self);
         let name = names.node(base);
         self.name_counter = names.counter;
+        self.generated_names.insert(name.clone());
         name
     }
 
@@ -340,7 +344,7 @@ impl Session {
     }
 }
 
-fn init_of(t: &TensorProto, overridable: bool) -> Init {
+pub(crate) fn init_of(t: &TensorProto, overridable: bool) -> Init {
     Init {
         dims: t.dims.clone(),
         elem: t.data_type(),
@@ -349,7 +353,7 @@ fn init_of(t: &TensorProto, overridable: bool) -> Init {
     }
 }
 
-fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<i64>>> {
+pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<i64>>> {
     use crate::model::proto::{tensor_shape_proto::dimension::Value as D, type_proto::Value};
     let Some(Value::TensorType(tt)) = &t.value else {
         return None;
@@ -432,7 +436,8 @@ impl NameGen {
         let mut values: std::collections::HashSet<String> =
             g.inputs.iter().chain(&g.outputs).cloned().collect();
         values.extend(g.initializers.keys().cloned());
-        let mut nodes = std::collections::HashSet::new();
+        let mut nodes: std::collections::HashSet<String> =
+            g.generated_names.iter().cloned().collect();
         for (_, n) in g.live_nodes() {
             nodes.insert(n.name.clone());
             values.extend(

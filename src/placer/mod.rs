@@ -195,7 +195,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
             .collect();
         let mut inlined = false;
         for (gi, ni) in unassigned {
-            if functions::inline(&mut session, gi, ni) {
+            if functions::inline(&mut session, table, gi, ni) {
                 placement.decisions.remove(&(gi, ni));
                 inlined = true;
             }

@@ -1,0 +1,708 @@
+//! Context-dependent function bodies (`OpSchema::SetContextDependentFunctionBodyBuilder`):
+//! ONNX builds these bodies from the node's attributes and input types. Each builder here
+//! follows the ONNX builder of that op and schema version (`onnx/defs/*/defs.cc`, `old.cc`),
+//! written as lines of ONNX's textual syntax as ONNX's `FunctionBuilder` does; the function is
+//! then read with the text view's parser. `tools/functions/check_builders.py` compares them with
+//! ONNX's own builders.
+//!
+//! A builder returns `None` where ONNX's returns false (it cannot build a body: an input type
+//! is unknown, a required attribute is missing); ORT then keeps the node as it is.
+
+use super::{Context, parse_function};
+use crate::infer::Type;
+use crate::model::proto::FunctionProto;
+use crate::model::type_name;
+
+const FLOAT: i64 = 1;
+const INT64: i64 = 7;
+const FLOAT16: i64 = 10;
+const DOUBLE: i64 = 11;
+const BFLOAT16: i64 = 16;
+
+/// The body of a context-dependent function op: `None` when the op has no such builder (its
+/// body, if any, is static); `Some(None)` when the builder declines.
+pub(super) fn build(ctx: &Context, requested: i64) -> Option<Option<FunctionProto>> {
+    let node = ctx.node;
+    if node.domain != "ai.onnx" {
+        return None;
+    }
+    let since = node.since?;
+    let body = match (node.op.as_str(), since) {
+        ("CastLike", 15 | 19 | 21 | 23 | 24 | 25) => cast_like(ctx, since),
+        ("Clip", 13) => clip(ctx, since),
+        ("Celu", 12) => celu(ctx, since),
+        ("Softmax" | "LogSoftmax", 13) => softmax(ctx, since, requested),
+        ("Gelu", 20) => gelu(ctx, since),
+        ("NegativeLogLikelihoodLoss", 13 | 22) => nll_loss(ctx, since),
+        ("SoftmaxCrossEntropyLoss", 13) => sce_loss(ctx, since),
+        ("Bernoulli", 15 | 22) => bernoulli(ctx, since),
+        ("CenterCropPad", 18) => center_crop_pad(ctx, since),
+        ("GroupNormalization", 18 | 21) => group_norm(ctx, since),
+        ("SequenceMap", 17) => sequence_map(ctx, since),
+        _ => return None,
+    };
+    Some(body.and_then(|b| b.finish(requested)))
+}
+
+/// A function under construction: ONNX's `FunctionBuilder` plus `schema.BuildFunction`.
+pub(super) struct Fb {
+    op: String,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    attrs: Vec<String>,
+    lines: Vec<String>,
+}
+
+impl Fb {
+    fn new(op: &str, inputs: &[&str], outputs: &[&str], attrs: &[&str]) -> Fb {
+        Fb {
+            op: op.to_string(),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            attrs: attrs.iter().map(|s| s.to_string()).collect(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// Adds one or more node lines.
+    fn add(&mut self, text: &str) -> &mut Fb {
+        for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            self.lines.push(l.to_string());
+        }
+        self
+    }
+
+    /// `Const1D(name, v)`: a one-element 1-D int64 tensor.
+    fn const1d_i(&mut self, name: &str, v: i64) -> &mut Fb {
+        self.lines
+            .push(format!("{name} = Constant <value = int64[1] {{{v}}}> ()"));
+        self
+    }
+
+    /// `Const1D(name, v)`: a one-element 1-D float tensor.
+    fn const1d_f(&mut self, name: &str, v: f32) -> &mut Fb {
+        self.lines.push(format!(
+            "{name} = Constant <value = float[1] {{{}}}> ()",
+            float_text(v)
+        ));
+        self
+    }
+
+    /// `Const(name, std::vector<int64_t>)`: a 1-D int64 tensor.
+    fn const_ints(&mut self, name: &str, v: &[i64]) -> &mut Fb {
+        let vals: Vec<String> = v.iter().map(i64::to_string).collect();
+        self.lines.push(format!(
+            "{name} = Constant <value = int64[{}] {{{}}}> ()",
+            v.len(),
+            vals.join(", ")
+        ));
+        self
+    }
+
+    /// The finished function at `opset` (`UpdateFunctionProtoOpsetImportVersion`).
+    fn finish(&self, opset: i64) -> Option<FunctionProto> {
+        let attrs = if self.attrs.is_empty() {
+            String::new()
+        } else {
+            format!("<{}>", self.attrs.join(", "))
+        };
+        let text = format!(
+            "<domain: \"\", opset_import: [\"\" : {opset}]>\n{} {attrs}({}) => ({})\n{{\n{}\n}}\n",
+            self.op,
+            self.inputs.join(", "),
+            self.outputs.join(", "),
+            self.lines.join("\n")
+        );
+        parse_function(&text)
+    }
+}
+
+fn float_text(v: f32) -> String {
+    let t = format!("{v:?}");
+    if t.contains('.') || t.contains('e') || t.contains("inf") || t.contains("NaN") {
+        t
+    } else {
+        format!("{t}.0")
+    }
+}
+
+fn attr_f(ctx: &Context, name: &str) -> Option<f32> {
+    ctx.attr(name).and_then(|a| a.f)
+}
+
+fn attr_i(ctx: &Context, name: &str) -> Option<i64> {
+    ctx.attr(name).and_then(|a| a.i)
+}
+
+fn attr_s(ctx: &Context, name: &str) -> Option<String> {
+    ctx.attr(name)
+        .and_then(|a| a.s.as_ref())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+}
+
+/// CastLike: `output = Cast <to = elem(target_type), saturate = @saturate> (input)` (19+ passes
+/// `saturate` on; 15 has none).
+fn cast_like(ctx: &Context, since: i64) -> Option<Fb> {
+    let to = ctx.elem(1)?;
+    let (attrs, extra): (&[&str], &str) = if since >= 19 {
+        (&["saturate"], ", saturate: int = @saturate")
+    } else {
+        (&[], "")
+    };
+    let attrs: Vec<&str> = if since >= 25 {
+        vec!["saturate", "round_mode"]
+    } else {
+        attrs.to_vec()
+    };
+    let mut fb = Fb::new("CastLike", &["input", "target_type"], &["output"], &attrs);
+    let round = if since >= 25 {
+        ", round_mode: string = @round_mode"
+    } else {
+        ""
+    };
+    fb.add(&format!("output = Cast <to = {to}{extra}{round}> (input)"));
+    Some(fb)
+}
+
+fn clip(ctx: &Context, _since: i64) -> Option<Fb> {
+    let mut fb = Fb::new("Clip", &["input", "min", "max"], &["output"], &[]);
+    match (ctx.has_input(1), ctx.has_input(2)) {
+        (false, false) => fb.add("output = Identity (input)"),
+        (true, false) => fb.add(
+            "input_less_than_min = Less (input, min)
+             output = Where (input_less_than_min, min, input)",
+        ),
+        (false, true) => fb.add(
+            "input_large_than_max = Less (max, input)
+             output = Where (input_large_than_max, max, input)",
+        ),
+        (true, true) => fb.add(
+            "input_less_than_min = Less (input, min)
+             tmp = Where (input_less_than_min, min, input)
+             output_large_than_max = Less (max, tmp)
+             output = Where (output_large_than_max, max, tmp)",
+        ),
+    };
+    Some(fb)
+}
+
+fn celu(ctx: &Context, _since: i64) -> Option<Fb> {
+    let alpha = attr_f(ctx, "alpha").unwrap_or(1.0);
+    let mut fb = Fb::new("Celu", &["X"], &["Y"], &["alpha"]);
+    fb.lines.push(format!(
+        "alpha = Constant <value = float[1] {{{}}}> ()",
+        float_text(alpha)
+    ));
+    fb.add(
+        "X_alpha = Div (X, alpha)
+         Elu_Result = Elu <alpha = 1.0> (X_alpha)
+         Y = Mul (alpha, Elu_Result)",
+    );
+    Some(fb)
+}
+
+/// Softmax-13 and LogSoftmax-13: one builder for opset 13 (ReduceMax with `axes` attribute),
+/// one for 18 (axes input).
+fn softmax(ctx: &Context, _since: i64, requested: i64) -> Option<Fb> {
+    let axis = attr_i(ctx, "axis").unwrap_or(-1);
+    let op = ctx.node.op.as_str();
+    let mut fb = Fb::new(op, &["input"], &["output"], &["axis"]);
+    fb.const1d_i("axes", axis);
+    if requested >= 18 {
+        fb.add("X_ReduceMax = ReduceMax <keepdims = 1> (input, axes)");
+    } else {
+        fb.add(&format!(
+            "X_ReduceMax = ReduceMax <keepdims = 1, axes = [{axis}]> (input)"
+        ));
+    }
+    fb.add(
+        "X_Sub = Sub (input, X_ReduceMax)
+         X_Exp = Exp (X_Sub)
+         X_ReduceSum = ReduceSum <keepdims = 1> (X_Exp, axes)",
+    );
+    if op == "Softmax" {
+        fb.add("output = Div (X_Exp, X_ReduceSum)");
+    } else {
+        fb.add(
+            "X_Log = Log (X_ReduceSum)
+             output = Sub (X_Sub, X_Log)",
+        );
+    }
+    Some(fb)
+}
+
+fn gelu(ctx: &Context, _since: i64) -> Option<Fb> {
+    let mut fb = Fb::new("Gelu", &["X"], &["Y"], &["approximate"]);
+    if attr_s(ctx, "approximate").as_deref() == Some("tanh") {
+        fb.add(
+            "Half = Constant <value = float {0.5}> ()
+             HalfCast = CastLike (Half, X)
+             One = Constant <value = float {1.0}> ()
+             OneCast = CastLike (One, X)
+             TwoOverPi = Constant <value = float {0.63661977236}> ()
+             TwoOverPiCast = CastLike (TwoOverPi, X)
+             C0 = Constant <value = float {0.044715}> ()
+             C0Cast = CastLike (C0, X)
+             SqrtTwoOverPi = Sqrt (TwoOverPiCast)
+             Three = Constant <value = float {3.0}> ()
+             ThreeCast = CastLike (Three, X)
+             XCubed = Pow (X, ThreeCast)
+             XCubedC0 = Mul (C0Cast, XCubed)
+             XC0XCubed = Sum (X, XCubedC0)
+             TanhInput = Mul (SqrtTwoOverPi, XC0XCubed)
+             ErfApprox = Tanh (TanhInput)
+             PhiApprox = Sum (OneCast, ErfApprox)
+             MultX = Mul (HalfCast, X)
+             Y = Mul (MultX, PhiApprox)",
+        );
+    } else {
+        fb.add(
+            "Half = Constant <value = float {0.5}> ()
+             HalfCast = CastLike (Half, X)
+             One = Constant <value = float {1.0}> ()
+             OneCast = CastLike (One, X)
+             Two = Constant <value = float {2.0}> ()
+             TwoCast = CastLike (Two, X)
+             SqrtTwo = Sqrt (TwoCast)
+             XSqrt = Div (X, SqrtTwo)
+             ErfXSqrt = Erf (XSqrt)
+             Phi = Sum (OneCast, ErfXSqrt)
+             MultX = Mul (HalfCast, X)
+             Y = Mul (MultX, Phi)",
+        );
+    }
+    Some(fb)
+}
+
+/// NegativeLogLikelihoodLoss-13 and -22 (the same builder).
+fn nll_loss(ctx: &Context, _since: i64) -> Option<Fb> {
+    let input_type = ctx.elem(0)?;
+    let float_input = i64::from(input_type) == FLOAT;
+    let reduction = attr_s(ctx, "reduction").unwrap_or_else(|| "mean".into());
+    let mut fb = Fb::new(
+        "NegativeLogLikelihoodLoss",
+        &["input", "target", "weight"],
+        &["loss"],
+        &["ignore_index", "reduction"],
+    );
+    fb.const1d_i("const_zero", 0)
+        .const1d_i("const_one", 1)
+        .const1d_i("axes", 1)
+        .add("expanded_target = Unsqueeze (target, axes)");
+    let reduce_weighted = |fb: &mut Fb| {
+        if reduction == "none" {
+            fb.add("loss = Mul (loss_unweighted, weight_gather)");
+        } else {
+            fb.add("loss_Ndd = Mul (loss_unweighted, weight_gather)");
+            if reduction == "mean" {
+                fb.add(
+                    "loss_sum = ReduceSum <keepdims = 0> (loss_Ndd)
+                     weight_gather_sum = ReduceSum <keepdims = 0> (weight_gather)
+                     loss = Div (loss_sum, weight_gather_sum)",
+                );
+            } else {
+                fb.add("loss = ReduceSum <keepdims = 0> (loss_Ndd)");
+            }
+        }
+    };
+    match attr_i(ctx, "ignore_index") {
+        None => {
+            fb.add(
+                "input_gather_element = GatherElements <axis = 1> (input, expanded_target)
+                 loss_NCdd = Neg (input_gather_element)
+                 loss_N1dd = Slice (loss_NCdd, const_zero, const_one, const_one)",
+            );
+            if !ctx.has_input(2) {
+                if reduction == "none" {
+                    fb.add("loss = Squeeze (loss_N1dd, axes)");
+                } else {
+                    fb.add("loss_Ndd = Squeeze (loss_N1dd, axes)");
+                    if reduction == "mean" {
+                        fb.add("loss = ReduceMean <keepdims = 0> (loss_Ndd)");
+                    } else {
+                        fb.add("loss = ReduceSum <keepdims = 0> (loss_Ndd)");
+                    }
+                }
+            } else {
+                fb.add(
+                    "weight_gather = Gather (weight, target)
+                     loss_unweighted = Squeeze (loss_N1dd, axes)",
+                );
+                reduce_weighted(&mut fb);
+            }
+        }
+        Some(ignore_index) => {
+            fb.const1d_i("const_ignore_index", ignore_index);
+            fb.add(
+                "const_zero_target_typed = Sub (expanded_target, expanded_target)
+                 expanded_target_int64 = Cast <to = 7> (expanded_target)
+                 mask = Equal (expanded_target_int64, const_ignore_index)
+                 transform_targets = Where (mask, const_zero_target_typed, expanded_target)
+                 input_gather_element = GatherElements <axis = 1> (input, transform_targets)",
+            );
+            fb.const1d_f("const_zero_float", 0.0);
+            if float_input {
+                fb.add(
+                    "input_gather_element_transform = Where (mask, const_zero_float, input_gather_element)",
+                );
+            } else {
+                fb.add(&format!(
+                    "const_zero_casted = Cast <to = {input_type}> (const_zero_float)"
+                ))
+                .add(
+                    "input_gather_element_transform = Where (mask, const_zero_casted, input_gather_element)",
+                );
+            }
+            fb.add(
+                "loss_NCdd = Neg (input_gather_element_transform)
+                 loss_N1dd = Slice (loss_NCdd, const_zero, const_one, const_one)",
+            );
+            if !ctx.has_input(2) {
+                fb.add("squeeze_mask = Squeeze (mask, axes)");
+                fb.const1d_f("const_one_float", 1.0);
+                if float_input {
+                    fb.add(
+                        "weight_gather = Where (squeeze_mask, const_zero_float, const_one_float)",
+                    );
+                } else {
+                    fb.add(&format!(
+                        "const_one_casted = Cast <to = {input_type}> (const_one_float)"
+                    ))
+                    .add(
+                        "weight_gather = Where (squeeze_mask, const_zero_casted, const_one_casted)",
+                    );
+                }
+            } else {
+                fb.add("weight_gather_temp = Gather (weight, transform_targets)");
+                fb.add(if float_input {
+                    "weight_gather_temp_1 = Where (mask, const_zero_float, weight_gather_temp)"
+                } else {
+                    "weight_gather_temp_1 = Where (mask, const_zero_casted, weight_gather_temp)"
+                });
+                fb.add("weight_gather = Squeeze (weight_gather_temp_1, axes)");
+            }
+            fb.add("loss_unweighted = Squeeze (loss_N1dd, axes)");
+            reduce_weighted(&mut fb);
+        }
+    }
+    Some(fb)
+}
+
+/// SoftmaxCrossEntropyLoss-13: a stable LogSoftmax, then a NegativeLogLikelihoodLoss node
+/// (itself a function).
+fn sce_loss(ctx: &Context, _since: i64) -> Option<Fb> {
+    let mut fb = Fb::new(
+        "SoftmaxCrossEntropyLoss",
+        &["scores", "labels", "weights"],
+        &["output", "log_prob"],
+        &["ignore_index", "reduction"],
+    );
+    fb.const_ints("Shape3D", &[0, 0, -1]).add(
+        "X_NCD = Reshape (scores, Shape3D)
+         X_NDC = Transpose <perm = [0, 2, 1]> (X_NCD)
+         X_LogSM = LogSoftmax <axis = 2> (X_NDC)
+         X_LogSM_NCD = Transpose <perm = [0, 2, 1]> (X_LogSM)
+         X_shape = Shape (scores)
+         X_Log = Reshape (X_LogSM_NCD, X_shape)",
+    );
+    if ctx.has_output(1) {
+        fb.add("log_prob = Identity (X_Log)");
+    }
+    let refs = "reduction: string = @reduction, ignore_index: int = @ignore_index";
+    if ctx.has_input(2) {
+        fb.add(&format!(
+            "output = NegativeLogLikelihoodLoss <{refs}> (X_Log, labels, weights)"
+        ));
+    } else {
+        fb.add(&format!(
+            "output = NegativeLogLikelihoodLoss <{refs}> (X_Log, labels)"
+        ));
+    }
+    Some(fb)
+}
+
+fn bernoulli(ctx: &Context, _since: i64) -> Option<Fb> {
+    let input_type = ctx.elem(0)?;
+    let dtype = attr_i(ctx, "dtype").unwrap_or(i64::from(input_type));
+    let mut fb = Fb::new("Bernoulli", &["input"], &["output"], &["dtype", "seed"]);
+    fb.add(&format!(
+        "X_random = RandomUniformLike <low = 0.0, high = 1.0, seed: float = @seed, dtype = {input_type}> (input)"
+    ))
+    .add("X_greater = Greater (X_random, input)")
+    .add(&format!("output = Cast <to = {dtype}> (X_greater)"));
+    Some(fb)
+}
+
+fn center_crop_pad(ctx: &Context, _since: i64) -> Option<Fb> {
+    let mut fb = Fb::new(
+        "CenterCropPad",
+        &["input_data", "shape"],
+        &["output_data"],
+        &["axes"],
+    );
+    fb.const_ints("k2", &[2]);
+    let axes = ctx.attr("axes").is_some();
+    if axes {
+        fb.add(
+            "axes_input = Constant <value_ints: ints = @axes> ()
+             x_shape_alldims = Shape (input_data)
+             x_shape = Gather (x_shape_alldims, axes_input)",
+        );
+    } else {
+        fb.add("x_shape = Shape (input_data)");
+    }
+    fb.add(
+        "padded_sh = Max (x_shape, shape)
+         pad_amount = Sub (padded_sh, x_shape)
+         pad_amount_left = Div (pad_amount, k2)
+         pad_amount_right = Sub (pad_amount, pad_amount_left)
+         pads = Concat <axis = 0> (pad_amount_left, pad_amount_right)",
+    );
+    if axes {
+        fb.add(
+            "padded_input = Pad (input_data, pads, , axes_input)
+             x_shape_alldims2 = Shape (padded_input)
+             x_shape2 = Gather (x_shape_alldims2, axes_input)",
+        );
+    } else {
+        fb.add(
+            "padded_input = Pad (input_data, pads)
+             x_shape2 = Shape (padded_input)",
+        );
+    }
+    fb.add(
+        "sh_diff = Sub (x_shape2, shape)
+         start_dims = Div (sh_diff, k2)
+         end_dims = Add (start_dims, shape)",
+    );
+    if axes {
+        fb.add("output_data = Slice (padded_input, start_dims, end_dims, axes_input)");
+    } else {
+        fb.add("output_data = Slice (padded_input, start_dims, end_dims)");
+    }
+    Some(fb)
+}
+
+/// GroupNormalization-18 (statistics in the input type) and -21 (in `stash_type`).
+fn group_norm(ctx: &Context, since: i64) -> Option<Fb> {
+    let in_type = i64::from(ctx.elem(0)?);
+    let epsilon = attr_f(ctx, "epsilon").unwrap_or(1e-5);
+    let num_groups = attr_i(ctx, "num_groups")?;
+    let attrs: &[&str] = if since >= 21 {
+        &["epsilon", "num_groups", "stash_type"]
+    } else {
+        &["epsilon", "num_groups"]
+    };
+    let mut fb = Fb::new("GroupNormalization", &["X", "scale", "bias"], &["Y"], attrs);
+    fb.const1d_f("FloatEpsilon", epsilon);
+    if since >= 21 {
+        let stash = attr_i(ctx, "stash_type").unwrap_or(FLOAT);
+        if ![FLOAT, BFLOAT16, FLOAT16, DOUBLE].contains(&stash) {
+            return None;
+        }
+        fb.add(&format!("Epsilon = Cast <to = {stash}> (FloatEpsilon)"))
+            .add(&format!("XU = Cast <to = {stash}> (X)"))
+            .add("XShape = Shape (XU)");
+    } else {
+        fb.add(&format!("Epsilon = Cast <to = {in_type}> (FloatEpsilon)"))
+            .add("XShape = Shape (X)");
+    }
+    fb.add("C = Shape <start = 1, end = 2> (X)")
+        .const1d_i("NumGroups", num_groups)
+        .add(
+            "GroupSize = Div (C, NumGroups)
+             N = Shape <start = 0, end = 1> (X)
+             InstanceShape = Shape <start = 2> (X)
+             NewShape = Concat <axis = 0> (N, NumGroups, GroupSize, InstanceShape)",
+        );
+    fb.add(if since >= 21 {
+        "XReshaped = Reshape (XU, NewShape)"
+    } else {
+        "XReshaped = Reshape (X, NewShape)"
+    });
+    fb.add(
+        "Shape3D = Constant <value_ints = [0, 0, -1]> ()
+            X3D = Reshape (XReshaped, Shape3D)",
+    )
+    .const1d_i("Axes2", 2)
+    .add(
+        "Mean = ReduceMean (X3D, Axes2)
+             Square = Mul (X3D, X3D)
+             MeanOfSquare = ReduceMean (Square, Axes2)
+             SquareOfMean = Mul (Mean, Mean)
+             Var = Sub (MeanOfSquare, SquareOfMean)
+             VarPlusEpsilon = Add (Var, Epsilon)
+             StdDev = Sqrt (VarPlusEpsilon)
+             Deviation = Sub (X3D, Mean)",
+    );
+    let normalized = if since >= 21 {
+        fb.add(&format!(
+            "NormalizedU = Div (Deviation, StdDev)
+             NormalizedOriginalShape = Reshape (NormalizedU, XShape)
+             NormalizedNC = Reshape (NormalizedOriginalShape, Shape3D)
+             NormalizedT = Cast <to = {in_type}> (NormalizedNC)"
+        ));
+        "NormalizedT"
+    } else {
+        fb.add("Normalized = Div (Deviation, StdDev)");
+        "Normalized"
+    };
+    fb.add(&format!(
+        "ScaleShape = Constant <value_ints = [1, -1, 1]> ()
+         ScaleT = Cast <to = {in_type}> (scale)
+         BiasT = Cast <to = {in_type}> (bias)
+         ScaleReshaped = Reshape (ScaleT, ScaleShape)
+         BiasReshaped = Reshape (BiasT, ScaleShape)
+         Scaled = Mul (ScaleReshaped, {normalized})
+         Biased = Add (Scaled, BiasReshaped)
+         Y = Reshape (Biased, XShape)"
+    ));
+    Some(fb)
+}
+
+/// SequenceMap-17: a Loop over the first (sequence) input whose body is the node's `body`
+/// graph, wrapped with SequenceAt/Identity for the inputs and SequenceInsert for the outputs.
+fn sequence_map(ctx: &Context, _since: i64) -> Option<Fb> {
+    let body_gi = ctx.subgraph("body")?;
+    let body = super::graph_proto(ctx.session, body_gi);
+    let ninputs = body.input.len();
+    let noutputs = body.output.len();
+    if ninputs < 1 || noutputs < 1 || !ctx.has_input(0) {
+        return None;
+    }
+    if !matches!(ctx.input_types.first()?.as_ref()?, Type::Seq(_)) {
+        return None;
+    }
+    let mut inputs = vec!["input_sequence".to_string()];
+    for i in 1..ninputs {
+        if !ctx.has_input(i) {
+            return None;
+        }
+        inputs.push(format!("additional_inputs_{i}"));
+    }
+    let mut outputs = Vec::new();
+    for i in 0..noutputs {
+        if !ctx.has_output(i) {
+            return None;
+        }
+        outputs.push(format!("out_sequence_{i}"));
+    }
+    // The loop body, in text: its formal inputs and outputs need types.
+    let lb = "SequenceMap_loop_body";
+    let mut lb_inputs = vec![
+        format!("int64 {lb}_itercount"),
+        format!("bool {lb}_cond_in"),
+    ];
+    let mut lb_outputs = vec![format!("bool {lb}_cond_out")];
+    let mut lb_nodes = vec![format!("{lb}_cond_out = Identity ({lb}_cond_in)")];
+    for (i, formal) in inputs.iter().enumerate() {
+        let g_in = body.input.get(i)?.name();
+        if matches!(ctx.input_types.get(i)?, Some(Type::Seq(_))) {
+            lb_nodes.push(format!("{g_in} = SequenceAt ({formal}, {lb}_itercount)"));
+        } else {
+            lb_nodes.push(format!("{g_in} = Identity ({formal})"));
+        }
+    }
+    let mut body_text = String::new();
+    for n in &body.node {
+        body_text.push_str(&node_text(n)?);
+        body_text.push('\n');
+    }
+    let mut out_types = Vec::new();
+    for out in &body.output {
+        let ty = out
+            .r#type
+            .as_ref()
+            .and_then(Type::from_proto)
+            .and_then(|t| t.elem())?;
+        out_types.push(ty);
+        let prefix = format!("{lb}_{}", out.name());
+        let tname = type_name(ty);
+        lb_inputs.push(format!("seq({tname}) {prefix}_in"));
+        lb_outputs.push(format!("seq({tname}) {prefix}_out"));
+    }
+    let mut tail = Vec::new();
+    for out in &body.output {
+        let prefix = format!("{lb}_{}", out.name());
+        tail.push(format!(
+            "{prefix}_out = SequenceInsert ({prefix}_in, {})",
+            out.name()
+        ));
+    }
+    let first = &inputs[0];
+    let mut fb = Fb::new(
+        "SequenceMap",
+        &inputs.iter().map(String::as_str).collect::<Vec<_>>(),
+        &outputs.iter().map(String::as_str).collect::<Vec<_>>(),
+        &["body"],
+    );
+    fb.add(&format!(
+        "SequenceMap_{first}_seqlen = SequenceLength ({first})
+         SequenceMap_{first}_cond = Constant <value = bool {{1}}> ()"
+    ));
+    let mut loop_inputs = vec![
+        format!("SequenceMap_{first}_seqlen"),
+        format!("SequenceMap_{first}_cond"),
+    ];
+    for (out, ty) in outputs.iter().zip(&out_types) {
+        fb.add(&format!(
+            "SequenceMap_{out}_seqempty = SequenceEmpty <dtype = {ty}> ()"
+        ));
+        loop_inputs.push(format!("SequenceMap_{out}_seqempty"));
+    }
+    fb.lines.push(format!(
+        "{} = Loop ({}) <body: graph = {lb} ({}) => ({}) {{\n{}\n{}{}\n}}>",
+        outputs.join(", "),
+        loop_inputs.join(", "),
+        lb_inputs.join(", "),
+        lb_outputs.join(", "),
+        lb_nodes.join("\n"),
+        body_text,
+        tail.join("\n")
+    ));
+    Some(fb)
+}
+
+/// One node in the textual syntax (for copying a graph attribute into a body).
+fn node_text(n: &crate::model::proto::NodeProto) -> Option<String> {
+    use crate::model::proto::{GraphProto, ModelProto, OperatorSetIdProto};
+    // Print through the text view: a one-node model, then take its node line(s).
+    let model = ModelProto {
+        ir_version: Some(10),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(1),
+        }],
+        graph: Some(GraphProto {
+            name: Some("g".into()),
+            node: vec![n.clone()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let text = crate::model::text::print_model(&model).text;
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    Some(text.get(start + 1..end)?.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_text_always_reads_as_float() {
+        assert_eq!(float_text(1.0), "1.0");
+        assert_eq!(float_text(1e-5), "1e-5");
+        assert_eq!(float_text(0.5), "0.5");
+    }
+
+    #[test]
+    fn builder_text_parses() {
+        let mut fb = Fb::new("Clip", &["input", "min", "max"], &["output"], &[]);
+        fb.add("output = Identity (input)");
+        let f = fb.finish(13).expect("parses");
+        assert_eq!(f.node.len(), 1);
+        assert_eq!(f.opset_import[0].version, Some(13));
+    }
+}
