@@ -14,7 +14,6 @@ use crate::model::proto::FunctionProto;
 use crate::model::type_name;
 
 const FLOAT: i64 = 1;
-const INT64: i64 = 7;
 const FLOAT16: i64 = 10;
 const DOUBLE: i64 = 11;
 const BFLOAT16: i64 = 16;
@@ -140,8 +139,8 @@ fn attr_s(ctx: &Context, name: &str) -> Option<String> {
         .map(|s| String::from_utf8_lossy(s).into_owned())
 }
 
-/// CastLike: `output = Cast <to = elem(target_type), saturate = @saturate> (input)` (19+ passes
-/// `saturate` on; 15 has none).
+/// CastLike: `output = Cast <to = elem(target_type), saturate = @saturate> (input)` (15 has no
+/// `saturate`).
 fn cast_like(ctx: &Context, since: i64) -> Option<Fb> {
     let to = ctx.elem(1)?;
     let (attrs, extra): (&[&str], &str) = if since >= 19 {
@@ -149,18 +148,8 @@ fn cast_like(ctx: &Context, since: i64) -> Option<Fb> {
     } else {
         (&[], "")
     };
-    let attrs: Vec<&str> = if since >= 25 {
-        vec!["saturate", "round_mode"]
-    } else {
-        attrs.to_vec()
-    };
-    let mut fb = Fb::new("CastLike", &["input", "target_type"], &["output"], &attrs);
-    let round = if since >= 25 {
-        ", round_mode: string = @round_mode"
-    } else {
-        ""
-    };
-    fb.add(&format!("output = Cast <to = {to}{extra}{round}> (input)"));
+    let mut fb = Fb::new("CastLike", &["input", "target_type"], &["output"], attrs);
+    fb.add(&format!("output = Cast <to = {to}{extra}> (input)"));
     Some(fb)
 }
 
@@ -689,6 +678,8 @@ fn node_text(n: &crate::model::proto::NodeProto) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::proto::{AttributeProto, NodeProto, attribute_proto::AttributeType};
+    use crate::placer::ir::{SGraph, SNode, Session};
 
     #[test]
     fn float_text_always_reads_as_float() {
@@ -697,12 +688,168 @@ mod tests {
         assert_eq!(float_text(0.5), "0.5");
     }
 
+    /// The canonical one-line form of `tools/functions/check_builders.py`.
+    fn canon(n: &NodeProto) -> String {
+        let mut attrs: Vec<String> = n
+            .attribute
+            .iter()
+            .map(|a| {
+                let v = if let Some(r) = a.ref_attr_name.as_deref().filter(|r| !r.is_empty()) {
+                    format!("@{r}")
+                } else {
+                    match AttributeType::try_from(a.r#type()) {
+                        Ok(AttributeType::Int) => a.i().to_string(),
+                        Ok(AttributeType::Float) => {
+                            format!("f{}", (f64::from(a.f()) * 1e6).round() as i64)
+                        }
+                        Ok(AttributeType::String) => format!("s{}", String::from_utf8_lossy(a.s())),
+                        Ok(AttributeType::Ints) => format!(
+                            "[{}]",
+                            a.ints
+                                .iter()
+                                .map(i64::to_string)
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        ),
+                        Ok(AttributeType::Tensor) => {
+                            let t = a.t.clone().unwrap_or_default();
+                            format!(
+                                "T{}[{}]",
+                                t.data_type(),
+                                t.dims
+                                    .iter()
+                                    .map(i64::to_string)
+                                    .collect::<Vec<_>>()
+                                    .join(",")
+                            )
+                        }
+                        Ok(AttributeType::Graph) => "G".into(),
+                        _ => "?".into(),
+                    }
+                };
+                format!("{}={v}", a.name())
+            })
+            .collect();
+        attrs.sort();
+        format!(
+            "{}={}<{}>({})",
+            n.output.join(","),
+            n.op_type(),
+            attrs.join(";"),
+            n.input.join(",")
+        )
+    }
+
+    /// The probe node of a `#case` line, in a one-graph session.
+    fn case_session(spec: &str) -> (Session, i64) {
+        let mut op = "";
+        let (mut since, mut opset, mut nout) = (0, 0, 1);
+        let (mut inputs, mut attrs) = (Vec::new(), Vec::new());
+        for (k, field) in spec.split_whitespace().enumerate() {
+            match field.split_once('=') {
+                None if k == 0 => op = field,
+                Some(("since", v)) => since = v.parse().expect("since"),
+                Some(("opset", v)) => opset = v.parse().expect("opset"),
+                Some(("outputs", v)) => nout = v.parse().expect("outputs"),
+                Some(("inputs", v)) => inputs = v.split(',').map(str::to_string).collect(),
+                Some(("attrs", v)) => {
+                    for a in v.split(',').filter(|a| !a.is_empty()) {
+                        let mut p = a.splitn(3, ':');
+                        let (name, kind, val) = (
+                            p.next().expect("name"),
+                            p.next().expect("kind"),
+                            p.next().expect("value"),
+                        );
+                        let mut ap = AttributeProto {
+                            name: Some(name.into()),
+                            ..Default::default()
+                        };
+                        match kind {
+                            "i" => {
+                                ap.i = Some(val.parse().expect("int"));
+                                ap.r#type = Some(AttributeType::Int as i32);
+                            }
+                            "f" => {
+                                ap.f = Some(val.parse().expect("float"));
+                                ap.r#type = Some(AttributeType::Float as i32);
+                            }
+                            "s" => {
+                                ap.s = Some(val.as_bytes().to_vec().into());
+                                ap.r#type = Some(AttributeType::String as i32);
+                            }
+                            _ => {
+                                ap.ints =
+                                    val.split('|').map(|x| x.parse().expect("ints")).collect();
+                                ap.r#type = Some(AttributeType::Ints as i32);
+                            }
+                        }
+                        attrs.push(ap);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut g = SGraph::default();
+        let mut names = Vec::new();
+        for (k, t) in inputs.iter().enumerate() {
+            if t == "-" {
+                names.push(String::new());
+                continue;
+            }
+            let name = format!("i{k}");
+            g.types
+                .insert(name.clone(), Type::parse(t).expect("input type"));
+            names.push(name);
+        }
+        g.nodes.push(SNode {
+            name: String::new(),
+            op: op.to_string(),
+            domain: "ai.onnx".into(),
+            since: Some(since),
+            inputs: names,
+            outputs: (0..nout).map(|k| format!("o{k}")).collect(),
+            attrs,
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: None,
+            removed: false,
+        });
+        let session = Session {
+            graphs: vec![g],
+            ..Default::default()
+        };
+        (session, opset)
+    }
+
+    /// Every probe node of the fixture gets the body ONNX's own builder gives it
+    /// (`tools/functions/check_builders.py` wrote them).
     #[test]
-    fn builder_text_parses() {
-        let mut fb = Fb::new("Clip", &["input", "min", "max"], &["output"], &[]);
-        fb.add("output = Identity (input)");
-        let f = fb.finish(13).expect("parses");
-        assert_eq!(f.node.len(), 1);
-        assert_eq!(f.opset_import[0].version, Some(13));
+    fn builders_agree_with_onnx() {
+        let text = include_str!("../../../tests/fixtures/functions/builders.txt");
+        let mut checked = 0;
+        for block in text.split("#case ").skip(1) {
+            let mut lines = block.lines();
+            let spec = lines.next().expect("spec");
+            let expected: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).collect();
+            let (session, opset) = case_session(spec);
+            let node = &session.graphs[0].nodes[0];
+            let ctx = super::super::Context::new(&session, 0, node);
+            let got = build(&ctx, opset).expect("a context-dependent op");
+            if expected == ["declined"] {
+                assert!(got.is_none(), "{spec}: ONNX declines, we built a body");
+            } else {
+                let f = got.unwrap_or_else(|| panic!("{spec}: ONNX builds a body, we declined"));
+                let mut mine = vec![format!(
+                    "inputs {} outputs {}",
+                    f.input.join(","),
+                    f.output.join(",")
+                )];
+                mine.extend(f.node.iter().map(canon));
+                assert_eq!(mine, expected, "{spec}");
+            }
+            checked += 1;
+        }
+        assert!(checked >= 20, "only {checked} cases");
     }
 }

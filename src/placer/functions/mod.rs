@@ -163,11 +163,8 @@ pub(crate) struct Context<'a> {
     pub node: &'a SNode,
     /// Per actual input: its type, when the input exists and has one.
     pub input_types: Vec<Option<Type>>,
-    /// Per actual input: its shape, when known.
-    pub input_shapes: Vec<Option<Vec<Option<i64>>>>,
-    /// The session and graph, for builders that read a subgraph attribute.
+    /// The session, for builders that read a subgraph attribute.
     pub session: &'a Session,
-    pub gi: usize,
 }
 
 impl<'a> Context<'a> {
@@ -181,21 +178,10 @@ impl<'a> Context<'a> {
                     .flatten()
             })
             .collect();
-        let input_shapes = node
-            .inputs
-            .iter()
-            .map(|n| {
-                (!n.is_empty())
-                    .then(|| session.shape_of(gi, n).cloned())
-                    .flatten()
-            })
-            .collect();
         Context {
             node,
             input_types,
-            input_shapes,
             session,
-            gi,
         }
     }
 
@@ -218,11 +204,6 @@ impl<'a> Context<'a> {
             Type::Tensor(e) => Some(*e),
             _ => None,
         }
-    }
-
-    /// The rank of input `i`, when its shape is known.
-    pub fn rank(&self, i: usize) -> Option<usize> {
-        self.input_shapes.get(i)?.as_ref().map(Vec::len)
     }
 
     /// The subgraph held in graph attribute `name`.
@@ -572,5 +553,98 @@ mod tests {
         assert_eq!(swish.attribute_proto.len(), 1);
         assert_eq!(swish.attribute_proto[0].name(), "alpha");
         assert_eq!(swish.attribute_proto[0].f, Some(1.0));
+    }
+
+    fn node(name: &str, op: &str, since: i64, inputs: &[&str], outputs: &[&str]) -> SNode {
+        SNode {
+            name: name.into(),
+            op: op.into(),
+            domain: "ai.onnx".into(),
+            since: Some(since),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: None,
+            removed: false,
+        }
+    }
+
+    /// ORT's names (oracle, ORT 1.24.4): the first inlined Mish gets `_inlfunc_Mish`, later ones
+    /// `_inlfunc_Mish_token_<k>`; a prefix taken by a node name is skipped while the node lives;
+    /// internal values get `<prefix>_<name>`, unnamed body nodes stay unnamed.
+    #[test]
+    fn inlined_names_follow_ort() {
+        let table = crate::tables::resolve("1.24.4").expect("bundled").table();
+        let mut g = SGraph {
+            inputs: vec!["X".into()],
+            outputs: vec!["Z".into()],
+            ..SGraph::default()
+        };
+        g.types.insert("X".into(), Type::Tensor(1));
+        g.nodes
+            .push(node("_inlfunc_Mish", "Mish", 22, &["X"], &["M"]));
+        g.nodes.push(node("", "Mish", 22, &["M"], &["Y"]));
+        g.nodes.push(node("m3", "Mish", 22, &["Y"], &["Z"]));
+        let mut s = Session {
+            graphs: vec![g],
+            opsets: [("ai.onnx".to_string(), 22)].into_iter().collect(),
+            ir_version: 10,
+        };
+        for ni in 0..3 {
+            assert!(inline(&mut s, table, 0, ni));
+        }
+        let g = &s.graphs[0];
+        let live: Vec<(&str, &str, Vec<&str>, Vec<&str>)> = g
+            .live_nodes()
+            .map(|(_, n)| {
+                (
+                    n.name.as_str(),
+                    n.op.as_str(),
+                    n.inputs.iter().map(String::as_str).collect(),
+                    n.outputs.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(live.len(), 9);
+        assert_eq!(
+            live[0],
+            (
+                "",
+                "Softplus",
+                vec!["X"],
+                vec!["_inlfunc_Mish_token_0_Softplus_X"]
+            )
+        );
+        assert_eq!(live[2].3, vec!["M"]);
+        assert_eq!(live[3].3, vec!["_inlfunc_Mish_Softplus_X"]);
+        assert_eq!(live[6].3, vec!["_inlfunc_Mish_token_1_Softplus_X"]);
+        assert_eq!(live[8].3, vec!["Z"]);
+    }
+
+    /// Constant nodes of a body become initializers; attribute references take the node's
+    /// value, else the schema default.
+    #[test]
+    fn constants_become_initializers_and_refs_resolve() {
+        let table = crate::tables::resolve("1.24.4").expect("bundled").table();
+        let mut g = SGraph::default();
+        g.types.insert("x".into(), Type::Tensor(1));
+        g.nodes.push(node("", "Swish", 24, &["x"], &["y"]));
+        let mut s = Session {
+            graphs: vec![g],
+            opsets: [("ai.onnx".to_string(), 24)].into_iter().collect(),
+            ir_version: 10,
+        };
+        assert!(inline(&mut s, table, 0, 0));
+        let g = &s.graphs[0];
+        let alpha = g
+            .initializers
+            .get("_inlfunc_Swish_Alpha")
+            .expect("initializer");
+        assert_eq!(alpha.tensor.float_data, vec![1.0]);
+        let ops: Vec<&str> = g.live_nodes().map(|(_, n)| n.op.as_str()).collect();
+        assert_eq!(ops, ["CastLike", "Mul", "Sigmoid", "Mul"]);
     }
 }
