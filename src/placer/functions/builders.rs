@@ -697,13 +697,13 @@ mod tests {
                 let v = if let Some(r) = a.ref_attr_name.as_deref().filter(|r| !r.is_empty()) {
                     format!("@{r}")
                 } else {
-                    match AttributeType::try_from(a.r#type()) {
-                        Ok(AttributeType::Int) => a.i().to_string(),
-                        Ok(AttributeType::Float) => {
+                    match a.r#type() {
+                        AttributeType::Int => a.i().to_string(),
+                        AttributeType::Float => {
                             format!("f{}", (f64::from(a.f()) * 1e6).round() as i64)
                         }
-                        Ok(AttributeType::String) => format!("s{}", String::from_utf8_lossy(a.s())),
-                        Ok(AttributeType::Ints) => format!(
+                        AttributeType::String => format!("s{}", String::from_utf8_lossy(a.s())),
+                        AttributeType::Ints => format!(
                             "[{}]",
                             a.ints
                                 .iter()
@@ -711,7 +711,7 @@ mod tests {
                                 .collect::<Vec<_>>()
                                 .join(",")
                         ),
-                        Ok(AttributeType::Tensor) => {
+                        AttributeType::Tensor => {
                             let t = a.t.clone().unwrap_or_default();
                             format!(
                                 "T{}[{}]",
@@ -723,7 +723,7 @@ mod tests {
                                     .join(",")
                             )
                         }
-                        Ok(AttributeType::Graph) => "G".into(),
+                        AttributeType::Graph => "G".into(),
                         _ => "?".into(),
                     }
                 };
@@ -839,7 +839,8 @@ mod tests {
             if expected == ["declined"] {
                 assert!(got.is_none(), "{spec}: ONNX declines, we built a body");
             } else {
-                let f = got.unwrap_or_else(|| panic!("{spec}: ONNX builds a body, we declined"));
+                assert!(got.is_some(), "{spec}: ONNX builds a body, we declined");
+                let f = got.expect("checked above");
                 let mut mine = vec![format!(
                     "inputs {} outputs {}",
                     f.input.join(","),
