@@ -113,9 +113,9 @@ fn body_of(
     } else {
         None
     };
-    if let Some(built) =
-        builders::build(&Context::new(session, gi, node), requested.unwrap_or(since))
-    {
+    let release_opset = table.max_opset("ai.onnx").unwrap_or(since);
+    let ctx = Context::new(session, gi, node, release_opset);
+    if let Some(built) = builders::build(&ctx, requested.unwrap_or(since)) {
         return built;
     }
     let list = static_bodies().get(&(node.domain.clone(), node.op.clone(), since))?;
@@ -165,10 +165,13 @@ pub(crate) struct Context<'a> {
     pub input_types: Vec<Option<Type>>,
     /// The session, for builders that read a subgraph attribute.
     pub session: &'a Session,
+    /// The highest ai.onnx opset of the release: it tells which ONNX release ORT bundles, for
+    /// builders that changed between ONNX releases (23: ONNX 1.18, 25: ONNX 1.20, §0).
+    pub release_opset: i64,
 }
 
 impl<'a> Context<'a> {
-    fn new(session: &'a Session, gi: usize, node: &'a SNode) -> Context<'a> {
+    fn new(session: &'a Session, gi: usize, node: &'a SNode, release_opset: i64) -> Context<'a> {
         let input_types = node
             .inputs
             .iter()
@@ -182,6 +185,7 @@ impl<'a> Context<'a> {
             node,
             input_types,
             session,
+            release_opset,
         }
     }
 
