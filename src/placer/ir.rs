@@ -137,6 +137,9 @@ pub struct Session {
     /// ai.onnx etc. → opset, as ORT's domain→version map holds it.
     pub opsets: HashMap<String, i64>,
     pub ir_version: i64,
+    /// The model-local functions by (normalised domain, name): a node whose op has no schema
+    /// but a local function calls that function (ORT inlines it).
+    pub functions: HashMap<(String, String), crate::model::proto::FunctionProto>,
 }
 
 impl Session {
@@ -147,6 +150,20 @@ impl Session {
             graphs: Vec::with_capacity(model.graphs.len()),
             opsets: model.opsets.iter().cloned().collect(),
             ir_version: model.proto.ir_version(),
+            functions: model
+                .proto
+                .functions
+                .iter()
+                .map(|f| {
+                    (
+                        (
+                            normalize_domain(f.domain()).to_string(),
+                            f.name().to_string(),
+                        ),
+                        f.clone(),
+                    )
+                })
+                .collect(),
         };
         // Session graph i is model graph i; node j of a graph is node j of its GraphProto
         // (`Constant` nodes stay as removed placeholders so that indices agree).

@@ -105,7 +105,14 @@ fn body_of(
     gi: usize,
     node: &SNode,
 ) -> Option<FunctionProto> {
-    let since = node.since?;
+    // A node of an op that has no schema but a model-local function calls the function (a
+    // schema, where there is one, wins: ORT binds schemas first).
+    let Some(since) = node.since else {
+        return session
+            .functions
+            .get(&(node.domain.clone(), node.op.clone()))
+            .cloned();
+    };
     let versions = infer::domain_versions(session, table);
     // ORT asks for the graph's opset of the ONNX domain; for other domains, the since-version.
     let requested = if node.domain == "ai.onnx" {
@@ -596,6 +603,7 @@ mod tests {
             graphs: vec![g],
             opsets: [("ai.onnx".to_string(), 22)].into_iter().collect(),
             ir_version: 10,
+            ..Session::default()
         };
         for ni in 0..3 {
             assert!(inline(&mut s, table, 0, ni));
@@ -640,6 +648,7 @@ mod tests {
             graphs: vec![g],
             opsets: [("ai.onnx".to_string(), 24)].into_iter().collect(),
             ir_version: 10,
+            ..Session::default()
         };
         assert!(inline(&mut s, table, 0, 0));
         let g = &s.graphs[0];
@@ -650,5 +659,54 @@ mod tests {
         assert_eq!(alpha.tensor.float_data, vec![1.0]);
         let ops: Vec<&str> = g.live_nodes().map(|(_, n)| n.op.as_str()).collect();
         assert_eq!(ops, ["CastLike", "Mul", "Sigmoid", "Mul"]);
+    }
+
+    /// Model-local functions, nested, calling a schema function (Mish), called twice: the copies
+    /// ORT 1.24.4 logs for this model (oracle, level disable).
+    #[test]
+    fn local_functions_inline_as_ort_does() {
+        let text = r#"
+<ir_version: 10, opset_import: ["" : 22, "local" : 1]>
+agraph (float[2, 6] X1) => (float[4, 3] Z, float[4, 3] Z2) {
+    Z = local.MyFn (X1)
+    Z2 = local.MyFn (X1)
+}
+<domain: "local", opset_import: ["" : 22, "local" : 1]>
+MyFn (A) => (Y) {
+    s = Shape (A)
+    i = Constant <value = int64[2] {4, 3}> ()
+    r = Reshape (A, i)
+    m = local.Inner (r)
+    Y = Mish (m)
+}
+<domain: "local", opset_import: ["" : 22]>
+Inner (X) => (Y) {
+    t = Softplus (X)
+    Y = Tanh (t)
+}
+"#;
+        let proto = crate::model::text::parse_model(text).expect("parses");
+        let model = crate::model::Model::from_proto(std::path::Path::new("local2.onnx"), 0, proto)
+            .expect("loads");
+        let table = crate::tables::resolve("1.24.4").expect("bundled").table();
+        let options = crate::placer::Options {
+            level: crate::placer::OptLevel::Disable,
+            ..Default::default()
+        };
+        let p = crate::placer::place(&model, table, &options);
+        assert_eq!(p.outcome, crate::placer::Outcome::Ok);
+        let mut lines: Vec<String> = p.copies.iter().map(|c| c.log_line()).collect();
+        lines.sort();
+        let expected = [
+            "Add MemcpyFromHost after _inlfunc_Inner_t for CUDAExecutionProvider",
+            "Add MemcpyFromHost after _inlfunc_Inner_token_1_t for CUDAExecutionProvider",
+            "Add MemcpyFromHost after _inlfunc_Mish_Softplus_X for CUDAExecutionProvider",
+            "Add MemcpyFromHost after _inlfunc_Mish_token_2_Softplus_X for CUDAExecutionProvider",
+            "Add MemcpyToHost before _inlfunc_MyFn_m for CUDAExecutionProvider",
+            "Add MemcpyToHost before _inlfunc_MyFn_r for CUDAExecutionProvider",
+            "Add MemcpyToHost before _inlfunc_MyFn_token_0_m for CUDAExecutionProvider",
+            "Add MemcpyToHost before _inlfunc_MyFn_token_0_r for CUDAExecutionProvider",
+        ];
+        assert_eq!(lines, expected);
     }
 }
