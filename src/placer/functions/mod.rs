@@ -88,12 +88,21 @@ fn parse_function(text: &str) -> Option<FunctionProto> {
     model.functions.into_iter().next()
 }
 
+/// Inlining stops after this many calls in a session: a model-local function that calls itself
+/// twice would otherwise double its calls every round (the partitioner's round limit bounds the
+/// depth, this the width). Real models inline far fewer.
+const MAX_INLINED_CALLS: usize = 1 << 13;
+
 /// Replaces node `ni` of graph `gi` by its function body when one is known. Returns whether it did.
 pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) -> bool {
     let node = session.graphs[gi].nodes[ni].clone();
     let Some(body) = body_of(session, table, gi, &node) else {
         return false;
     };
+    let calls: usize = session.graphs.iter().map(|g| g.generated_names.len()).sum();
+    if calls >= MAX_INLINED_CALLS {
+        return false;
+    }
     splice(session, gi, ni, &node, &body);
     true
 }
@@ -308,7 +317,7 @@ impl Renamer<'_> {
 
 /// Splices `body` in place of node `ni` (see the module docs).
 fn splice(session: &mut Session, gi: usize, ni: usize, node: &SNode, body: &FunctionProto) {
-    let uniq = session.graphs[gi].generate_node_name(&format!("_inlfunc_{}", node.op));
+    let uniq = unique_prefix(&mut session.graphs[gi], &format!("_inlfunc_{}", node.op));
     let mut r = Renamer {
         prefix: format!("{uniq}_"),
         scopes: vec![HashMap::new()],
@@ -338,14 +347,34 @@ fn splice(session: &mut Session, gi: usize, ni: usize, node: &SNode, body: &Func
     for n in nodes.iter_mut() {
         r.node(n);
     }
+    let had_subgraphs = !node.subgraphs.is_empty();
     orphan_subgraphs(session, gi, ni);
     session.graphs[gi].nodes[ni].removed = true;
+    let graphs_before = session.graphs.len();
     for n in nodes {
         add_node(session, gi, n, node.origin);
     }
-    if !session.graphs.is_empty() {
+    // Implicit inputs change only where subgraphs come or go: a body reads nothing from outer
+    // scopes that the call node did not already read.
+    if had_subgraphs || session.graphs.len() != graphs_before {
         session.compute_implicit_inputs(0);
     }
+}
+
+/// ORT's `GenerateNodeName` for the prefix, without building the name sets of the whole graph
+/// (`NameGen`) on every call: `base` unless a live node has that name or it was generated
+/// before, else `base_token_<k>` from the graph's shared counter.
+fn unique_prefix(g: &mut SGraph, base: &str) -> String {
+    let taken = |g: &SGraph, name: &str| {
+        g.generated_names.contains(name) || g.live_nodes().any(|(_, n)| n.name == name)
+    };
+    let mut name = base.to_string();
+    while taken(g, &name) {
+        name = format!("{base}_token_{}", g.name_counter);
+        g.name_counter += 1;
+    }
+    g.generated_names.insert(name.clone());
+    name
 }
 
 /// The subgraphs of a node that is going away are no longer part of the session.
@@ -708,5 +737,33 @@ Inner (X) => (Y) {
             "Add MemcpyToHost before _inlfunc_MyFn_token_0_r for CUDAExecutionProvider",
         ];
         assert_eq!(lines, expected);
+    }
+
+    /// A function that calls itself twice: inlining stops (the round limit bounds the depth,
+    /// the node cap the width) and the session fails for the call left over.
+    #[test]
+    fn recursive_local_functions_terminate() {
+        let text = r#"
+<ir_version: 10, opset_import: ["" : 22, "local" : 1]>
+agraph (float[2] X) => (float[2] Z) {
+    Z = local.Rec (X)
+}
+<domain: "local", opset_import: ["" : 22, "local" : 1]>
+Rec (A) => (Y) {
+    b = local.Rec (A)
+    c = local.Rec (b)
+    Y = Add (b, c)
+}
+"#;
+        let proto = crate::model::text::parse_model(text).expect("parses");
+        let model = crate::model::Model::from_proto(std::path::Path::new("rec.onnx"), 0, proto)
+            .expect("loads");
+        let table = crate::tables::resolve("1.24.4").expect("bundled").table();
+        let options = crate::placer::Options {
+            level: crate::placer::OptLevel::Disable,
+            ..Default::default()
+        };
+        let p = crate::placer::place(&model, table, &options);
+        assert!(matches!(p.outcome, crate::placer::Outcome::NoKernel(_)));
     }
 }
