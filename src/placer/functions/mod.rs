@@ -107,6 +107,45 @@ pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) 
     true
 }
 
+/// AOT inlining (`GraphPartitioner::InlineFunctionsAOT`, §4.6), before the level-1 optimisers:
+/// only for a model with local functions. Every node that has a body and that no provider
+/// claims in a dry run of kernel lookups is inlined, in every graph, until nothing changes.
+/// Returns whether anything was inlined (the caller re-infers types).
+pub fn inline_aot(session: &mut Session, table: &KernelTable, eps: &[crate::tables::Ep]) -> bool {
+    if session.functions.is_empty() {
+        return false;
+    }
+    let mut any = false;
+    for _round in 0..MAX_AOT_ROUNDS {
+        let versions = infer::domain_versions(session, table);
+        let mut todo = Vec::new();
+        for (gi, g) in session.graphs.iter().enumerate() {
+            for (ni, n) in g.live_nodes() {
+                let schema = infer::resolve_schema(table, &versions, &n.domain, &n.op).ok();
+                let claimed = eps
+                    .iter()
+                    .any(|&ep| crate::placer::lookup(table, ep, session, gi, n, schema).is_ok());
+                if !claimed {
+                    todo.push((gi, ni));
+                }
+            }
+        }
+        let mut inlined = false;
+        for (gi, ni) in todo {
+            inlined |= inline(session, table, gi, ni);
+        }
+        if !inlined {
+            break;
+        }
+        any = true;
+        infer::infer_session(session, table);
+    }
+    any
+}
+
+/// AOT inlining repeats while it changes something (nested functions).
+const MAX_AOT_ROUNDS: usize = 16;
+
 /// The body ORT would inline for `node`, if it can be inlined.
 fn body_of(
     session: &Session,
