@@ -40,6 +40,7 @@ pub(super) fn build(ctx: &Context, requested: i64) -> Option<Option<FunctionProt
         ("CenterCropPad", 18) => center_crop_pad(ctx, since),
         ("GroupNormalization", 18 | 21) => group_norm(ctx, since),
         ("SequenceMap", 17) => sequence_map(ctx, since),
+        ("LayerNormalization", 17) => layer_norm(ctx, since, requested),
         ("Attention", 23 | 24) if ctx.release_opset <= 23 => attention_onnx118(ctx, since),
         ("Attention", 23 | 24) => attention_onnx120(ctx, since),
         _ => return None,
@@ -550,6 +551,91 @@ fn group_norm(ctx: &Context, since: i64) -> Option<Fb> {
          Biased = Add (Scaled, BiasReshaped)
          Y = Reshape (Biased, XShape)"
     ));
+    Some(fb)
+}
+
+/// LayerNormalization-17: one builder for opset 17 (ReduceMean with `axes` attribute), one for
+/// 18 and later (axes input).
+fn layer_norm(ctx: &Context, _since: i64, requested: i64) -> Option<Fb> {
+    let t = ctx.elem(0)?;
+    let u = attr_i(ctx, "stash_type").unwrap_or(FLOAT);
+    if u != FLOAT && u != BFLOAT16 {
+        return None;
+    }
+    let axis = attr_i(ctx, "axis").unwrap_or(-1);
+    let epsilon = attr_f(ctx, "epsilon").unwrap_or(1e-5);
+    let mut fb = Fb::new(
+        "LayerNormalization",
+        &["X", "Scale", "B"],
+        &["Y", "Mean", "InvStdDev"],
+        &["axis", "epsilon", "stash_type"],
+    );
+    fb.lines.push(format!(
+        "FloatEpsilon = Constant <value = float {{{}}}> ()",
+        float_text(epsilon)
+    ));
+    fb.add(&format!(
+        "Epsilon = Cast <to = {u}> (FloatEpsilon)
+         XShape = Shape (X)
+         Rank = Size (XShape)
+         Zero1D = Constant <value = int64[1] {{0}}> ()
+         Axis1D = Constant <value = int64[1] {{{axis}}}> ()
+         PrefixShape = Slice (XShape, Zero1D, Axis1D)"
+    ));
+    fb.add(if axis >= 0 {
+        "NumReducedAxes = Sub (Rank, Axis1D)"
+    } else {
+        "NumReducedAxes = Neg (Axis1D)"
+    });
+    fb.add(&format!(
+        "SuffixShape = ConstantOfShape <value = int64[1] {{1}}> (NumReducedAxes)
+         ReducedShape = Concat <axis = 0> (PrefixShape, SuffixShape)
+         X2D = Flatten <axis = {axis}> (X)
+         XU = Cast <to = {u}> (X2D)"
+    ));
+    if requested >= 18 {
+        fb.add(
+            "Axes_1 = Constant <value = int64[1] {1}> ()
+             Mean2D = ReduceMean (XU, Axes_1)
+             Square = Mul (XU, XU)
+             MeanOfSquare = ReduceMean (Square, Axes_1)",
+        );
+    } else {
+        fb.add(
+            "Mean2D = ReduceMean <axes = [1]> (XU)
+             Square = Mul (XU, XU)
+             MeanOfSquare = ReduceMean <axes = [1]> (Square)",
+        );
+    }
+    fb.add(&format!(
+        "SquareOfMean = Mul (Mean2D, Mean2D)
+         Var = Sub (MeanOfSquare, SquareOfMean)
+         VarPlusEpsilon = Add (Var, Epsilon)
+         StdDev = Sqrt (VarPlusEpsilon)
+         Deviation = Sub (XU, Mean2D)
+         Normalized = Div (Deviation, StdDev)
+         NormalizedT = Cast <to = {t}> (Normalized)
+         Scale2D = Flatten <axis = 0> (Scale)
+         Scaled = Mul (NormalizedT, Scale2D)"
+    ));
+    if ctx.has_input(2) {
+        fb.add(
+            "B2D = Flatten <axis = 0> (B)
+             Biased = Add (Scaled, B2D)",
+        );
+    } else {
+        fb.add("Biased = Identity (Scaled)");
+    }
+    fb.add(
+        "Y = Reshape (Biased, XShape)
+         InvStdDev2D = Reciprocal (StdDev)",
+    );
+    if ctx.has_output(1) {
+        fb.add("Mean = Reshape (Mean2D, ReducedShape)");
+    }
+    if ctx.has_output(2) {
+        fb.add("InvStdDev = Reshape (InvStdDev2D, ReducedShape)");
+    }
     Some(fb)
 }
 
