@@ -10,7 +10,14 @@
 //!   `tools/functions/export.py` into `kernel-tables/functions/onnx-functions.txt` (ONNX textual
 //!   syntax) and parsed on first use;
 //! - a *context-dependent* body (`OpSchema::BuildContextDependentFunction`), built from the node's
-//!   attributes and input types: [`builders`] re-implements ONNX's builders.
+//!   attributes and input types: [`builders`] re-implements ONNX's builders;
+//! - a *model-local* function, for a node whose op has no schema (schemas win).
+//!
+//! When: after partitioning, for nodes no provider took ([`inline`], called by the partition
+//! loop); and, for a model that has local functions, once before the level-1 optimisers for
+//! every node no provider would claim ([`inline_aot`]). Inlining stops after
+//! `MAX_INLINED_CALLS` calls (self-recursive local functions); the partition loop's round limit
+//! bounds the depth.
 //!
 //! How ORT splices a body in (`Graph::InlineFunction`, `function_utils::Specialize`):
 //! - a unique prefix `GenerateNodeName("_inlfunc_" + op_type)`: `_inlfunc_Mish` the first time,
