@@ -72,15 +72,32 @@ pub fn run(models: &[PathBuf], shared: &SharedArgs) -> u8 {
     exit
 }
 
-/// Every live node of every graph with its provider, in ORT's "Node placements" grouping.
+/// Every live node of every graph with its provider, in the order ORT's "Node placements" log
+/// prints them (`VerifyEachNodeIsAssignedToAnEp`): each graph's subgraphs before the graph
+/// itself (it recurses while it walks the nodes), and within a graph one block per provider,
+/// the blocks in reverse order of each provider's first node (ORT groups them in an
+/// `unordered_map`, whose libstdc++ iteration runs newest key first; checked with the oracle).
 fn node_placements(p: &Placement) -> Vec<(&str, Ep)> {
-    let mut nodes = Vec::new();
-    for g in &p.session.graphs {
-        for (_, n) in g.live_nodes() {
+    fn visit<'p>(p: &'p Placement, gi: usize, out: &mut Vec<(&'p str, Ep)>) {
+        let mut blocks: Vec<(Ep, Vec<&'p str>)> = Vec::new();
+        for (_, n) in p.session.graphs[gi].live_nodes() {
             if let Some(ep) = n.ep {
-                nodes.push((n.name.as_str(), ep));
+                match blocks.iter_mut().find(|(e, _)| *e == ep) {
+                    Some((_, names)) => names.push(n.name.as_str()),
+                    None => blocks.push((ep, vec![n.name.as_str()])),
+                }
+            }
+            for (_, sg) in &n.subgraphs {
+                visit(p, *sg, out);
             }
         }
+        for (ep, names) in blocks.into_iter().rev() {
+            out.extend(names.into_iter().map(|n| (n, ep)));
+        }
+    }
+    let mut nodes = Vec::new();
+    if !p.session.graphs.is_empty() {
+        visit(p, 0, &mut nodes);
     }
     nodes
 }
@@ -99,22 +116,9 @@ pub fn placement_json(model: &str, p: &Placement) -> Value {
         if let Some(ep) = first.filter(|ep| nodes.iter().all(|(_, e)| e == ep)) {
             all_nodes_on = json!({ ep.name(): nodes.len() });
         } else {
-            // ORT collects the placements in an unordered_map keyed by provider and prints one
-            // block per provider. With libstdc++ a small map iterates in reverse insertion
-            // order, so the provider of the first node is printed last (checked against the
-            // oracle's records); a name logged twice keeps the later block's provider.
-            let last = first.unwrap_or(Ep::Cuda);
-            let order = if last == Ep::Cuda {
-                [Ep::Cpu, Ep::Cuda]
-            } else {
-                [Ep::Cuda, Ep::Cpu]
-            };
-            for ep in order {
-                for (name, e) in &nodes {
-                    if *e == ep {
-                        placement.insert(name.to_string(), Value::String(ep.name().into()));
-                    }
-                }
+            // A name logged twice keeps the later line's provider, as the oracle's parser does.
+            for (name, ep) in &nodes {
+                placement.insert(name.to_string(), Value::String(ep.name().into()));
             }
         }
     }

@@ -110,6 +110,9 @@ pub struct SGraph {
     pub shapes: HashMap<String, Vec<Option<i64>>>,
     /// ORT's per-graph name counter (`<base>_token_<k>`), shared by generated node and value names.
     pub name_counter: usize,
+    /// Node names generated so far (ORT remembers them: a name generated once is never handed
+    /// out again, even when no node took it, as the prefix of an inlined function).
+    pub generated_names: rustc_hash::FxHashSet<String>,
 }
 
 impl SGraph {
@@ -118,6 +121,7 @@ impl SGraph {
         let mut names = NameGen::new(self);
         let name = names.node(base);
         self.name_counter = names.counter;
+        self.generated_names.insert(name.clone());
         name
     }
 
@@ -133,6 +137,9 @@ pub struct Session {
     /// ai.onnx etc. → opset, as ORT's domain→version map holds it.
     pub opsets: HashMap<String, i64>,
     pub ir_version: i64,
+    /// The model-local functions by (normalised domain, name): a node whose op has no schema
+    /// but a local function calls that function (ORT inlines it).
+    pub functions: HashMap<(String, String), crate::model::proto::FunctionProto>,
 }
 
 impl Session {
@@ -143,6 +150,20 @@ impl Session {
             graphs: Vec::with_capacity(model.graphs.len()),
             opsets: model.opsets.iter().cloned().collect(),
             ir_version: model.proto.ir_version(),
+            functions: model
+                .proto
+                .functions
+                .iter()
+                .map(|f| {
+                    (
+                        (
+                            normalize_domain(f.domain()).to_string(),
+                            f.name().to_string(),
+                        ),
+                        f.clone(),
+                    )
+                })
+                .collect(),
         };
         // Session graph i is model graph i; node j of a graph is node j of its GraphProto
         // (`Constant` nodes stay as removed placeholders so that indices agree).
@@ -340,7 +361,7 @@ impl Session {
     }
 }
 
-fn init_of(t: &TensorProto, overridable: bool) -> Init {
+pub(crate) fn init_of(t: &TensorProto, overridable: bool) -> Init {
     Init {
         dims: t.dims.clone(),
         elem: t.data_type(),
@@ -349,7 +370,7 @@ fn init_of(t: &TensorProto, overridable: bool) -> Init {
     }
 }
 
-fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<i64>>> {
+pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<i64>>> {
     use crate::model::proto::{tensor_shape_proto::dimension::Value as D, type_proto::Value};
     let Some(Value::TensorType(tt)) = &t.value else {
         return None;
@@ -432,7 +453,7 @@ impl NameGen {
         let mut values: rustc_hash::FxHashSet<String> =
             g.inputs.iter().chain(&g.outputs).cloned().collect();
         values.extend(g.initializers.keys().cloned());
-        let mut nodes = rustc_hash::FxHashSet::default();
+        let mut nodes: rustc_hash::FxHashSet<String> = g.generated_names.iter().cloned().collect();
         for (_, n) in g.live_nodes() {
             nodes.insert(n.name.clone());
             values.extend(

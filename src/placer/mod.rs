@@ -179,6 +179,8 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         placement.session = session;
         return placement;
     }
+    // A model with local functions gets its unclaimed function nodes inlined first (§4.6).
+    functions::inline_aot(&mut session, table, &options.eps);
     optimize::run(&mut session, table, options.level);
     // Partition; inline function nodes nobody took; repeat while anything was inlined.
     for _round in 0..MAX_INLINE_ROUNDS {
@@ -195,7 +197,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
             .collect();
         let mut inlined = false;
         for (gi, ni) in unassigned {
-            if functions::inline(&mut session, gi, ni) {
+            if functions::inline(&mut session, table, gi, ni) {
                 placement.decisions.remove(&(gi, ni));
                 inlined = true;
             }

@@ -1,0 +1,815 @@
+//! Function inlining after partitioning (ORT `GraphPartitioner`, §4.4, §4.6): a node that no
+//! provider took and whose op is defined as a function is replaced by the function's body, whose
+//! nodes are then partitioned like any other.
+//!
+//! Where a body comes from (`Node::TryGetFunctionProto`):
+//! - a *static* body of the op's schema (`OpSchema::GetFunction`): ONNX keeps one per function
+//!   opset version; ORT asks for the graph's ai.onnx opset and gets the body with the greatest
+//!   version not above it, provided no op the body uses changed between the two opsets
+//!   (`ValidateReferencedOpsInFuncton`). Those bodies are data, exported from ONNX by
+//!   `tools/functions/export.py` into `kernel-tables/functions/onnx-functions.txt` (ONNX textual
+//!   syntax) and parsed on first use;
+//! - a *context-dependent* body (`OpSchema::BuildContextDependentFunction`), built from the node's
+//!   attributes and input types: [`builders`] re-implements ONNX's builders;
+//! - a *model-local* function, for a node whose op has no schema (schemas win).
+//!
+//! When: after partitioning, for nodes no provider took ([`inline`], called by the partition
+//! loop); and, for a model that has local functions, once before the level-1 optimisers for
+//! every node no provider would claim ([`inline_aot`]). Inlining stops after
+//! `MAX_INLINED_CALLS` calls (self-recursive local functions); the partition loop's round limit
+//! bounds the depth.
+//!
+//! How ORT splices a body in (`Graph::InlineFunction`, `function_utils::Specialize`):
+//! - a unique prefix `GenerateNodeName("_inlfunc_" + op_type)`: `_inlfunc_Mish` the first time,
+//!   then `_inlfunc_Mish_token_<k>` with the graph's shared counter (checked with the oracle);
+//! - formal inputs become the node's actual inputs (missing ones become missing), formal outputs
+//!   its actual outputs (a missing one gets `<prefix>_<formal>`), every other value and every
+//!   named node gets `<prefix>_<name>`; subgraph inputs and outputs are renamed in their own
+//!   scope;
+//! - attribute references (`@name`) take the node's attribute (which ORT has completed with the
+//!   schema's defaults), else are dropped;
+//! - `Constant` nodes of the body become initializers; the other nodes are appended to the graph.
+
+mod builders;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::infer::{self, Type};
+use crate::model::normalize_domain;
+use crate::model::proto::{AttributeProto, FunctionProto, GraphProto, NodeProto};
+use crate::placer::ir::{self, SGraph, SNode, Session};
+use crate::tables::KernelTable;
+
+/// The exported static bodies (see the module docs).
+const STATIC_BODIES: &str = include_str!("../../../kernel-tables/functions/onnx-functions.txt");
+
+/// Static bodies by (domain, op, since_version): (function opset version, body), ascending.
+type StaticMap = HashMap<(String, String, i64), Vec<(i64, FunctionProto)>>;
+
+fn static_bodies() -> &'static StaticMap {
+    static CELL: OnceLock<StaticMap> = OnceLock::new();
+    CELL.get_or_init(|| parse_static(STATIC_BODIES).0)
+}
+
+/// Parses the data file: blocks introduced by `#@ <domain> <op> since=<v> opset=<v>`. Returns
+/// the map and the headers of blocks that did not parse (a test keeps that empty).
+fn parse_static(text: &str) -> (StaticMap, Vec<String>) {
+    let mut map: StaticMap = HashMap::new();
+    let mut bad = Vec::new();
+    let mut blocks: Vec<(&str, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("#@ ") {
+            blocks.push((h, String::new()));
+        } else if let Some((_, body)) = blocks.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    for (header, body) in blocks {
+        let mut it = header.split_whitespace();
+        let key = (|| {
+            let domain = it.next()?.to_string();
+            let op = it.next()?.to_string();
+            let since = it.next()?.strip_prefix("since=")?.parse::<i64>().ok()?;
+            let opset = it.next()?.strip_prefix("opset=")?.parse::<i64>().ok()?;
+            Some((domain, op, since, opset))
+        })();
+        match (key, parse_function(&body)) {
+            (Some((domain, op, since, opset)), Some(f)) => {
+                let list = map.entry((domain, op, since)).or_default();
+                list.push((opset, f));
+                list.sort_by_key(|(v, _)| *v);
+            }
+            _ => bad.push(header.to_string()),
+        }
+    }
+    (map, bad)
+}
+
+/// One function in ONNX's textual syntax (`<domain: ..., opset_import: [...]> Name <attrs>
+/// (inputs) => (outputs) { nodes }`), read with the text view's parser.
+fn parse_function(text: &str) -> Option<FunctionProto> {
+    let wrapped = format!("_host () => () {{}}\n{text}");
+    let model = crate::model::text::parse_model(&wrapped).ok()?;
+    model.functions.into_iter().next()
+}
+
+/// Inlining stops after this many calls in a session: a model-local function that calls itself
+/// twice would otherwise double its calls every round (the partitioner's round limit bounds the
+/// depth, this the width). Real models inline far fewer.
+const MAX_INLINED_CALLS: usize = 1 << 13;
+
+/// Replaces node `ni` of graph `gi` by its function body when one is known. Returns whether it did.
+pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) -> bool {
+    let node = session.graphs[gi].nodes[ni].clone();
+    let Some(body) = body_of(session, table, gi, &node) else {
+        return false;
+    };
+    let calls: usize = session.graphs.iter().map(|g| g.generated_names.len()).sum();
+    if calls >= MAX_INLINED_CALLS {
+        return false;
+    }
+    splice(session, gi, ni, &node, &body);
+    true
+}
+
+/// AOT inlining (`GraphPartitioner::InlineFunctionsAOT`, §4.6), before the level-1 optimisers:
+/// only for a model with local functions. Every node that has a body and that no provider
+/// claims in a dry run of kernel lookups is inlined, in every graph, until nothing changes.
+/// Returns whether anything was inlined (the caller re-infers types).
+pub fn inline_aot(session: &mut Session, table: &KernelTable, eps: &[crate::tables::Ep]) -> bool {
+    if session.functions.is_empty() {
+        return false;
+    }
+    let mut any = false;
+    for _round in 0..MAX_AOT_ROUNDS {
+        let versions = infer::domain_versions(session, table);
+        let mut todo = Vec::new();
+        for (gi, g) in session.graphs.iter().enumerate() {
+            for (ni, n) in g.live_nodes() {
+                let schema = infer::resolve_schema(table, &versions, &n.domain, &n.op).ok();
+                let claimed = eps
+                    .iter()
+                    .any(|&ep| crate::placer::lookup(table, ep, session, gi, n, schema).is_ok());
+                if !claimed {
+                    todo.push((gi, ni));
+                }
+            }
+        }
+        let mut inlined = false;
+        for (gi, ni) in todo {
+            inlined |= inline(session, table, gi, ni);
+        }
+        if !inlined {
+            break;
+        }
+        any = true;
+        infer::infer_session(session, table);
+    }
+    any
+}
+
+/// AOT inlining repeats while it changes something (nested functions).
+const MAX_AOT_ROUNDS: usize = 16;
+
+/// The body ORT would inline for `node`, if it can be inlined.
+fn body_of(
+    session: &Session,
+    table: &KernelTable,
+    gi: usize,
+    node: &SNode,
+) -> Option<FunctionProto> {
+    // A node of an op that has no schema but a model-local function calls the function (a
+    // schema, where there is one, wins: ORT binds schemas first).
+    let Some(since) = node.since else {
+        return session
+            .functions
+            .get(&(node.domain.clone(), node.op.clone()))
+            .cloned();
+    };
+    let versions = infer::domain_versions(session, table);
+    // ORT asks for the graph's opset of the ONNX domain; for other domains, the since-version.
+    let requested = if node.domain == "ai.onnx" {
+        versions.get("ai.onnx").copied()
+    } else {
+        None
+    };
+    let release_opset = table.max_opset("ai.onnx").unwrap_or(since);
+    let ctx = Context::new(session, gi, node, release_opset);
+    if let Some(built) = builders::build(&ctx, requested.unwrap_or(since)) {
+        return built;
+    }
+    let list = static_bodies().get(&(node.domain.clone(), node.op.clone(), since))?;
+    match requested {
+        Some(r) => {
+            let (opset, f) = list.iter().rev().find(|(v, _)| *v <= r)?;
+            referenced_ops_unchanged(table, f, r, *opset).then(|| f.clone())
+        }
+        // `GetFunction(since, validate = false)`.
+        None => list
+            .iter()
+            .rev()
+            .find(|(v, _)| *v <= since)
+            .map(|(_, f)| f.clone()),
+    }
+}
+
+/// ONNX's `ValidateReferencedOpsInFuncton`: a body written for opset `body_opset` is used at
+/// opset `requested` only if every ONNX op it calls resolves to the same schema at both.
+fn referenced_ops_unchanged(
+    table: &KernelTable,
+    f: &FunctionProto,
+    requested: i64,
+    body_opset: i64,
+) -> bool {
+    if requested == body_opset {
+        return true;
+    }
+    f.node
+        .iter()
+        .filter(|n| normalize_domain(n.domain()) == "ai.onnx")
+        .all(|n| {
+            let a = table
+                .schema("ai.onnx", n.op_type(), requested)
+                .map(|s| s.since);
+            let b = table
+                .schema("ai.onnx", n.op_type(), body_opset)
+                .map(|s| s.since);
+            a == b
+        })
+}
+
+/// What a context-dependent builder sees of the node (`FunctionBodyBuildContext`).
+pub(crate) struct Context<'a> {
+    pub node: &'a SNode,
+    /// Per actual input: its type, when the input exists and has one.
+    pub input_types: Vec<Option<Type>>,
+    /// The session, for builders that read a subgraph attribute.
+    pub session: &'a Session,
+    /// The highest ai.onnx opset of the release: it tells which ONNX release ORT bundles, for
+    /// builders that changed between ONNX releases (23: ONNX 1.18, 25: ONNX 1.20, §0).
+    pub release_opset: i64,
+}
+
+impl<'a> Context<'a> {
+    fn new(session: &'a Session, gi: usize, node: &'a SNode, release_opset: i64) -> Context<'a> {
+        let input_types = node
+            .inputs
+            .iter()
+            .map(|n| {
+                (!n.is_empty())
+                    .then(|| session.type_of(gi, n).cloned())
+                    .flatten()
+            })
+            .collect();
+        Context {
+            node,
+            input_types,
+            session,
+            release_opset,
+        }
+    }
+
+    pub fn attr(&self, name: &str) -> Option<&AttributeProto> {
+        self.node.attr(name)
+    }
+
+    /// `ctx.hasInput(i)`: the node supplies a non-empty input `i`.
+    pub fn has_input(&self, i: usize) -> bool {
+        self.node.inputs.get(i).is_some_and(|n| !n.is_empty())
+    }
+
+    pub fn has_output(&self, i: usize) -> bool {
+        self.node.outputs.get(i).is_some_and(|n| !n.is_empty())
+    }
+
+    /// The element type of tensor input `i`.
+    pub fn elem(&self, i: usize) -> Option<i32> {
+        match self.input_types.get(i)?.as_ref()? {
+            Type::Tensor(e) => Some(*e),
+            _ => None,
+        }
+    }
+
+    /// The subgraph held in graph attribute `name`.
+    pub fn subgraph(&self, name: &str) -> Option<usize> {
+        self.node
+            .subgraphs
+            .iter()
+            .find(|(a, _)| a == name)
+            .map(|(_, g)| *g)
+    }
+}
+
+/// Renaming scopes of the inliner (`function_utils::Inliner`).
+struct Renamer<'a> {
+    prefix: String,
+    scopes: Vec<HashMap<String, String>>,
+    /// The call node's attributes, then the function's attribute defaults.
+    attrs: &'a [AttributeProto],
+    defaults: &'a [AttributeProto],
+}
+
+impl Renamer<'_> {
+    fn make_unique(&mut self, name: &str) -> String {
+        let new = format!("{}{name}", self.prefix);
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name.to_string(), new.clone());
+        }
+        new
+    }
+
+    fn rename(&mut self, name: &str) -> String {
+        if name.is_empty() {
+            return String::new();
+        }
+        for scope in self.scopes.iter().rev() {
+            if let Some(n) = scope.get(name) {
+                return n.clone();
+            }
+        }
+        self.make_unique(name)
+    }
+
+    fn node(&mut self, n: &mut NodeProto) {
+        if !n.name().is_empty() {
+            n.name = Some(format!("{}{}", self.prefix, n.name()));
+        }
+        for x in n.input.iter_mut() {
+            *x = self.rename(x);
+        }
+        for y in n.output.iter_mut() {
+            *y = self.rename(y);
+        }
+        let mut attrs = Vec::with_capacity(n.attribute.len());
+        for mut a in std::mem::take(&mut n.attribute) {
+            if let Some(r) = a.ref_attr_name.as_deref().filter(|r| !r.is_empty()) {
+                let found = self
+                    .attrs
+                    .iter()
+                    .chain(self.defaults)
+                    .find(|x| x.name() == r);
+                let Some(value) = found else { continue };
+                let name = a.name.take();
+                a = value.clone();
+                a.name = name;
+            }
+            if let Some(g) = a.g.as_mut() {
+                self.graph(g);
+            }
+            for g in a.graphs.iter_mut() {
+                self.graph(g);
+            }
+            attrs.push(a);
+        }
+        n.attribute = attrs;
+    }
+
+    fn graph(&mut self, g: &mut GraphProto) {
+        self.scopes.push(HashMap::new());
+        for x in g.input.iter_mut() {
+            x.name = Some(self.make_unique(x.name()));
+        }
+        for y in g.output.iter_mut() {
+            y.name = Some(self.make_unique(y.name()));
+        }
+        for n in g.node.iter_mut() {
+            self.node(n);
+        }
+        self.scopes.pop();
+    }
+}
+
+/// Splices `body` in place of node `ni` (see the module docs).
+fn splice(session: &mut Session, gi: usize, ni: usize, node: &SNode, body: &FunctionProto) {
+    let uniq = unique_prefix(&mut session.graphs[gi], &format!("_inlfunc_{}", node.op));
+    let mut r = Renamer {
+        prefix: format!("{uniq}_"),
+        scopes: vec![HashMap::new()],
+        attrs: &node.attrs,
+        defaults: &body.attribute_proto,
+    };
+    for (k, formal) in body.input.iter().enumerate() {
+        let actual = node.inputs.get(k).cloned().unwrap_or_default();
+        if let Some(scope) = r.scopes.last_mut() {
+            scope.insert(formal.clone(), actual);
+        }
+    }
+    for (k, formal) in body.output.iter().enumerate() {
+        let actual = node
+            .outputs
+            .get(k)
+            .filter(|a| !a.is_empty())
+            .cloned()
+            .unwrap_or_else(|| format!("{}{formal}", r.prefix));
+        if let Some(scope) = r.scopes.last_mut() {
+            scope.insert(formal.clone(), actual);
+        }
+    }
+    // Graph attributes of the call node are subgraphs of the session; a body that reads one
+    // (SequenceMap's `body`) gets it through its builder, never by reference.
+    let mut nodes = body.node.clone();
+    for n in nodes.iter_mut() {
+        r.node(n);
+    }
+    let had_subgraphs = !node.subgraphs.is_empty();
+    orphan_subgraphs(session, gi, ni);
+    session.graphs[gi].nodes[ni].removed = true;
+    let graphs_before = session.graphs.len();
+    for n in nodes {
+        add_node(session, gi, n, node.origin);
+    }
+    // Implicit inputs change only where subgraphs come or go: a body reads nothing from outer
+    // scopes that the call node did not already read.
+    if had_subgraphs || session.graphs.len() != graphs_before {
+        session.compute_implicit_inputs(0);
+    }
+}
+
+/// ORT's `GenerateNodeName` for the prefix, without building the name sets of the whole graph
+/// (`NameGen`) on every call: `base` unless a live node has that name or it was generated
+/// before, else `base_token_<k>` from the graph's shared counter.
+fn unique_prefix(g: &mut SGraph, base: &str) -> String {
+    let taken = |g: &SGraph, name: &str| {
+        g.generated_names.contains(name) || g.live_nodes().any(|(_, n)| n.name == name)
+    };
+    let mut name = base.to_string();
+    while taken(g, &name) {
+        name = format!("{base}_token_{}", g.name_counter);
+        g.name_counter += 1;
+    }
+    g.generated_names.insert(name.clone());
+    name
+}
+
+/// The subgraphs of a node that is going away are no longer part of the session.
+fn orphan_subgraphs(session: &mut Session, gi: usize, ni: usize) {
+    let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+        .subgraphs
+        .iter()
+        .map(|(_, g)| *g)
+        .collect();
+    for sg in subs {
+        for k in 0..session.graphs[sg].nodes.len() {
+            if !session.graphs[sg].nodes[k].removed {
+                orphan_subgraphs(session, sg, k);
+                session.graphs[sg].nodes[k].removed = true;
+            }
+        }
+    }
+}
+
+/// Adds a (renamed) node of a body to graph `gi`: a `Constant` becomes an initializer, graph
+/// attributes become subgraphs of the session.
+fn add_node(session: &mut Session, gi: usize, np: NodeProto, origin: Option<crate::model::NodeId>) {
+    if np.op_type() == "Constant"
+        && normalize_domain(np.domain()) == "ai.onnx"
+        && let Some(t) = ir::constant_tensor(&np)
+    {
+        let name = np.output.first().cloned().unwrap_or_default();
+        let init = ir::init_of(&t, false);
+        let g = &mut session.graphs[gi];
+        g.types.insert(name.clone(), Type::Tensor(init.elem));
+        g.shapes
+            .insert(name.clone(), init.dims.iter().map(|&d| Some(d)).collect());
+        g.initializers.insert(name, init);
+        return;
+    }
+    let mut attrs = Vec::with_capacity(np.attribute.len());
+    let mut graphs: Vec<(String, GraphProto)> = Vec::new();
+    for a in np.attribute {
+        if let Some(g) = a.g {
+            graphs.push((a.name.unwrap_or_default(), g));
+        } else if !a.graphs.is_empty() {
+            // No ONNX op takes a list of graphs; keep the attribute out of the node as ORT's
+            // session graph would hold it as subgraphs we do not model.
+            continue;
+        } else {
+            attrs.push(a);
+        }
+    }
+    let new_ni = session.graphs[gi].nodes.len();
+    session.graphs[gi].nodes.push(SNode {
+        name: np.name.unwrap_or_default(),
+        op: np.op_type.unwrap_or_default(),
+        domain: normalize_domain(np.domain.as_deref().unwrap_or("")).to_string(),
+        since: None,
+        inputs: np.input,
+        outputs: np.output,
+        attrs,
+        subgraphs: Vec::new(),
+        implicit_inputs: Vec::new(),
+        ep: None,
+        origin,
+        removed: false,
+    });
+    for (attr, g) in graphs {
+        let sg = add_graph(session, (gi, new_ni), g, origin);
+        session.graphs[gi].nodes[new_ni].subgraphs.push((attr, sg));
+    }
+}
+
+/// Adds a subgraph held by node `parent`; returns its index.
+fn add_graph(
+    session: &mut Session,
+    parent: (usize, usize),
+    g: GraphProto,
+    origin: Option<crate::model::NodeId>,
+) -> usize {
+    let mut graph = SGraph {
+        name: g.name().to_string(),
+        parent: Some(parent),
+        ..SGraph::default()
+    };
+    for t in &g.initializer {
+        graph
+            .initializers
+            .insert(t.name().to_string(), ir::init_of(t, false));
+    }
+    graph.inputs = g.input.iter().map(|i| i.name().to_string()).collect();
+    graph.outputs = g.output.iter().map(|o| o.name().to_string()).collect();
+    for vi in g.input.iter().chain(&g.output).chain(&g.value_info) {
+        if let Some(t) = vi.r#type.as_ref() {
+            if let Some(ty) = Type::from_proto(t) {
+                graph.types.entry(vi.name().to_string()).or_insert(ty);
+            }
+            if let Some(shape) = ir::shape_of(t) {
+                graph.shapes.entry(vi.name().to_string()).or_insert(shape);
+            }
+        }
+    }
+    for (name, init) in &graph.initializers {
+        graph.types.insert(name.clone(), Type::Tensor(init.elem));
+        graph
+            .shapes
+            .insert(name.clone(), init.dims.iter().map(|&d| Some(d)).collect());
+    }
+    let sg = session.graphs.len();
+    session.graphs.push(graph);
+    for n in g.node {
+        add_node(session, sg, n, origin);
+    }
+    sg
+}
+
+/// The textual form of a session subgraph, as a `GraphProto` (for builders that copy a graph
+/// attribute into their body). Nested subgraphs are carried along.
+pub(crate) fn graph_proto(session: &Session, sg: usize) -> GraphProto {
+    use crate::model::proto::ValueInfoProto;
+    let g = &session.graphs[sg];
+    let vi = |name: &String| ValueInfoProto {
+        name: Some(name.clone()),
+        r#type: g.types.get(name).map(|t| {
+            let mut tp = t.to_proto();
+            if let (Some(shape), Some(crate::model::proto::type_proto::Value::TensorType(tt))) =
+                (g.shapes.get(name), tp.value.as_mut())
+            {
+                tt.shape = Some(shape_proto(shape));
+            }
+            tp
+        }),
+        ..Default::default()
+    };
+    let mut nodes = Vec::new();
+    for (_, n) in g.live_nodes() {
+        let mut attrs = n.attrs.clone();
+        for (a, s) in &n.subgraphs {
+            attrs.push(AttributeProto {
+                name: Some(a.clone()),
+                r#type: Some(crate::model::proto::attribute_proto::AttributeType::Graph as i32),
+                g: Some(graph_proto(session, *s)),
+                ..Default::default()
+            });
+        }
+        nodes.push(NodeProto {
+            name: Some(n.name.clone()),
+            op_type: Some(n.op.clone()),
+            domain: Some(n.domain.clone()),
+            input: n.inputs.clone(),
+            output: n.outputs.clone(),
+            attribute: attrs,
+            ..Default::default()
+        });
+    }
+    // Initializers (including former `Constant` nodes) travel as `Constant` nodes.
+    let mut inits: Vec<(&String, &ir::Init)> = g.initializers.iter().collect();
+    inits.sort_by(|a, b| a.0.cmp(b.0));
+    let mut consts: Vec<NodeProto> = inits
+        .into_iter()
+        .map(|(name, init)| NodeProto {
+            op_type: Some("Constant".into()),
+            output: vec![name.clone()],
+            attribute: vec![AttributeProto {
+                name: Some("value".into()),
+                r#type: Some(crate::model::proto::attribute_proto::AttributeType::Tensor as i32),
+                t: Some(init.tensor.clone()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+        .collect();
+    consts.extend(nodes);
+    GraphProto {
+        name: Some(g.name.clone()),
+        input: g.inputs.iter().map(vi).collect(),
+        output: g.outputs.iter().map(vi).collect(),
+        node: consts,
+        ..Default::default()
+    }
+}
+
+fn shape_proto(shape: &[Option<i64>]) -> crate::model::proto::TensorShapeProto {
+    use crate::model::proto::tensor_shape_proto::{Dimension, dimension::Value};
+    crate::model::proto::TensorShapeProto {
+        dim: shape
+            .iter()
+            .map(|d| Dimension {
+                value: d.map(Value::DimValue),
+                ..Default::default()
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_static_body_parses() {
+        let (map, bad) = parse_static(STATIC_BODIES);
+        assert!(bad.is_empty(), "blocks that do not parse: {bad:?}");
+        let blocks = STATIC_BODIES
+            .lines()
+            .filter(|l| l.starts_with("#@ "))
+            .count();
+        assert_eq!(map.values().map(Vec::len).sum::<usize>(), blocks);
+        let mish = map
+            .get(&("ai.onnx".to_string(), "Mish".to_string(), 22))
+            .expect("Mish-22 has a body");
+        let ops: Vec<&str> = mish[0].1.node.iter().map(|n| n.op_type()).collect();
+        assert_eq!(ops, ["Softplus", "Tanh", "Mul"]);
+    }
+
+    #[test]
+    fn static_defaults_are_attribute_protos() {
+        let map = static_bodies();
+        let swish = &map[&("ai.onnx".to_string(), "Swish".to_string(), 24)][0].1;
+        assert_eq!(swish.attribute_proto.len(), 1);
+        assert_eq!(swish.attribute_proto[0].name(), "alpha");
+        assert_eq!(swish.attribute_proto[0].f, Some(1.0));
+    }
+
+    fn node(name: &str, op: &str, since: i64, inputs: &[&str], outputs: &[&str]) -> SNode {
+        SNode {
+            name: name.into(),
+            op: op.into(),
+            domain: "ai.onnx".into(),
+            since: Some(since),
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: None,
+            removed: false,
+        }
+    }
+
+    /// ORT's names (oracle, ORT 1.24.4): the first inlined Mish gets `_inlfunc_Mish`, later ones
+    /// `_inlfunc_Mish_token_<k>`; a prefix taken by a node name is skipped while the node lives;
+    /// internal values get `<prefix>_<name>`, unnamed body nodes stay unnamed.
+    #[test]
+    fn inlined_names_follow_ort() {
+        let table = crate::tables::resolve("1.24.4").expect("bundled").table();
+        let mut g = SGraph {
+            inputs: vec!["X".into()],
+            outputs: vec!["Z".into()],
+            ..SGraph::default()
+        };
+        g.types.insert("X".into(), Type::Tensor(1));
+        g.nodes
+            .push(node("_inlfunc_Mish", "Mish", 22, &["X"], &["M"]));
+        g.nodes.push(node("", "Mish", 22, &["M"], &["Y"]));
+        g.nodes.push(node("m3", "Mish", 22, &["Y"], &["Z"]));
+        let mut s = Session {
+            graphs: vec![g],
+            opsets: [("ai.onnx".to_string(), 22)].into_iter().collect(),
+            ir_version: 10,
+            ..Session::default()
+        };
+        for ni in 0..3 {
+            assert!(inline(&mut s, table, 0, ni));
+        }
+        let g = &s.graphs[0];
+        let live: Vec<(&str, &str, Vec<&str>, Vec<&str>)> = g
+            .live_nodes()
+            .map(|(_, n)| {
+                (
+                    n.name.as_str(),
+                    n.op.as_str(),
+                    n.inputs.iter().map(String::as_str).collect(),
+                    n.outputs.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(live.len(), 9);
+        assert_eq!(
+            live[0],
+            (
+                "",
+                "Softplus",
+                vec!["X"],
+                vec!["_inlfunc_Mish_token_0_Softplus_X"]
+            )
+        );
+        assert_eq!(live[2].3, vec!["M"]);
+        assert_eq!(live[3].3, vec!["_inlfunc_Mish_Softplus_X"]);
+        assert_eq!(live[6].3, vec!["_inlfunc_Mish_token_1_Softplus_X"]);
+        assert_eq!(live[8].3, vec!["Z"]);
+    }
+
+    /// Constant nodes of a body become initializers; attribute references take the node's
+    /// value, else the schema default.
+    #[test]
+    fn constants_become_initializers_and_refs_resolve() {
+        let table = crate::tables::resolve("1.24.4").expect("bundled").table();
+        let mut g = SGraph::default();
+        g.types.insert("x".into(), Type::Tensor(1));
+        g.nodes.push(node("", "Swish", 24, &["x"], &["y"]));
+        let mut s = Session {
+            graphs: vec![g],
+            opsets: [("ai.onnx".to_string(), 24)].into_iter().collect(),
+            ir_version: 10,
+            ..Session::default()
+        };
+        assert!(inline(&mut s, table, 0, 0));
+        let g = &s.graphs[0];
+        let alpha = g
+            .initializers
+            .get("_inlfunc_Swish_Alpha")
+            .expect("initializer");
+        assert_eq!(alpha.tensor.float_data, vec![1.0]);
+        let ops: Vec<&str> = g.live_nodes().map(|(_, n)| n.op.as_str()).collect();
+        assert_eq!(ops, ["CastLike", "Mul", "Sigmoid", "Mul"]);
+    }
+
+    /// Model-local functions, nested, calling a schema function (Mish), called twice: the copies
+    /// ORT 1.24.4 logs for this model (oracle, level disable).
+    #[test]
+    fn local_functions_inline_as_ort_does() {
+        let text = r#"
+<ir_version: 10, opset_import: ["" : 22, "local" : 1]>
+agraph (float[2, 6] X1) => (float[4, 3] Z, float[4, 3] Z2) {
+    Z = local.MyFn (X1)
+    Z2 = local.MyFn (X1)
+}
+<domain: "local", opset_import: ["" : 22, "local" : 1]>
+MyFn (A) => (Y) {
+    s = Shape (A)
+    i = Constant <value = int64[2] {4, 3}> ()
+    r = Reshape (A, i)
+    m = local.Inner (r)
+    Y = Mish (m)
+}
+<domain: "local", opset_import: ["" : 22]>
+Inner (X) => (Y) {
+    t = Softplus (X)
+    Y = Tanh (t)
+}
+"#;
+        let proto = crate::model::text::parse_model(text).expect("parses");
+        let model = crate::model::Model::from_proto(std::path::Path::new("local2.onnx"), 0, proto)
+            .expect("loads");
+        let table = crate::tables::resolve("1.24.4").expect("bundled").table();
+        let options = crate::placer::Options {
+            level: crate::placer::OptLevel::Disable,
+            ..Default::default()
+        };
+        let p = crate::placer::place(&model, table, &options);
+        assert_eq!(p.outcome, crate::placer::Outcome::Ok);
+        let mut lines: Vec<String> = p.copies.iter().map(|c| c.log_line()).collect();
+        lines.sort();
+        let expected = [
+            "Add MemcpyFromHost after _inlfunc_Inner_t for CUDAExecutionProvider",
+            "Add MemcpyFromHost after _inlfunc_Inner_token_1_t for CUDAExecutionProvider",
+            "Add MemcpyFromHost after _inlfunc_Mish_Softplus_X for CUDAExecutionProvider",
+            "Add MemcpyFromHost after _inlfunc_Mish_token_2_Softplus_X for CUDAExecutionProvider",
+            "Add MemcpyToHost before _inlfunc_MyFn_m for CUDAExecutionProvider",
+            "Add MemcpyToHost before _inlfunc_MyFn_r for CUDAExecutionProvider",
+            "Add MemcpyToHost before _inlfunc_MyFn_token_0_m for CUDAExecutionProvider",
+            "Add MemcpyToHost before _inlfunc_MyFn_token_0_r for CUDAExecutionProvider",
+        ];
+        assert_eq!(lines, expected);
+    }
+
+    /// A function that calls itself twice: inlining stops (the round limit bounds the depth,
+    /// the node cap the width) and the session fails for the call left over.
+    #[test]
+    fn recursive_local_functions_terminate() {
+        let text = r#"
+<ir_version: 10, opset_import: ["" : 22, "local" : 1]>
+agraph (float[2] X) => (float[2] Z) {
+    Z = local.Rec (X)
+}
+<domain: "local", opset_import: ["" : 22, "local" : 1]>
+Rec (A) => (Y) {
+    b = local.Rec (A)
+    c = local.Rec (b)
+    Y = Add (b, c)
+}
+"#;
+        let proto = crate::model::text::parse_model(text).expect("parses");
+        let model = crate::model::Model::from_proto(std::path::Path::new("rec.onnx"), 0, proto)
+            .expect("loads");
+        let table = crate::tables::resolve("1.24.4").expect("bundled").table();
+        let options = crate::placer::Options {
+            level: crate::placer::OptLevel::Disable,
+            ..Default::default()
+        };
+        let p = crate::placer::place(&model, table, &options);
+        assert!(matches!(p.outcome, crate::placer::Outcome::NoKernel(_)));
+    }
+}
