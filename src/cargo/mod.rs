@@ -78,6 +78,8 @@ pub enum CargoError {
 pub struct Declared {
     /// The `Cargo.toml` (absolute) and its text, for errors that point into it.
     pub manifest: PathBuf,
+    /// The `Cargo.toml` as errors name it: relative to the current folder when inside it.
+    pub shown: PathBuf,
     pub text: String,
     /// The table's keys; `models` joined to the manifest's folder.
     pub config: Config,
@@ -182,7 +184,7 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
     let mut members = Vec::new();
     for p in meta.packages.iter().filter(|p| members_ids.contains(&p.id)) {
         let manifest = p.manifest_path.clone().into_std_path_buf();
-        let declared = read_declared(&manifest, PACKAGE_TABLE)?;
+        let declared = read_declared(&manifest, cwd, PACKAGE_TABLE)?;
         let ort_req = p
             .dependencies
             .iter()
@@ -213,7 +215,7 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
         .filter(|p| default_ids.contains(&&p.id))
         .filter_map(|p| members.iter().position(|m| m.name == p.name.as_str()))
         .collect();
-    let declared = read_declared(&root_manifest, WORKSPACE_TABLE)?;
+    let declared = read_declared(&root_manifest, cwd, WORKSPACE_TABLE)?;
     let lock = ort_version::read_lock(&root.join("Cargo.lock"))?;
     Ok(Workspace {
         at_root: current_manifest.as_deref() == Some(canon(&root_manifest).as_path()),
@@ -227,16 +229,19 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
     })
 }
 
-/// Reads one table of a `Cargo.toml`.
-fn read_declared(manifest: &Path, table: &str) -> Result<Declared, CargoError> {
+/// Reads one table of a `Cargo.toml`. Errors name it relative to `cwd` when inside it, and its
+/// model globs are joined to that spelling of its folder.
+fn read_declared(manifest: &Path, cwd: &Path, table: &str) -> Result<Declared, CargoError> {
     let text = std::fs::read_to_string(manifest).map_err(|e| CargoError::Io {
         path: manifest.to_path_buf(),
         message: e.to_string(),
     })?;
-    let config = config::parse(manifest, &text, Some(table)).map_err(CargoError::Config)?;
+    let shown = relative(manifest, cwd);
+    let config = config::parse(&shown, &text, Some(table)).map_err(CargoError::Config)?;
     let model_spans = model_spans(&text, table);
     Ok(Declared {
         manifest: manifest.to_path_buf(),
+        shown,
         text,
         config,
         model_spans,
@@ -279,11 +284,19 @@ fn layer(layers: &[(&Config, Option<String>)]) -> (Config, Option<String>) {
     (out, origin)
 }
 
-/// `crates/a/Cargo.toml` relative to `base` when inside it.
+/// `crates/a/Cargo.toml` relative to `base` when inside it (also when only their canonical
+/// forms say so), else as it is.
 pub fn relative(path: &Path, base: &Path) -> PathBuf {
-    path.strip_prefix(base)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|_| path.to_path_buf())
+    if let Ok(r) = path.strip_prefix(base) {
+        return r.to_path_buf();
+    }
+    match (path.canonicalize(), base.canonicalize()) {
+        (Ok(p), Ok(b)) => p
+            .strip_prefix(&b)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|_| path.to_path_buf()),
+        _ => path.to_path_buf(),
+    }
 }
 
 impl Workspace {
@@ -503,12 +516,15 @@ fn expand(d: &Declared) -> Result<Vec<PathBuf>, CargoError> {
         let err = |message: String, label: &str| {
             CargoError::Config(Box::new(ConfigError {
                 message,
-                src: NamedSource::new(d.manifest.display().to_string(), d.text.clone()),
+                src: NamedSource::new(d.shown.display().to_string(), d.text.clone()),
                 span: SourceSpan::new(span.start.into(), span.end.saturating_sub(span.start)),
                 label: label.to_string(),
                 help: Some(format!(
                     "globs are relative to the folder of this Cargo.toml ({})",
-                    d.manifest.parent().unwrap_or(Path::new("")).display()
+                    match d.shown.parent().map(|p| p.display().to_string()) {
+                        Some(p) if !p.is_empty() => p,
+                        _ => ".".to_string(),
+                    }
                 )),
             }))
         };

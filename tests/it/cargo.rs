@@ -239,6 +239,32 @@ fn selection_follows_other_cargo_subcommands() {
 }
 
 #[test]
+fn workspace_globs_inside_a_package_take_that_package_configuration() {
+    let ws = workspace();
+    let root = ws.path();
+    edit(
+        &root.join("Cargo.toml"),
+        "models = [\"models/*.onnx\"]",
+        "models = [\"models/*.onnx\", \"crates/text/extra/*.onnx\"]",
+    );
+    std::fs::create_dir_all(root.join("crates/text/extra")).unwrap();
+    support::write(
+        &root.join("crates/text/extra"),
+        "x.onnx",
+        &support::relu_model(),
+    );
+    let run = cargo_lint(root, &["-p", "text", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = records(&run);
+    assert_eq!(
+        r.keys().collect::<Vec<_>>(),
+        ["crates/text/assets/relu.onnx", "crates/text/extra/x.onnx"]
+    );
+    assert_eq!(r["crates/text/extra/x.onnx"]["ort"], "1.28.0");
+    assert_eq!(r["crates/text/extra/x.onnx"]["ep"], "cpu");
+}
+
+#[test]
 fn the_command_line_overrides_the_configuration() {
     let ws = workspace();
     let run = cargo_lint(
