@@ -17,6 +17,8 @@
 //!   `process::exit`, and never prints outside `cli`.
 //! - Loading never reads external data and never copies weights.
 
+pub mod cache;
+pub mod cargo;
 pub mod cli;
 pub mod config;
 pub mod diagnostics;

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::output::{self, out};
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Format, SharedArgs};
+use crate::cache::{Cache, FileFacts};
 use crate::config::{self, Config};
 use crate::diagnostics::render::{self, Style};
 use crate::diagnostics::{Finding, Severity};
@@ -152,7 +153,7 @@ pub fn analyse(model: Model, s: &Settings) -> Analysis {
     }
 }
 
-pub fn run(paths: &[PathBuf], shared: &SharedArgs) -> u8 {
+pub fn run(paths: &[PathBuf], shared: &SharedArgs, cargo: &super::CargoArgs) -> u8 {
     let cwd = std::env::current_dir().unwrap_or_default();
     let config = match config::find_file(&cwd) {
         Some(file) => match config::load_file(&file) {
@@ -164,6 +165,10 @@ pub fn run(paths: &[PathBuf], shared: &SharedArgs) -> u8 {
         },
         None => Config::default(),
     };
+    // Inside a Cargo project: the workspace's configuration, models, Cargo.lock and cache.
+    if let Some(code) = super::workspace::run(paths, shared, cargo, &config) {
+        return code;
+    }
     let targets: Vec<PathBuf> = if paths.is_empty() {
         let mut found = Vec::new();
         for pattern in &config.models {
@@ -195,62 +200,89 @@ pub fn run(paths: &[PathBuf], shared: &SharedArgs) -> u8 {
 
 /// Lints `targets` (files or folders) with `settings` and prints in the chosen format.
 pub fn lint(targets: &[PathBuf], settings: &Settings) -> u8 {
-    let files = match expand_paths(targets) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("{}", output::render_report(&miette::Report::new(e)));
+    lint_groups(
+        &[Group {
+            targets: targets.to_vec(),
+            settings,
+            note: None,
+        }],
+        None,
+    )
+}
+
+/// Model files or folders to lint under one set of settings (a Cargo package's, say).
+pub struct Group<'a> {
+    pub targets: Vec<PathBuf>,
+    pub settings: &'a Settings,
+    /// Printed before the group's models in human output (which release, and why).
+    pub note: Option<String>,
+}
+
+/// Lints every group and prints one report in the groups' format (that of the first group), with
+/// one exit code. With a cache, a model whose bytes, settings and external files are unchanged
+/// is not loaded or analysed again: its rendered report is read back.
+pub fn lint_groups(groups: &[Group], cache: Option<&Cache>) -> u8 {
+    let Some(format) = groups.first().map(|g| g.settings.format) else {
+        return EXIT_OK;
+    };
+    let mut exit = EXIT_OK;
+    let mut reports: Vec<ModelReport> = Vec::new();
+    let mut json_out: Vec<Value> = Vec::new();
+    for group in groups {
+        let settings = group.settings;
+        let files = match expand_paths(&group.targets) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("{}", output::render_report(&miette::Report::new(e)));
+                return EXIT_ERROR;
+            }
+        };
+        if files.is_empty() {
+            eprintln!(
+                "error: no `*.onnx` files under {}",
+                join_paths(&group.targets)
+            );
             return EXIT_ERROR;
         }
-    };
-    if files.is_empty() {
-        eprintln!("error: no `*.onnx` files under {}", join_paths(targets));
-        return EXIT_ERROR;
-    }
-    let mut exit = EXIT_OK;
-    let mut analyses: Vec<Analysis> = Vec::new();
-    let mut json_out: Vec<Value> = Vec::new();
-    for file in &files {
-        match model::load(file) {
-            Err(e) => {
-                exit = EXIT_ERROR;
-                match settings.format {
-                    Format::Json => json_out.push(json!({
-                        "model": file.display().to_string(),
-                        "error": {"code": e.code().map(|c| c.to_string()), "message": e.to_string()},
-                    })),
-                    Format::Github => out(&format!(
-                        "::error file={},title=load error::{}",
-                        file.display(),
-                        e.to_string().replace('%', "%25").replace('\n', "%0A")
-                    )),
-                    _ => eprintln!("{}", output::render_report(&miette::Report::new(e))),
-                }
-            }
-            Ok(m) => {
-                let a = analyse(m, settings);
-                let deny = a.findings.iter().any(|f| f.severity == Severity::Deny)
-                    || a.model
-                        .problems
-                        .iter()
-                        .any(|p| p.level == ProblemLevel::Error);
-                if deny {
-                    exit = exit.max(EXIT_FINDINGS);
-                }
-                match settings.format {
-                    Format::Human => print_human(&a),
-                    Format::Json => json_out.push(analysis_json(&a, settings)),
-                    Format::Github => {
-                        for line in render::github(&a.model, &a.findings) {
-                            out(&line);
-                        }
+        if let (Format::Human, Some(note)) = (format, &group.note) {
+            out(&format!("note: {note}"));
+        }
+        let context = cache.map(|_| cache_context(settings));
+        for file in &files {
+            match report_for(file, settings, cache.zip(context.as_deref())) {
+                Err(e) => {
+                    exit = EXIT_ERROR;
+                    match format {
+                        Format::Json => json_out.push(json!({
+                            "model": file.display().to_string(),
+                            "error": {"code": e.code().map(|c| c.to_string()), "message": e.to_string()},
+                        })),
+                        Format::Github => out(&format!(
+                            "::error file={},title=load error::{}",
+                            file.display(),
+                            e.to_string().replace('%', "%25").replace('\n', "%0A")
+                        )),
+                        _ => eprintln!("{}", output::render_report(&miette::Report::new(e))),
                     }
-                    Format::Sarif => {}
                 }
-                analyses.push(a);
+                Ok(r) => {
+                    exit = exit.max(r.exit);
+                    match format {
+                        Format::Human => out(&r.text),
+                        Format::Github => {
+                            for line in &r.lines {
+                                out(line);
+                            }
+                        }
+                        Format::Json => json_out.push(r.value.clone()),
+                        Format::Sarif => {}
+                    }
+                    reports.push(r);
+                }
             }
         }
     }
-    match settings.format {
+    match format {
         Format::Json => {
             let v = if json_out.len() == 1 {
                 json_out.remove(0)
@@ -260,26 +292,23 @@ pub fn lint(targets: &[PathBuf], settings: &Settings) -> u8 {
             out(&serde_json::to_string_pretty(&v).unwrap_or_default());
         }
         Format::Sarif => {
-            let pairs: Vec<(&Model, &[Finding])> = analyses
+            let mut log = render::sarif(&[], &rules::all(), env!("CARGO_PKG_VERSION"));
+            let results: Vec<Value> = reports
                 .iter()
-                .map(|a| (&a.model, a.findings.as_slice()))
+                .flat_map(|r| r.value.as_array().cloned().unwrap_or_default())
                 .collect();
-            let log = render::sarif(&pairs, &rules::all(), env!("CARGO_PKG_VERSION"));
+            log["runs"][0]["results"] = Value::Array(results);
             out(&serde_json::to_string_pretty(&log).unwrap_or_default());
         }
         Format::Github => {
             if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-                let rows: Vec<(&Model, &[Finding], String)> = analyses
-                    .iter()
-                    .map(|a| {
-                        (
-                            &a.model,
-                            a.findings.as_slice(),
-                            prediction_line(&a.placement),
-                        )
-                    })
-                    .collect();
-                let text = render::github_summary(&rows);
+                let mut text = render::github_summary(&[]);
+                for r in &reports {
+                    text.push_str(&r.text);
+                }
+                for r in &reports {
+                    text.push_str(&r.section);
+                }
                 let written = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
@@ -296,6 +325,134 @@ pub fn lint(targets: &[PathBuf], settings: &Settings) -> u8 {
         Format::Human => {}
     }
     exit
+}
+
+/// One model's rendered report in the run's format: what the cache stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelReport {
+    /// `EXIT_OK` or `EXIT_FINDINGS`.
+    pub exit: u8,
+    /// human: the text; github: the job-summary table row.
+    pub text: String,
+    /// github: the annotations.
+    pub lines: Vec<String>,
+    /// github: the job-summary section of this model (empty without findings).
+    pub section: String,
+    /// json: the record; sarif: the array of results.
+    pub value: Value,
+}
+
+impl ModelReport {
+    /// Renders an analysis for `settings.format`.
+    pub fn new(a: &Analysis, settings: &Settings) -> ModelReport {
+        let deny = a.findings.iter().any(|f| f.severity == Severity::Deny)
+            || a.model
+                .problems
+                .iter()
+                .any(|p| p.level == ProblemLevel::Error);
+        let mut r = ModelReport {
+            exit: if deny { EXIT_FINDINGS } else { EXIT_OK },
+            text: String::new(),
+            lines: Vec::new(),
+            section: String::new(),
+            value: Value::Null,
+        };
+        match settings.format {
+            Format::Human => r.text = human_text(a),
+            Format::Json => r.value = analysis_json(a, settings),
+            Format::Github => {
+                r.lines = render::github(&a.model, &a.findings);
+                // The summary of one model is the header, its row, then its section.
+                let header = render::github_summary(&[]);
+                let one = render::github_summary(&[(
+                    &a.model,
+                    a.findings.as_slice(),
+                    prediction_line(&a.placement),
+                )]);
+                let body = one.strip_prefix(header.as_str()).unwrap_or(&one);
+                let cut = body.find("\n### `").map(|i| i + 1).unwrap_or(body.len());
+                r.text = body[..cut].to_string();
+                r.section = body[cut..].to_string();
+            }
+            Format::Sarif => {
+                let log = render::sarif(
+                    &[(&a.model, a.findings.as_slice())],
+                    &rules::all(),
+                    env!("CARGO_PKG_VERSION"),
+                );
+                r.value = log["runs"][0]["results"].clone();
+            }
+        }
+        r
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"exit": self.exit, "text": self.text, "lines": self.lines, "section": self.section, "value": self.value})
+    }
+
+    fn from_json(v: &Value) -> Option<ModelReport> {
+        Some(ModelReport {
+            exit: u8::try_from(v.get("exit")?.as_u64()?).ok()?,
+            text: v.get("text")?.as_str()?.to_string(),
+            lines: v
+                .get("lines")?
+                .as_array()?
+                .iter()
+                .map(|l| l.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()?,
+            section: v.get("section")?.as_str()?.to_string(),
+            value: v.get("value")?.clone(),
+        })
+    }
+}
+
+/// Everything besides the model's bytes that a report depends on (see `crate::cache`).
+fn cache_context(s: &Settings) -> String {
+    let style = match s.format {
+        Format::Human => format!("{:?}", style()),
+        _ => String::new(),
+    };
+    format!(
+        "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {:?} {style}\nreason {}",
+        s.release.version,
+        crate::cache::sha256_hex(s.release.text.as_bytes()),
+        s.options,
+        s.severities,
+        s.format,
+        s.release_reason,
+    )
+}
+
+/// The report of one model: from the cache when it has it, else loaded, analysed and stored.
+fn report_for(
+    file: &Path,
+    settings: &Settings,
+    cache: Option<(&Cache, &str)>,
+) -> Result<ModelReport, LoadError> {
+    let key = cache.and_then(|(c, context)| {
+        let context = format!("model {}\n{context}", file.display());
+        c.key(file, &context).ok().map(|k| (c, k))
+    });
+    if let Some((c, k)) = &key
+        && let Some(r) = c.get(k).as_ref().and_then(ModelReport::from_json)
+    {
+        return Ok(r);
+    }
+    let a = analyse(model::load(file)?, settings);
+    let r = ModelReport::new(&a, settings);
+    if let Some((c, k)) = &key {
+        let dir = file.parent().unwrap_or(Path::new(""));
+        let mut seen = std::collections::BTreeSet::new();
+        let facts: Vec<FileFacts> = a
+            .model
+            .external
+            .iter()
+            .filter(|e| seen.insert(e.location.clone()))
+            .map(|e| FileFacts::of(&dir.join(&e.location)))
+            .collect();
+        let _ = c.put(k, &facts, &r.to_json());
+    }
+    Ok(r)
 }
 
 fn join_paths(paths: &[PathBuf]) -> String {
@@ -346,11 +503,13 @@ fn style() -> Style {
     }
 }
 
-fn print_human(a: &Analysis) {
+/// The human report of one model: its findings, then its summary line and problems.
+fn human_text(a: &Analysis) -> String {
+    let mut text = String::new();
     let rendered = render::human(&a.model, &a.findings, style());
     if !rendered.is_empty() {
-        out(rendered.trim_end());
-        out("");
+        text.push_str(rendered.trim_end());
+        text.push_str("\n\n");
     }
     let deny = a
         .findings
@@ -362,8 +521,9 @@ fn print_human(a: &Analysis) {
         .iter()
         .filter(|f| f.severity == Severity::Warn)
         .count();
-    out(&summary_line(&a.model));
-    out(&format!(
+    text.push_str(&summary_line(&a.model));
+    text.push('\n');
+    text.push_str(&format!(
         "  {}; {deny} error{}, {warn} warning{}",
         prediction_line(&a.placement),
         if deny == 1 { "" } else { "s" },
@@ -378,8 +538,9 @@ fn print_human(a: &Analysis) {
             .node
             .map(|n| format!(" (node `{}`)", a.model.node(n).name))
             .unwrap_or_default();
-        out(&format!("  {level}[{}]: {}{node}", p.code, p.message));
+        text.push_str(&format!("\n  {level}[{}]: {}{node}", p.code, p.message));
     }
+    text
 }
 
 /// The `--format json` record of one linted model.

@@ -7,6 +7,7 @@ pub mod output;
 mod place;
 pub mod tables;
 mod verify;
+mod workspace;
 
 pub use check::expand_paths;
 pub use output::human_bytes;
@@ -46,6 +47,35 @@ pub struct Cli {
 
     #[command(flatten)]
     pub shared: SharedArgs,
+
+    #[command(flatten)]
+    pub cargo: CargoArgs,
+}
+
+/// Cargo workspace options of the default command, as other cargo subcommands spell them.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Cargo options")]
+pub struct CargoArgs {
+    /// Lint only the models of this workspace package (repeatable).
+    #[arg(
+        short = 'p',
+        long = "package",
+        value_name = "SPEC",
+        conflicts_with = "paths"
+    )]
+    pub package: Vec<String>,
+
+    /// Lint the models of every workspace member and of the workspace.
+    #[arg(long, conflicts_with = "paths")]
+    pub workspace: bool,
+
+    /// Path to the Cargo.toml of the workspace or package.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+
+    /// Analyse every model again: neither read nor write the cache in `target/onnx-lint/`.
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// Options shared by every command.
@@ -158,7 +188,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
 
 fn run(cli: Cli) -> u8 {
     match cli.command {
-        None => check::run(&cli.paths, &cli.shared),
+        None => check::run(&cli.paths, &cli.shared, &cli.cargo),
         Some(Command::Place { models }) => place::run(&models, &cli.shared),
         Some(Command::Explain { rule }) => explain::run(&rule),
         Some(Command::Tables { action }) => tables::run(action.as_ref(), &cli.shared),
