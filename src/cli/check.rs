@@ -54,11 +54,11 @@ pub struct Settings {
 pub fn settings(shared: &SharedArgs, config: &Config) -> Result<Settings, String> {
     let (release, release_reason) = match (&shared.ort, &config.ort) {
         (Some(v), _) => (
-            tables::resolve(v).map_err(|e| e.to_string())?,
+            tables::resolve(v).map_err(|e| release_error(&e))?,
             format!("--ort {v}"),
         ),
         (None, Some(v)) => (
-            tables::resolve(v).map_err(|e| e.to_string())?,
+            tables::resolve(v).map_err(|e| release_error(&e))?,
             format!(
                 "ort = \"{v}\" in {}",
                 config
@@ -156,7 +156,8 @@ pub fn analyse(model: Model, s: &Settings) -> Analysis {
 pub fn run(paths: &[PathBuf], shared: &SharedArgs, cargo: &super::CargoArgs) -> u8 {
     let cwd = std::env::current_dir().unwrap_or_default();
     let config = match config::find_file(&cwd) {
-        Some(file) => match config::load_file(&file) {
+        // Shown relative to the working directory, like the models.
+        Some(file) => match config::load_file(file.strip_prefix(&cwd).unwrap_or(&file)) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("{}", output::render_report(&miette::Report::new(*e)));
@@ -637,4 +638,10 @@ pub fn summary_line(m: &Model) -> String {
         );
     }
     line
+}
+
+/// An unknown release, with the list of bundled ones.
+fn release_error(e: &tables::TableError) -> String {
+    let bundled: Vec<&str> = tables::bundled().iter().map(|b| b.version).collect();
+    format!("{e}; bundled releases: {}", bundled.join(", "))
 }

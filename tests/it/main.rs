@@ -9,6 +9,7 @@ mod cargo;
 mod cli;
 mod codegen;
 mod docs;
+mod formats;
 mod load;
 mod placement;
 mod rules;
