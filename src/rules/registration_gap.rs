@@ -157,6 +157,9 @@ pub fn lowering_breaks(cx: &Context, domain: &str, opset: i64) -> Option<String>
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let ort = cx.table.release().ort.clone();
+    let first = out.len();
+    // The release that has every missing kernel of this model (None: some kernel is in none).
+    let mut whole_model: Option<Option<&str>> = None;
     for (gi, ni, node) in nodes(cx.session()) {
         let Some(Decision::CpuFallback {
             cuda_miss: Miss::Version { since },
@@ -223,6 +226,11 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                         .is_some_and(|s| cuda_takes_at(t, cx, gi, node, s.since))
                 })
         });
+        whole_model = Some(match (whole_model, fixed_in) {
+            (Some(None), _) | (_, None) => None,
+            (None, Some((r, _))) => Some(*r),
+            (Some(Some(w)), Some((r, _))) => Some(if newer(r, w) { *r } else { w }),
+        });
         match fixed_in {
             Some((r, _)) => ways.push(format!(
                 "or use ORT {r}, the first bundled release whose CUDA table has {}-{since}",
@@ -235,6 +243,19 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         }
         f.help = Some(ways.join("; "));
         out.push(f);
+    }
+    // Several ops may lack kernels; say which release has all of them.
+    let gaps = out.len() - first;
+    if gaps > 1
+        && let Some(Some(release)) = whole_model
+    {
+        for f in &mut out[first..] {
+            if let Some(h) = f.help.as_mut() {
+                h.push_str(&format!(
+                    " (ORT {release} is the first bundled release with CUDA kernels for all {gaps} nodes this rule flags in the model)"
+                ));
+            }
+        }
     }
 }
 
