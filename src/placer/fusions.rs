@@ -1,0 +1,594 @@
+//! ORT's level-2/3 fusions, which run after partitioning (§7.3): a transformer only fuses nodes
+//! whose provider is in its compatible set, and the fused node inherits that provider; nothing
+//! is re-partitioned. They rename and merge nodes, so the placement lists ORT's fused names.
+//!
+//! Simulated, in ORT's order: `MatMulScaleFusion`, `MatmulTransposeFusion`, `QuickGeluFusion`
+//! and `BiasSoftmaxFusion` (CUDA only). Every graph is visited, subgraphs included; each pass
+//! walks one topological order with an incrementally kept producer/consumer index, so the cost
+//! is linear in the graph.
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use crate::infer::{self, Type};
+use crate::model::DataType as D;
+use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
+use crate::placer::OptLevel;
+use crate::placer::ir::{SNode, Session};
+use crate::tables::Ep;
+
+const MS: &str = "com.microsoft";
+
+/// Applies the level-2/3 fusions of `level` to the partitioned session graph.
+pub fn run(session: &mut Session, level: OptLevel) {
+    if level < OptLevel::Extended {
+        return;
+    }
+    for gi in 0..session.graphs.len() {
+        let mut f = Fuser::new(session, gi);
+        f.matmul_scale(session);
+        f.matmul_transpose(session);
+        f.quick_gelu(session);
+        f.bias_softmax(session);
+        f.finish(session);
+    }
+}
+
+/// One graph's producer/consumer index and ORT's node-name generator.
+struct Fuser {
+    gi: usize,
+    producer: HashMap<String, usize>,
+    /// One entry per reading input slot (ORT's edges), implicit inputs included.
+    consumers: HashMap<String, Vec<usize>>,
+    outputs: HashSet<String>,
+    /// Live node names with multiplicity, and names generated so far (`GenerateNodeName`).
+    names: HashMap<String, usize>,
+    generated: HashSet<String>,
+    counter: usize,
+}
+
+impl Fuser {
+    fn new(session: &Session, gi: usize) -> Fuser {
+        let g = &session.graphs[gi];
+        let mut f = Fuser {
+            gi,
+            producer: HashMap::default(),
+            consumers: HashMap::default(),
+            outputs: g.outputs.iter().cloned().collect(),
+            names: HashMap::default(),
+            generated: g.generated_names.clone(),
+            counter: g.name_counter,
+        };
+        for (ni, n) in g.live_nodes() {
+            f.register(ni, n);
+        }
+        f
+    }
+
+    fn register(&mut self, ni: usize, n: &SNode) {
+        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            self.producer.insert(o.clone(), ni);
+        }
+        for i in n.inputs.iter().chain(&n.implicit_inputs) {
+            if !i.is_empty() {
+                self.consumers.entry(i.clone()).or_default().push(ni);
+            }
+        }
+        *self.names.entry(n.name.clone()).or_default() += 1;
+    }
+
+    fn finish(self, session: &mut Session) {
+        let g = &mut session.graphs[self.gi];
+        g.name_counter = self.counter;
+        g.generated_names = self.generated;
+    }
+
+    /// `Graph::GenerateNodeName`: `base` unless a live node or an earlier generated name has it.
+    fn node_name(&mut self, base: &str) -> String {
+        let taken = |f: &Fuser, n: &str| {
+            f.names.get(n).is_some_and(|&k| k > 0) || f.generated.contains(n)
+        };
+        let mut name = base.to_string();
+        while taken(self, &name) {
+            name = format!("{base}_token_{}", self.counter);
+            self.counter += 1;
+        }
+        self.generated.insert(name.clone());
+        name
+    }
+
+    fn remove(&mut self, session: &mut Session, ni: usize) {
+        let n = &mut session.graphs[self.gi].nodes[ni];
+        n.removed = true;
+        for i in n.inputs.iter().chain(&n.implicit_inputs) {
+            if let Some(l) = self.consumers.get_mut(i)
+                && let Some(p) = l.iter().position(|&k| k == ni)
+            {
+                l.swap_remove(p);
+            }
+        }
+        for o in &n.outputs {
+            if self.producer.get(o) == Some(&ni) {
+                self.producer.remove(o);
+            }
+        }
+        if let Some(k) = self.names.get_mut(&n.name) {
+            *k = k.saturating_sub(1);
+        }
+    }
+
+    fn add(&mut self, session: &mut Session, node: SNode) -> usize {
+        let g = &mut session.graphs[self.gi];
+        let ni = g.nodes.len();
+        self.register(ni, &node);
+        g.nodes.push(node);
+        ni
+    }
+
+    /// The live producer of `value` in this graph.
+    fn producer_of(&self, session: &Session, value: &str) -> Option<usize> {
+        self.producer
+            .get(value)
+            .copied()
+            .filter(|&p| !session.graphs[self.gi].nodes[p].removed)
+    }
+
+    /// ORT's `GetOutputEdgesCount`: reading slots over all outputs.
+    fn out_edges(&self, n: &SNode) -> usize {
+        n.outputs
+            .iter()
+            .filter(|o| !o.is_empty())
+            .map(|o| self.consumers.get(o).map_or(0, Vec::len))
+            .sum()
+    }
+
+    fn produces_graph_output(&self, n: &SNode) -> bool {
+        n.outputs.iter().any(|o| self.outputs.contains(o))
+    }
+
+    /// The only consumer of `n`'s outputs, when there is exactly one edge.
+    fn single_consumer(&self, n: &SNode) -> Option<usize> {
+        if self.out_edges(n) != 1 {
+            return None;
+        }
+        n.outputs
+            .iter()
+            .find_map(|o| self.consumers.get(o).and_then(|l| l.first().copied()))
+    }
+
+    /// Replaces `fused` nodes by `node`, which takes the provider of `anchor`.
+    fn fuse(
+        &mut self,
+        session: &mut Session,
+        fused: &[usize],
+        anchor: usize,
+        mut node: SNode,
+    ) -> usize {
+        node.ep = session.graphs[self.gi].nodes[anchor].ep;
+        for &k in fused {
+            self.remove(session, k);
+        }
+        self.add(session, node)
+    }
+
+    fn order(&self, session: &Session) -> Vec<usize> {
+        infer::topological_order(session, self.gi)
+    }
+
+    // ------------------------------------------------------------------ MatMulScaleFusion
+
+    /// `MatMul`/`FusedMatMul` with a leading or trailing multiplication (or division) by a
+    /// constant scalar → `FusedMatMul` named `<matmul>/MatMulScaleFusion/`.
+    fn matmul_scale(&mut self, session: &mut Session) {
+        for ni in self.order(session) {
+            let n = &session.graphs[self.gi].nodes[ni];
+            if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) {
+                continue;
+            }
+            let is_matmul = (n.domain == "ai.onnx"
+                && n.op == "MatMul"
+                && matches!(n.since, Some(9 | 13)))
+                || (n.domain == MS && n.op == "FusedMatMul");
+            if !is_matmul || !self.matmul_types_ok(session, n) {
+                continue;
+            }
+            let ep = n.ep;
+            // Leading scales: (input slot, scale node, unscaled value).
+            let mut leading: Vec<(usize, usize, String)> = Vec::new();
+            for (slot, input) in n.inputs.iter().enumerate().take(2) {
+                let Some(p) = self.producer_of(session, input) else {
+                    continue;
+                };
+                let pn = &session.graphs[self.gi].nodes[p];
+                if pn.ep != ep {
+                    continue;
+                }
+                let Some(scale_at) = scale_input(session, self.gi, pn) else {
+                    continue;
+                };
+                let other = &pn.inputs[1 - scale_at];
+                if session
+                    .shape_of(self.gi, other)
+                    .is_none_or(|s| s.is_empty())
+                {
+                    continue;
+                }
+                leading.push((slot, p, other.clone()));
+            }
+            // A trailing scale: the single consumer.
+            let mut trailing: Option<usize> = None;
+            if !self.produces_graph_output(n)
+                && let Some(c) = self.single_consumer(n)
+            {
+                let cn = &session.graphs[self.gi].nodes[c];
+                if cn.ep == ep && scale_input(session, self.gi, cn).is_some() {
+                    trailing = Some(c);
+                }
+            }
+            if leading.is_empty() && trailing.is_none() {
+                continue;
+            }
+            let n = &session.graphs[self.gi].nodes[ni];
+            let mut node = fused_node(n, "FusedMatMul");
+            if n.op == "FusedMatMul" {
+                node.attrs = n.attrs.clone();
+            } else {
+                node.attrs = vec![float_attr("alpha")];
+            }
+            for (slot, _, other) in &leading {
+                node.inputs[*slot] = other.clone();
+            }
+            if let Some(c) = trailing {
+                node.outputs = session.graphs[self.gi].nodes[c].outputs.clone();
+            }
+            node.name = self.node_name(&format!("{}/MatMulScaleFusion/", n.name));
+            let mut fused = vec![ni];
+            for (slot, p, _) in &leading {
+                // The scale goes when the MatMul was its last reader.
+                let value = &session.graphs[self.gi].nodes[ni].inputs[*slot];
+                let pn = &session.graphs[self.gi].nodes[*p];
+                let readers = self.consumers.get(value).map_or(0, |l| {
+                    l.iter().filter(|&&k| k != ni).count()
+                });
+                if readers == 0 && !self.produces_graph_output(pn) && !fused.contains(p) {
+                    fused.push(*p);
+                }
+            }
+            fused.extend(trailing);
+            self.fuse(session, &fused, ni, node);
+        }
+    }
+
+    fn matmul_types_ok(&self, session: &Session, n: &SNode) -> bool {
+        let allowed: &[D] = match n.ep {
+            Some(Ep::Cuda) => &[D::Float16, D::Float, D::Double, D::Bfloat16],
+            Some(Ep::Cpu) => &[D::Float, D::Double],
+            _ => return true,
+        };
+        n.existing_inputs().all(|(_, i)| {
+            matches!(session.type_of(self.gi, i), Some(Type::Tensor(t)) if allowed.iter().any(|d| *d as i32 == *t))
+        })
+    }
+
+    // ------------------------------------------------------------------ MatmulTransposeFusion
+
+    /// A `Transpose` of the last two dims feeding `MatMul`/`FusedMatMul` → `FusedMatMul` with
+    /// `transA`/`transB`, named `<matmul>/MatmulTransposeFusion/`.
+    fn matmul_transpose(&mut self, session: &mut Session) {
+        for ni in self.order(session) {
+            let n = &session.graphs[self.gi].nodes[ni];
+            if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) || n.inputs.len() < 2 {
+                continue;
+            }
+            let is_matmul = (n.domain == "ai.onnx" && n.op == "MatMul")
+                || (n.domain == MS && n.op == "FusedMatMul");
+            if !is_matmul || !self.matmul_types_ok(session, n) {
+                continue;
+            }
+            let mut trans: [Option<usize>; 2] = [None, None];
+            for (slot, t) in trans.iter_mut().enumerate() {
+                let Some(p) = self.producer_of(session, &n.inputs[slot]) else {
+                    continue;
+                };
+                let pn = &session.graphs[self.gi].nodes[p];
+                if pn.op != "Transpose"
+                    || pn.domain != "ai.onnx"
+                    || pn.ep != n.ep
+                    || self.produces_graph_output(pn)
+                {
+                    continue;
+                }
+                let Some(perm) = pn.attr_ints("perm") else {
+                    continue;
+                };
+                let r = perm.len();
+                let last_two = r >= 2
+                    && perm[..r - 2].iter().enumerate().all(|(i, &p)| p == i as i64)
+                    && perm[r - 2] == r as i64 - 1
+                    && perm[r - 1] == r as i64 - 2;
+                if last_two {
+                    *t = Some(p);
+                }
+            }
+            if trans == [None, None] {
+                continue;
+            }
+            let mut node = fused_node(n, "FusedMatMul");
+            let get = |name: &str| n.attr_i(name).unwrap_or(0);
+            let mut attrs = if n.op == "FusedMatMul" {
+                n.attrs.clone()
+            } else {
+                Vec::new()
+            };
+            for (slot, key) in [(0, "transA"), (1, "transB")] {
+                let flip = trans[slot].is_some();
+                let v = i64::from((get(key) != 0) ^ flip);
+                attrs.retain(|a| a.name() != key);
+                attrs.push(int_attr(key, v));
+            }
+            node.attrs = attrs;
+            let mut fused = vec![ni];
+            for (slot, t) in trans.iter().enumerate() {
+                if let Some(p) = *t {
+                    let value = n.inputs[slot].clone();
+                    node.inputs[slot] = session.graphs[self.gi].nodes[p]
+                        .inputs
+                        .first()
+                        .cloned()
+                        .unwrap_or_default();
+                    let readers = self.consumers.get(&value).map_or(0, |l| {
+                        l.iter().filter(|&&k| k != ni).count()
+                    });
+                    if readers == 0 && !fused.contains(&p) {
+                        fused.push(p);
+                    }
+                }
+            }
+            node.name = self.node_name(&format!("{}/MatmulTransposeFusion/", n.name));
+            self.fuse(session, &fused, ni, node);
+        }
+    }
+
+    // ------------------------------------------------------------------ QuickGeluFusion
+
+    /// `x * Sigmoid(x)` or `x * Sigmoid(alpha * x)` → `QuickGelu`, named
+    /// `<final Mul>/QuickGeluFusion/`.
+    fn quick_gelu(&mut self, session: &mut Session) {
+        let ok_ep = |n: &SNode| matches!(n.ep, Some(Ep::Cuda | Ep::Cpu));
+        let is = |n: &SNode, op: &str, versions: &[i64]| {
+            n.domain == "ai.onnx" && n.op == op && n.since.is_some_and(|v| versions.contains(&v))
+        };
+        for ni in self.order(session) {
+            let n = &session.graphs[self.gi].nodes[ni];
+            if n.removed || !ok_ep(n) {
+                continue;
+            }
+            let mut fused: Vec<usize> = Vec::new();
+            let mut input: Option<String> = None;
+            let mut sigmoid = ni;
+            if is(n, "Mul", &[7, 13, 14])
+                && self.out_edges(n) == 1
+                && !self.produces_graph_output(n)
+                && n.inputs.len() == 2
+            {
+                for (i, x) in n.inputs.iter().enumerate() {
+                    if is_scalar(session, self.gi, x)
+                        && session
+                            .initializer(self.gi, x)
+                            .is_some_and(|init| {
+                                !init.overridable
+                                    && [D::Float, D::Double, D::Float16]
+                                        .iter()
+                                        .any(|d| *d as i32 == init.elem)
+                            })
+                    {
+                        input = Some(n.inputs[1 - i].clone());
+                        fused.push(ni);
+                        match self.single_consumer(n) {
+                            Some(c) => sigmoid = c,
+                            None => input = None,
+                        }
+                        break;
+                    }
+                }
+            }
+            if !fused.is_empty() && input.is_none() {
+                continue;
+            }
+            let s = &session.graphs[self.gi].nodes[sigmoid];
+            if !is(s, "Sigmoid", &[6, 13])
+                || !ok_ep(s)
+                || self.out_edges(s) != 1
+                || self.produces_graph_output(s)
+            {
+                continue;
+            }
+            fused.push(sigmoid);
+            let input = input.unwrap_or_else(|| s.inputs.first().cloned().unwrap_or_default());
+            let Some(m) = self.single_consumer(s) else {
+                continue;
+            };
+            let mn = &session.graphs[self.gi].nodes[m];
+            let Some(out) = s.outputs.first() else {
+                continue;
+            };
+            let Some(at) = mn.inputs.iter().position(|i| i == out) else {
+                continue;
+            };
+            if !is(mn, "Mul", &[7, 13, 14])
+                || !ok_ep(mn)
+                || mn.inputs.len() != 2
+                || mn.inputs[(at + 1) % 2] != input
+            {
+                continue;
+            }
+            fused.push(m);
+            let mut node = fused_node(mn, "QuickGelu");
+            node.inputs = vec![input];
+            node.outputs = vec![mn.outputs.first().cloned().unwrap_or_default()];
+            node.attrs = vec![float_attr("alpha")];
+            node.name = self.node_name(&format!("{}/QuickGeluFusion/", mn.name));
+            self.fuse(session, &fused, ni, node);
+        }
+    }
+
+    // ------------------------------------------------------------------ BiasSoftmaxFusion
+
+    /// `Softmax(Add(input, bias))` on CUDA → `BiasSoftmax` (named `BiasSoftmax`), when the
+    /// bias broadcasts over leading dims only and the Softmax reduces the trailing dims.
+    fn bias_softmax(&mut self, session: &mut Session) {
+        for ni in self.order(session) {
+            let n = &session.graphs[self.gi].nodes[ni];
+            if n.removed
+                || n.ep != Some(Ep::Cuda)
+                || n.domain != "ai.onnx"
+                || n.op != "Add"
+                || !matches!(n.since, Some(7 | 13 | 14))
+                || n.inputs.len() != 2
+                || self.produces_graph_output(n)
+            {
+                continue;
+            }
+            let Some(sm) = self.single_consumer(n) else {
+                continue;
+            };
+            let s = &session.graphs[self.gi].nodes[sm];
+            if s.domain != "ai.onnx"
+                || s.op != "Softmax"
+                || s.ep != Some(Ep::Cuda)
+                || !matches!(s.since, Some(1 | 11 | 13))
+            {
+                continue;
+            }
+            let (Some(a), Some(b)) = (
+                session.shape_of(self.gi, &n.inputs[0]),
+                session.shape_of(self.gi, &n.inputs[1]),
+            ) else {
+                continue;
+            };
+            let rank = a.len().max(b.len()) as i64;
+            let since = s.since.unwrap_or(13);
+            let mut axis = s.attr_i("axis").unwrap_or(if since >= 13 { -1 } else { 1 });
+            if axis < 0 {
+                axis += rank;
+            }
+            if axis < 0 || axis >= rank {
+                continue;
+            }
+            if !bias_softmax_shapes_ok(a, b, axis as usize, since >= 13) {
+                continue;
+            }
+            let mut node = fused_node(s, "BiasSoftmax");
+            node.inputs = n.inputs.clone();
+            node.outputs = vec![s.outputs.first().cloned().unwrap_or_default()];
+            node.attrs = vec![
+                int_attr("axis", axis),
+                int_attr("is_inner_broadcast", 0),
+            ];
+            node.name = self.node_name("BiasSoftmax");
+            self.fuse(session, &[ni, sm], ni, node);
+        }
+    }
+}
+
+/// The input and bias shapes `BiasSoftmax` accepts: the softmax dims (from `axis`, or only
+/// the last for opset 13) must match exactly on both; the bias may only broadcast (be 1 or
+/// missing) on the dims before them.
+fn bias_softmax_shapes_ok(a: &[Option<i64>], b: &[Option<i64>], axis: usize, last_only: bool) -> bool {
+    let rank = a.len().max(b.len());
+    if rank < 2 || a.len() != rank {
+        return false;
+    }
+    let _ = last_only;
+    let pad = rank - b.len();
+    for d in axis..rank {
+        if d < pad {
+            return false;
+        }
+        match (a[d], b[d - pad]) {
+            (Some(x), Some(y)) if x == y => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Which input of a `Mul`/`Div` is a constant scalar scale (`Div` only by its divisor).
+fn scale_input(session: &Session, gi: usize, n: &SNode) -> Option<usize> {
+    if n.domain != "ai.onnx"
+        || !matches!(n.since, Some(7 | 13 | 14))
+        || n.inputs.len() != 2
+        || n.outputs.len() != 1
+    {
+        return None;
+    }
+    let candidates: &[usize] = match n.op.as_str() {
+        "Div" => &[1],
+        "Mul" => &[0, 1],
+        _ => return None,
+    };
+    candidates.iter().copied().find(|&i| {
+        let other_rank = session
+            .shape_of(gi, &n.inputs[1 - i])
+            .map_or(0, Vec::len);
+        session.initializer(gi, &n.inputs[i]).is_some_and(|init| {
+            !init.overridable
+                && init.elements() == Some(1)
+                && init.dims.len() <= other_rank
+                && [
+                    D::Uint32,
+                    D::Uint64,
+                    D::Int32,
+                    D::Int64,
+                    D::Float16,
+                    D::Float,
+                    D::Double,
+                    D::Bfloat16,
+                ]
+                .iter()
+                .any(|d| *d as i32 == init.elem)
+        })
+    })
+}
+
+/// ORT's `optimizer_utils::IsScalar`: a known shape with one element.
+fn is_scalar(session: &Session, gi: usize, name: &str) -> bool {
+    session
+        .shape_of(gi, name)
+        .is_some_and(|s| s.is_empty() || (s.len() == 1 && s[0] == Some(1)))
+}
+
+fn fused_node(like: &SNode, op: &str) -> SNode {
+    SNode {
+        name: String::new(),
+        op: op.to_string(),
+        domain: MS.to_string(),
+        since: Some(1),
+        inputs: like.inputs.clone(),
+        outputs: like.outputs.clone(),
+        attrs: Vec::new(),
+        subgraphs: Vec::new(),
+        implicit_inputs: Vec::new(),
+        ep: like.ep,
+        origin: None,
+        removed: false,
+    }
+}
+
+fn int_attr(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.to_string()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(v),
+        ..Default::default()
+    }
+}
+
+/// A float attribute whose value the placement does not need.
+fn float_attr(name: &str) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.to_string()),
+        r#type: Some(AttributeType::Float as i32),
+        f: Some(1.0),
+        ..Default::default()
+    }
+}
