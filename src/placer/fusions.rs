@@ -290,9 +290,9 @@ impl Fuser {
                     continue;
                 };
                 let pn = &session.graphs[self.gi].nodes[p];
+                // ORT does not compare the Transpose's provider.
                 if pn.op != "Transpose"
                     || pn.domain != "ai.onnx"
-                    || pn.ep != n.ep
                     || self.produces_graph_output(pn)
                 {
                     continue;
@@ -445,6 +445,10 @@ impl Fuser {
                 || !matches!(n.since, Some(7 | 13 | 14))
                 || n.inputs.len() != 2
                 || self.produces_graph_output(n)
+                || !n.inputs.iter().all(|i| {
+                    matches!(session.type_of(self.gi, i), Some(Type::Tensor(t))
+                        if [D::Float, D::Float16, D::Double].iter().any(|d| *d as i32 == *t))
+                })
             {
                 continue;
             }
@@ -465,16 +469,20 @@ impl Fuser {
             ) else {
                 continue;
             };
+            if a.is_empty() || b.is_empty() {
+                continue;
+            }
             let rank = a.len().max(b.len()) as i64;
             let since = s.since.unwrap_or(13);
             let mut axis = s.attr_i("axis").unwrap_or(if since >= 13 { -1 } else { 1 });
             if axis < 0 {
                 axis += rank;
             }
-            if axis < 0 || axis >= rank {
+            // Softmax-13 normalises one axis only; the fused kernel covers the last one.
+            if axis < 0 || axis >= rank || (since >= 13 && axis != rank - 1) {
                 continue;
             }
-            if !bias_softmax_shapes_ok(a, b, axis as usize, since >= 13) {
+            if !bias_softmax_shapes_ok(a, b, axis as usize) {
                 continue;
             }
             let mut node = fused_node(s, "BiasSoftmax");
@@ -490,26 +498,40 @@ impl Fuser {
     }
 }
 
-/// The input and bias shapes `BiasSoftmax` accepts: the softmax dims (from `axis`, or only
-/// the last for opset 13) must match exactly on both; the bias may only broadcast (be 1 or
-/// missing) on the dims before them.
-fn bias_softmax_shapes_ok(a: &[Option<i64>], b: &[Option<i64>], axis: usize, last_only: bool) -> bool {
-    let rank = a.len().max(b.len());
-    if rank < 2 || a.len() != rank {
+/// ORT's `TrySelectInputAndBiasWithAlignment` for softmax axis `k`: the dims from `k` on
+/// match on both Add inputs; the mask either is 1 on the dims between the first mismatch and
+/// `k` (inner broadcast, equal ranks) or on its leading dims (outer broadcast). Unknown dims
+/// (symbolic ones included) never compare equal here.
+fn bias_softmax_shapes_ok(a: &[Option<i64>], b: &[Option<i64>], k: usize) -> bool {
+    let (n1, n2) = (a.len(), b.len());
+    let single = n1.max(n2).saturating_sub(k);
+    if single > n1 || single > n2 {
         return false;
     }
-    let _ = last_only;
-    let pad = rank - b.len();
-    for d in axis..rank {
-        if d < pad {
-            return false;
+    let same = |x: Option<i64>, y: Option<i64>| matches!((x, y), (Some(x), Some(y)) if x == y);
+    if (1..=single).any(|i| !same(a[n1 - i], b[n2 - i])) {
+        return false;
+    }
+    let one = |d: Option<i64>| d == Some(1);
+    if n1 == n2 {
+        let mut pos = 0;
+        while pos < k && same(a[pos], b[pos]) {
+            pos += 1;
         }
-        match (a[d], b[d - pad]) {
-            (Some(x), Some(y)) if x == y => {}
-            _ => return false,
+        let mask = if pos == k || !one(a[pos]) { b } else { a };
+        if (pos..k).all(|i| one(mask[i])) {
+            return true;
         }
     }
-    true
+    // Outer broadcast, from the dim before the softmax dims backwards.
+    let (mut p1, mut p2) = (n1 as i64 - single as i64 - 1, n2 as i64 - single as i64 - 1);
+    while p1 >= 0 && p2 >= 0 && same(a[p1 as usize], b[p2 as usize]) {
+        p1 -= 1;
+        p2 -= 1;
+    }
+    let lhs_input = p1 > p2 || (p1 == p2 && (p1 < 0 || !one(a[p1 as usize])));
+    let (mask, from) = if lhs_input { (b, p2) } else { (a, p1) };
+    (0..=from).all(|i| one(mask[i as usize]))
 }
 
 /// Which input of a `Mul`/`Div` is a constant scalar scale (`Div` only by its divisor).
