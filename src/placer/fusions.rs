@@ -297,7 +297,7 @@ impl Fuser {
                 {
                     continue;
                 }
-                let Some(perm) = pn.attr_ints("perm") else {
+                let Some(perm) = self.effective_perm(session, p) else {
                     continue;
                 };
                 let r = perm.len();
@@ -346,6 +346,44 @@ impl Fuser {
             node.name = self.node_name(&format!("{}/MatmulTransposeFusion/", n.name));
             self.fuse(session, &fused, ni, node);
         }
+    }
+
+    /// The permutation of Transpose `t` as ORT sees it at level 2: the level-1 transpose
+    /// optimizer has already merged it with a Transpose above it (reached through
+    /// single-input `Concat`s, each read only on this path), composing the two perms.
+    fn effective_perm(&self, session: &Session, t: usize) -> Option<Vec<i64>> {
+        let g = &session.graphs[self.gi];
+        let mut perm = g.nodes[t].attr_ints("perm")?.to_vec();
+        let mut value = g.nodes[t].inputs.first()?.clone();
+        // A few steps suffice: the chains the optimiser merges are short.
+        for _ in 0..4 {
+            let Some(p) = self.producer_of(session, &value) else {
+                break;
+            };
+            let pn = &g.nodes[p];
+            if self.out_edges(pn) != 1 || self.produces_graph_output(pn) || pn.domain != "ai.onnx" {
+                break;
+            }
+            match pn.op.as_str() {
+                "Concat" if pn.inputs.len() == 1 => {}
+                "Transpose" => {
+                    let Some(upper) = pn.attr_ints("perm") else {
+                        break;
+                    };
+                    if upper.len() != perm.len() {
+                        break;
+                    }
+                    let composed: Option<Vec<i64>> = perm
+                        .iter()
+                        .map(|&q| usize::try_from(q).ok().and_then(|q| upper.get(q).copied()))
+                        .collect();
+                    perm = composed?;
+                }
+                _ => break,
+            }
+            value = pn.inputs.first()?.clone();
+        }
+        Some(perm)
     }
 
     // ------------------------------------------------------------------ QuickGeluFusion
