@@ -2,8 +2,9 @@
 //! whose provider is in its compatible set, and the fused node inherits that provider; nothing
 //! is re-partitioned. They rename and merge nodes, so the placement lists ORT's fused names.
 //!
-//! Simulated, in ORT's order: `MatMulScaleFusion`, `MatmulTransposeFusion`, `QuickGeluFusion`
-//! and `BiasSoftmaxFusion` (CUDA only). Every graph is visited, subgraphs included; each pass
+//! Simulated, in ORT's order, the list repeated while anything changes: `GeluFusion`,
+//! `MatmulTransposeFusion`, `BiasGeluFusion`, `SkipLayerNormFusion`, `QuickGeluFusion`,
+//! `BiasSoftmaxFusion` (CUDA only) and `MatMulScaleFusion`. Every graph is visited, subgraphs included; each pass
 //! walks one topological order with an incrementally kept producer/consumer index, so the cost
 //! is linear in the graph.
 
@@ -11,6 +12,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
+use crate::model::Model;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::placer::OptLevel;
 use crate::placer::ir::{SNode, Session};
@@ -18,17 +20,33 @@ use crate::tables::Ep;
 
 const MS: &str = "com.microsoft";
 
+/// ORT's `max_num_graph_transformation_steps`.
+const MAX_STEPS: usize = 10;
+
 /// Applies the level-2/3 fusions of `level` to the partitioned session graph.
-pub fn run(session: &mut Session, level: OptLevel) {
+pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
     if level < OptLevel::Extended {
         return;
     }
     for gi in 0..session.graphs.len() {
         let mut f = Fuser::new(session, gi);
-        f.matmul_scale(session);
-        f.matmul_transpose(session);
-        f.quick_gelu(session);
-        f.bias_softmax(session);
+        if gi == 0 {
+            f.params = declared_params(model);
+        }
+        // ORT's transformer manager repeats the level's list while anything changed.
+        for _ in 0..MAX_STEPS {
+            let before = f.fused;
+            f.gelu(session);
+            f.matmul_transpose(session);
+            f.bias_gelu(session);
+            f.skip_layer_norm(session);
+            f.quick_gelu(session);
+            f.bias_softmax(session);
+            f.matmul_scale(session);
+            if f.fused == before {
+                break;
+            }
+        }
         f.finish(session);
     }
 }
@@ -44,6 +62,10 @@ struct Fuser {
     names: HashMap<String, usize>,
     generated: HashSet<String>,
     counter: usize,
+    /// Fusions made so far.
+    fused: usize,
+    /// Declared symbolic dims (`dim_param`) per value of the main graph.
+    params: HashMap<String, Vec<Option<String>>>,
 }
 
 impl Fuser {
@@ -57,6 +79,8 @@ impl Fuser {
             names: HashMap::default(),
             generated: g.generated_names.clone(),
             counter: g.name_counter,
+            fused: 0,
+            params: HashMap::default(),
         };
         for (ni, n) in g.live_nodes() {
             f.register(ni, n);
@@ -164,6 +188,7 @@ impl Fuser {
         mut node: SNode,
     ) -> usize {
         node.ep = session.graphs[self.gi].nodes[anchor].ep;
+        self.fused += 1;
         for &k in fused {
             self.remove(session, k);
         }
@@ -384,6 +409,291 @@ impl Fuser {
             value = pn.inputs.first()?.clone();
         }
         Some(perm)
+    }
+
+    // ------------------------------------------------------------------ GeluFusion
+
+    /// The live single consumer of `n` when it is `op` on the same provider.
+    fn next(&self, session: &Session, n: &SNode, op: &str) -> Option<usize> {
+        let c = self.single_consumer(n)?;
+        let cn = &session.graphs[self.gi].nodes[c];
+        (cn.domain == "ai.onnx" && cn.op == op && cn.ep == n.ep && !cn.removed).then_some(c)
+    }
+
+    fn gelu_types_ok(&self, session: &Session, n: &SNode) -> bool {
+        n.existing_inputs().all(|(_, i)| {
+            matches!(session.type_of(self.gi, i), Some(Type::Tensor(t))
+                if [D::Float16, D::Float, D::Double].iter().any(|d| *d as i32 == *t))
+        })
+    }
+
+    /// `x/√2` (or `x·(1/√2)`) → `Erf` → `+1` → `·x` and `·0.5` (either order) → `Gelu`
+    /// (com.microsoft, named `Gelu`).
+    fn gelu(&mut self, session: &mut Session) {
+        let g = self.gi;
+        for ni in self.order(session) {
+            let n = &session.graphs[g].nodes[ni];
+            if n.removed
+                || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
+                || n.domain != "ai.onnx"
+                || n.inputs.len() != 2
+                || !self.gelu_types_ok(session, n)
+            {
+                continue;
+            }
+            let scaled = match n.op.as_str() {
+                "Div" => is_const(session, g, &n.inputs[1], std::f64::consts::SQRT_2),
+                "Mul" => is_const(session, g, &n.inputs[1], std::f64::consts::FRAC_1_SQRT_2),
+                _ => false,
+            };
+            if !scaled || self.out_edges(n) != 1 {
+                continue;
+            }
+            let x = n.inputs[0].clone();
+            let Some(erf) = self.next(session, n, "Erf") else {
+                continue;
+            };
+            let en = &session.graphs[g].nodes[erf];
+            if self.out_edges(en) != 1 {
+                continue;
+            }
+            let Some(add) = self.next(session, en, "Add") else {
+                continue;
+            };
+            let an = &session.graphs[g].nodes[add];
+            let erf_out = &en.outputs[0];
+            if self.out_edges(an) != 1
+                || !an
+                    .inputs
+                    .iter()
+                    .any(|i| i != erf_out && is_const(session, g, i, 1.0))
+            {
+                continue;
+            }
+            let Some(mul) = self.single_consumer(an) else {
+                continue;
+            };
+            let mn = &session.graphs[g].nodes[mul];
+            if mn.domain != "ai.onnx" || mn.op != "Mul" || mn.ep != n.ep || mn.inputs.len() != 2 {
+                continue;
+            }
+            let add_out = &an.outputs[0];
+            let other = if &mn.inputs[0] == add_out {
+                &mn.inputs[1]
+            } else {
+                &mn.inputs[0]
+            };
+            let half = |v: &str| is_const(session, g, v, 0.5);
+            let mut fused = vec![ni, erf, add];
+            let last;
+            if *other == x {
+                // (x · (1 + erf)) · 0.5
+                let Some(m2) = self.next(session, mn, "Mul") else {
+                    continue;
+                };
+                let m2n = &session.graphs[g].nodes[m2];
+                let mul_out = &mn.outputs[0];
+                if self.out_edges(mn) != 1
+                    || !m2n.inputs.iter().any(|i| i != mul_out && half(i))
+                {
+                    continue;
+                }
+                fused.extend([mul, m2]);
+                last = m2;
+            } else {
+                // (x · 0.5) · (1 + erf)
+                let Some(p) = self.producer_of(session, other) else {
+                    continue;
+                };
+                let pn = &session.graphs[g].nodes[p];
+                if pn.domain != "ai.onnx"
+                    || pn.op != "Mul"
+                    || pn.ep != n.ep
+                    || self.out_edges(pn) != 1
+                    || pn.inputs.len() != 2
+                    || !((pn.inputs[0] == x && half(&pn.inputs[1]))
+                        || (pn.inputs[1] == x && half(&pn.inputs[0])))
+                {
+                    continue;
+                }
+                fused.extend([p, mul]);
+                last = mul;
+            }
+            let ln = &session.graphs[g].nodes[last];
+            let mut node = fused_node(ln, "Gelu");
+            node.inputs = vec![x];
+            node.outputs = ln.outputs.clone();
+            node.name = self.node_name("Gelu");
+            self.fuse(session, &fused, ni, node);
+        }
+    }
+
+    /// `Add(x, bias)` (1-D bias over the last dim) → `Gelu` → `BiasGelu`, named `BiasGelu`.
+    fn bias_gelu(&mut self, session: &mut Session) {
+        let g = self.gi;
+        for ni in self.order(session) {
+            let n = &session.graphs[g].nodes[ni];
+            if n.removed
+                || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
+                || n.domain != "ai.onnx"
+                || n.op != "Add"
+                || !matches!(n.since, Some(7 | 13 | 14))
+                || n.inputs.len() != 2
+                || self.produces_graph_output(n)
+                || !self.gelu_types_ok(session, n)
+            {
+                continue;
+            }
+            let (Some(a), Some(b)) = (
+                session.shape_of(g, &n.inputs[0]),
+                session.shape_of(g, &n.inputs[1]),
+            ) else {
+                continue;
+            };
+            let bias_at = if b.len() == 1 {
+                1
+            } else if a.len() == 1 {
+                0
+            } else {
+                continue;
+            };
+            let (x, bias) = if bias_at == 1 { (a, b) } else { (b, a) };
+            match (x.last(), bias[0]) {
+                (Some(Some(d)), Some(e)) if *d == e => {}
+                _ => continue,
+            }
+            let Some(c) = self.single_consumer(n) else {
+                continue;
+            };
+            let cn = &session.graphs[g].nodes[c];
+            let is_gelu = (cn.domain == MS && cn.op == "Gelu")
+                || (cn.domain == "ai.onnx"
+                    && cn.op == "Gelu"
+                    && cn.attr_s("approximate").is_none_or(|a| a == "none"));
+            if !is_gelu || cn.ep != n.ep {
+                continue;
+            }
+            let mut node = fused_node(n, "BiasGelu");
+            node.outputs = cn.outputs.clone();
+            node.name = self.node_name("BiasGelu");
+            self.fuse(session, &[ni, c], ni, node);
+        }
+    }
+
+    // ------------------------------------------------------------------ SkipLayerNormFusion
+
+    /// `Add(Add(x, bias), skip)`, `Add(skip, Add(x, bias))` or `Add(x, skip)` feeding
+    /// `LayerNormalization` → `SkipLayerNormalization`, named `SkipLayerNormalization`.
+    fn skip_layer_norm(&mut self, session: &mut Session) {
+        let g = self.gi;
+        let is_add = |n: &SNode| {
+            n.domain == "ai.onnx" && n.op == "Add" && matches!(n.since, Some(7 | 13 | 14))
+        };
+        for ni in self.order(session) {
+            let ln = &session.graphs[g].nodes[ni];
+            if ln.removed
+                || !matches!(ln.ep, Some(Ep::Cuda | Ep::Cpu))
+                || ln.op != "LayerNormalization"
+                || !(ln.domain == "ai.onnx" || ln.domain == MS)
+                || ln.inputs.len() < 2
+                || !self.gelu_types_ok(session, ln)
+            {
+                continue;
+            }
+            let Some(a1) = self.producer_of(session, &ln.inputs[0]) else {
+                continue;
+            };
+            let add1 = &session.graphs[g].nodes[a1];
+            // The Add next to the LayerNorm: 3-D inputs, read only by it.
+            if !is_add(add1)
+                || add1.ep != ln.ep
+                || add1.inputs.len() != 2
+                || self.out_edges(add1) != 1
+                || self.produces_graph_output(add1)
+                || !self.gelu_types_ok(session, add1)
+                || !self.same_dims_3d(session, &add1.inputs[0], &add1.inputs[1])
+            {
+                continue;
+            }
+            // A bias Add above it (3-D input, 1-D bias of the last dim).
+            let mut bias: Option<(usize, usize)> = None;
+            for slot in 0..2 {
+                let Some(a2) = self.producer_of(session, &add1.inputs[slot]) else {
+                    continue;
+                };
+                let add2 = &session.graphs[g].nodes[a2];
+                if !is_add(add2)
+                    || add2.ep != ln.ep
+                    || add2.inputs.len() != 2
+                    || self.out_edges(add2) != 1
+                    || self.produces_graph_output(add2)
+                    || !self.gelu_types_ok(session, add2)
+                {
+                    continue;
+                }
+                let (Some(x), Some(b)) = (
+                    session.shape_of(g, &add2.inputs[0]),
+                    session.shape_of(g, &add2.inputs[1]),
+                ) else {
+                    continue;
+                };
+                if x.len() == 3 && b.len() == 1 && x[2].unwrap_or(0) == b[0].unwrap_or(0) {
+                    bias = Some((slot, a2));
+                    break;
+                }
+            }
+            let mut node = fused_node(ln, "SkipLayerNormalization");
+            let gamma = ln.inputs[1].clone();
+            let beta = ln.inputs.get(2).cloned().unwrap_or_default();
+            let mut fused = vec![a1];
+            node.inputs = match bias {
+                Some((slot, a2)) => {
+                    let add2 = &session.graphs[g].nodes[a2];
+                    fused.push(a2);
+                    vec![
+                        add2.inputs[0].clone(),
+                        add1.inputs[1 - slot].clone(),
+                        gamma,
+                        beta,
+                        add2.inputs[1].clone(),
+                    ]
+                }
+                None => vec![
+                    add1.inputs[0].clone(),
+                    add1.inputs[1].clone(),
+                    gamma,
+                    beta,
+                ],
+            };
+            while node.inputs.last().is_some_and(String::is_empty) {
+                node.inputs.pop();
+            }
+            node.outputs = vec![ln.outputs.first().cloned().unwrap_or_default()];
+            fused.push(ni);
+            node.name = self.node_name("SkipLayerNormalization");
+            self.fuse(session, &fused, ni, node);
+        }
+    }
+
+    /// ORT's check on the Add next to the LayerNorm: both inputs 3-D with equal `dim_param`s
+    /// (concrete dims have none, so they always compare equal). A dim we know neither
+    /// value nor declared symbol of counts as different: ORT's own inference gives such dims
+    /// a symbol or none, and which one we cannot tell.
+    fn same_dims_3d(&self, session: &Session, a: &str, b: &str) -> bool {
+        let (Some(sa), Some(sb)) = (session.shape_of(self.gi, a), session.shape_of(self.gi, b))
+        else {
+            return false;
+        };
+        if sa.len() != 3 || sb.len() != 3 {
+            return false;
+        }
+        let param = |v: &str, i: usize| -> Option<&str> {
+            self.params.get(v)?.get(i)?.as_deref()
+        };
+        (0..3).all(|i| match (sa[i], sb[i]) {
+            (Some(_), Some(_)) => true,
+            _ => matches!((param(a, i), param(b, i)), (Some(x), Some(y)) if x == y),
+        })
     }
 
     // ------------------------------------------------------------------ QuickGeluFusion
@@ -608,6 +918,80 @@ fn scale_input(session: &Session, gi: usize, n: &SNode) -> Option<usize> {
                 .any(|d| *d as i32 == init.elem)
         })
     })
+}
+
+/// The `dim_param`s declared for the main graph's values (inputs, outputs, value_info).
+fn declared_params(model: &Model) -> HashMap<String, Vec<Option<String>>> {
+    use crate::model::proto::{tensor_shape_proto::dimension::Value as Dv, type_proto::Value};
+    let mut out = HashMap::default();
+    let Some(g) = model.proto.graph.as_ref() else {
+        return out;
+    };
+    for vi in g.input.iter().chain(&g.output).chain(&g.value_info) {
+        let Some(Value::TensorType(tt)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+            continue;
+        };
+        let Some(shape) = tt.shape.as_ref() else {
+            continue;
+        };
+        let dims = shape
+            .dim
+            .iter()
+            .map(|d| match &d.value {
+                Some(Dv::DimParam(p)) if !p.is_empty() => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        out.insert(vi.name().to_string(), dims);
+    }
+    out
+}
+
+/// A constant scalar initializer equal to `expected` (ORT's `CheckConstantInput`).
+fn is_const(session: &Session, gi: usize, name: &str, expected: f64) -> bool {
+    session
+        .initializer(gi, name)
+        .filter(|i| !i.overridable && i.elements() == Some(1))
+        .and_then(|i| scalar_value(&i.tensor))
+        .is_some_and(|v| (v - expected).abs() <= 1e-5 * expected.abs().max(1.0))
+}
+
+/// The value of a one-element float16/float/double tensor.
+fn scalar_value(t: &crate::model::proto::TensorProto) -> Option<f64> {
+    let dt = t.data_type();
+    if let Some(raw) = t.raw_data.as_ref().filter(|r| !r.is_empty()) {
+        return match dt {
+            x if x == D::Float as i32 => {
+                Some(f64::from(f32::from_le_bytes(raw.get(..4)?.try_into().ok()?)))
+            }
+            x if x == D::Double as i32 => Some(f64::from_le_bytes(raw.get(..8)?.try_into().ok()?)),
+            x if x == D::Float16 as i32 => Some(half_to_f64(u16::from_le_bytes(
+                raw.get(..2)?.try_into().ok()?,
+            ))),
+            _ => None,
+        };
+    }
+    match dt {
+        x if x == D::Float as i32 => t.float_data.first().map(|&v| f64::from(v)),
+        x if x == D::Double as i32 => t.double_data.first().copied(),
+        x if x == D::Float16 as i32 => t
+            .int32_data
+            .first()
+            .and_then(|&v| u16::try_from(v).ok())
+            .map(half_to_f64),
+        _ => None,
+    }
+}
+
+fn half_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f64::from(h & 0x3ff);
+    sign * match exp {
+        0 => frac * 2f64.powi(-24),
+        31 => f64::INFINITY,
+        _ => (1.0 + frac / 1024.0) * 2f64.powi(exp - 15),
+    }
 }
 
 /// ORT's `optimizer_utils::IsScalar`: a known shape with one element.

@@ -208,7 +208,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         }
         infer::infer_session(&mut session, table);
     }
-    fusions::run(&mut session, options.level);
+    fusions::run(&mut session, model, options.level);
     for key in casts::run(&mut session) {
         if let Some(Decision::Unassigned {
             cuda_miss,
