@@ -109,9 +109,8 @@ impl Fuser {
 
     /// `Graph::GenerateNodeName`: `base` unless a live node or an earlier generated name has it.
     fn node_name(&mut self, base: &str) -> String {
-        let taken = |f: &Fuser, n: &str| {
-            f.names.get(n).is_some_and(|&k| k > 0) || f.generated.contains(n)
-        };
+        let taken =
+            |f: &Fuser, n: &str| f.names.get(n).is_some_and(|&k| k > 0) || f.generated.contains(n);
         let mut name = base.to_string();
         while taken(self, &name) {
             name = format!("{base}_token_{}", self.counter);
@@ -210,10 +209,9 @@ impl Fuser {
             if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) {
                 continue;
             }
-            let is_matmul = (n.domain == "ai.onnx"
-                && n.op == "MatMul"
-                && matches!(n.since, Some(9 | 13)))
-                || (n.domain == MS && n.op == "FusedMatMul");
+            let is_matmul =
+                (n.domain == "ai.onnx" && n.op == "MatMul" && matches!(n.since, Some(9 | 13)))
+                    || (n.domain == MS && n.op == "FusedMatMul");
             if !is_matmul || !self.matmul_types_ok(session, n) {
                 continue;
             }
@@ -272,9 +270,10 @@ impl Fuser {
                 // The scale goes when the MatMul was its last reader.
                 let value = &session.graphs[self.gi].nodes[ni].inputs[*slot];
                 let pn = &session.graphs[self.gi].nodes[*p];
-                let readers = self.consumers.get(value).map_or(0, |l| {
-                    l.iter().filter(|&&k| k != ni).count()
-                });
+                let readers = self
+                    .consumers
+                    .get(value)
+                    .map_or(0, |l| l.iter().filter(|&&k| k != ni).count());
                 if readers == 0 && !self.produces_graph_output(pn) && !fused.contains(p) {
                     fused.push(*p);
                 }
@@ -317,9 +316,7 @@ impl Fuser {
                 };
                 let pn = &session.graphs[self.gi].nodes[p];
                 // ORT does not compare the Transpose's provider.
-                if pn.op != "Transpose"
-                    || pn.domain != "ai.onnx"
-                    || self.produces_graph_output(pn)
+                if pn.op != "Transpose" || pn.domain != "ai.onnx" || self.produces_graph_output(pn)
                 {
                     continue;
                 }
@@ -328,7 +325,10 @@ impl Fuser {
                 };
                 let r = perm.len();
                 let last_two = r >= 2
-                    && perm[..r - 2].iter().enumerate().all(|(i, &p)| p == i as i64)
+                    && perm[..r - 2]
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &p)| p == i as i64)
                     && perm[r - 2] == r as i64 - 1
                     && perm[r - 1] == r as i64 - 2;
                 if last_two {
@@ -361,9 +361,10 @@ impl Fuser {
                         .first()
                         .cloned()
                         .unwrap_or_default();
-                    let readers = self.consumers.get(&value).map_or(0, |l| {
-                        l.iter().filter(|&&k| k != ni).count()
-                    });
+                    let readers = self
+                        .consumers
+                        .get(&value)
+                        .map_or(0, |l| l.iter().filter(|&&k| k != ni).count());
                     if readers == 0 && !fused.contains(&p) {
                         fused.push(p);
                     }
@@ -486,21 +487,18 @@ impl Fuser {
             };
             let half = |v: &str| is_const(session, g, v, 0.5);
             let mut fused = vec![ni, erf, add];
-            let last;
-            if *other == x {
+            let last = if *other == x {
                 // (x · (1 + erf)) · 0.5
                 let Some(m2) = self.next(session, mn, "Mul") else {
                     continue;
                 };
                 let m2n = &session.graphs[g].nodes[m2];
                 let mul_out = &mn.outputs[0];
-                if self.out_edges(mn) != 1
-                    || !m2n.inputs.iter().any(|i| i != mul_out && half(i))
-                {
+                if self.out_edges(mn) != 1 || !m2n.inputs.iter().any(|i| i != mul_out && half(i)) {
                     continue;
                 }
                 fused.extend([mul, m2]);
-                last = m2;
+                m2
             } else {
                 // (x · 0.5) · (1 + erf)
                 let Some(p) = self.producer_of(session, other) else {
@@ -518,8 +516,8 @@ impl Fuser {
                     continue;
                 }
                 fused.extend([p, mul]);
-                last = mul;
-            }
+                mul
+            };
             let ln = &session.graphs[g].nodes[last];
             let mut node = fused_node(ln, "Gelu");
             node.inputs = vec![x];
@@ -659,12 +657,7 @@ impl Fuser {
                         add2.inputs[1].clone(),
                     ]
                 }
-                None => vec![
-                    add1.inputs[0].clone(),
-                    add1.inputs[1].clone(),
-                    gamma,
-                    beta,
-                ],
+                None => vec![add1.inputs[0].clone(), add1.inputs[1].clone(), gamma, beta],
             };
             while node.inputs.last().is_some_and(String::is_empty) {
                 node.inputs.pop();
@@ -688,9 +681,7 @@ impl Fuser {
         if sa.len() != 3 || sb.len() != 3 {
             return false;
         }
-        let param = |v: &str, i: usize| -> Option<&str> {
-            self.params.get(v)?.get(i)?.as_deref()
-        };
+        let param = |v: &str, i: usize| -> Option<&str> { self.params.get(v)?.get(i)?.as_deref() };
         (0..3).all(|i| match (sa[i], sb[i]) {
             (Some(_), Some(_)) => true,
             _ => matches!((param(a, i), param(b, i)), (Some(x), Some(y)) if x == y),
@@ -709,7 +700,13 @@ impl Fuser {
     }
 
     /// A live same-provider ai.onnx `op` node producing `v`, read only once.
-    fn single_use_producer(&self, session: &Session, v: &str, op: &str, ep: Option<Ep>) -> Option<usize> {
+    fn single_use_producer(
+        &self,
+        session: &Session,
+        v: &str,
+        op: &str,
+        ep: Option<Ep>,
+    ) -> Option<usize> {
         let p = self.producer_of(session, v)?;
         let pn = &session.graphs[self.gi].nodes[p];
         (pn.domain == "ai.onnx"
@@ -805,8 +802,7 @@ impl Fuser {
             };
             let half = |v: &str| is_const(session, g, v, 0.5);
             let mut tail = vec![m4];
-            let last;
-            if other == x {
+            let last = if other == x {
                 // (x · (1 + tanh)) · 0.5
                 let Some(m5) = self.next(session, m4n, "Mul") else {
                     continue;
@@ -819,7 +815,7 @@ impl Fuser {
                     continue;
                 }
                 tail.push(m5);
-                last = m5;
+                m5
             } else {
                 // (0.5 · x) · (1 + tanh)
                 let Some(m1) = self.single_use_producer(session, other, "Mul", ep) else {
@@ -829,8 +825,8 @@ impl Fuser {
                     continue;
                 }
                 tail.push(m1);
-                last = m4;
-            }
+                m4
+            };
             let mut fused = cube_nodes;
             fused.extend([a1, m3, ni, a2]);
             fused.extend(tail);
@@ -849,7 +845,10 @@ impl Fuser {
         if let Some(p) = self.single_use_producer(session, v, "Pow", ep) {
             let pn = &session.graphs[g].nodes[p];
             return (pn.inputs.first().is_some_and(|i| i == x)
-                && pn.inputs.get(1).is_some_and(|e| is_const(session, g, e, 3.0)))
+                && pn
+                    .inputs
+                    .get(1)
+                    .is_some_and(|e| is_const(session, g, e, 3.0)))
             .then(|| vec![p]);
         }
         let m = self.single_use_producer(session, v, "Mul", ep)?;
@@ -883,14 +882,12 @@ impl Fuser {
             {
                 for (i, x) in n.inputs.iter().enumerate() {
                     if is_scalar(session, self.gi, x)
-                        && session
-                            .initializer(self.gi, x)
-                            .is_some_and(|init| {
-                                !init.overridable
-                                    && [D::Float, D::Double, D::Float16]
-                                        .iter()
-                                        .any(|d| *d as i32 == init.elem)
-                            })
+                        && session.initializer(self.gi, x).is_some_and(|init| {
+                            !init.overridable
+                                && [D::Float, D::Double, D::Float16]
+                                    .iter()
+                                    .any(|d| *d as i32 == init.elem)
+                        })
                     {
                         input = Some(n.inputs[1 - i].clone());
                         fused.push(ni);
@@ -999,10 +996,7 @@ impl Fuser {
             let mut node = fused_node(s, "BiasSoftmax");
             node.inputs = n.inputs.clone();
             node.outputs = vec![s.outputs.first().cloned().unwrap_or_default()];
-            node.attrs = vec![
-                int_attr("axis", axis),
-                int_attr("is_inner_broadcast", 0),
-            ];
+            node.attrs = vec![int_attr("axis", axis), int_attr("is_inner_broadcast", 0)];
             node.name = self.node_name("BiasSoftmax");
             self.fuse(session, &[ni, sm], ni, node);
         }
@@ -1060,9 +1054,7 @@ fn scale_input(session: &Session, gi: usize, n: &SNode) -> Option<usize> {
         _ => return None,
     };
     candidates.iter().copied().find(|&i| {
-        let other_rank = session
-            .shape_of(gi, &n.inputs[1 - i])
-            .map_or(0, Vec::len);
+        let other_rank = session.shape_of(gi, &n.inputs[1 - i]).map_or(0, Vec::len);
         session.initializer(gi, &n.inputs[i]).is_some_and(|init| {
             !init.overridable
                 && init.elements() == Some(1)
@@ -1124,9 +1116,9 @@ fn scalar_value(t: &crate::model::proto::TensorProto) -> Option<f64> {
     let dt = t.data_type();
     if let Some(raw) = t.raw_data.as_ref().filter(|r| !r.is_empty()) {
         return match dt {
-            x if x == D::Float as i32 => {
-                Some(f64::from(f32::from_le_bytes(raw.get(..4)?.try_into().ok()?)))
-            }
+            x if x == D::Float as i32 => Some(f64::from(f32::from_le_bytes(
+                raw.get(..4)?.try_into().ok()?,
+            ))),
             x if x == D::Double as i32 => Some(f64::from_le_bytes(raw.get(..8)?.try_into().ok()?)),
             x if x == D::Float16 as i32 => Some(half_to_f64(u16::from_le_bytes(
                 raw.get(..2)?.try_into().ok()?,
