@@ -188,6 +188,14 @@ impl Fuser {
         mut node: SNode,
     ) -> usize {
         node.ep = session.graphs[self.gi].nodes[anchor].ep;
+        // Diagnostics point at the model node whose output the fused node now produces.
+        let g = &session.graphs[self.gi];
+        node.origin = fused
+            .iter()
+            .map(|&k| &g.nodes[k])
+            .find(|n| n.outputs.first() == node.outputs.first())
+            .and_then(|n| n.origin)
+            .or(g.nodes[anchor].origin);
         self.fused += 1;
         for &k in fused {
             self.remove(session, k);
