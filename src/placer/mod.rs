@@ -7,6 +7,7 @@
 mod casts;
 mod cpu_preferred;
 mod functions;
+mod fusions;
 pub mod ir;
 mod kernel;
 mod optimize;
@@ -207,6 +208,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         }
         infer::infer_session(&mut session, table);
     }
+    fusions::run(&mut session, model, options.level);
     for key in casts::run(&mut session) {
         if let Some(Decision::Unassigned {
             cuda_miss,

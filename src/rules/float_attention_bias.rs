@@ -82,6 +82,8 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                     })
                     .cloned()
             }
+            // `Add` + `Softmax` fused by ORT's level-2 `BiasSoftmaxFusion`: (scores, mask).
+            ("com.microsoft", "BiasSoftmax") => node.inputs.get(1).cloned(),
             ("ai.onnx", "Attention") => node.inputs.get(3).cloned(),
             ("com.microsoft", "MultiHeadAttention") => node.inputs.get(5).cloned(),
             _ => continue,
