@@ -154,7 +154,10 @@ fn graph_pass(
         }
     }
 
-    let mut names = NameGen::new(&session.graphs[gi]);
+    // The name generator indexes every name of the graph: built only when a name is needed
+    // (a duplicated initializer or a copy), from the graph as it stands here (nothing below
+    // changes the graph before the generator is first needed).
+    let mut names: Option<NameGen> = None;
 
     // Initializers read on both sides: the provider side gets a duplicate.
     let both: Vec<String> = consumed_inits
@@ -162,6 +165,7 @@ fn graph_pass(
         .filter(|init| pi.contains(init) && npi.contains(init))
         .collect();
     if !both.is_empty() {
+        let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
         let wanted: HashSet<&str> = both.iter().map(String::as_str).collect();
         let mut uses: rustc_hash::FxHashMap<String, Vec<(usize, usize)>> = Default::default();
         for (ni, n) in session.graphs[gi].live_nodes() {
@@ -239,6 +243,11 @@ fn graph_pass(
             }
         }
     }
+    let mut names = match names {
+        Some(names) => names,
+        None if planned.is_empty() => return,
+        None => NameGen::new(&session.graphs[gi]),
+    };
     for (direction, cause, value) in planned {
         let node_name = names.node("Memcpy");
         let new_value = names.value(&format!("{value}_CUDAExecutionProvider"));

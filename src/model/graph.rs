@@ -141,8 +141,9 @@ impl Indexer<'_> {
             outputs: Vec::new(),
             initializers: Vec::new(),
             outer_inputs: Vec::new(),
-            scope: HashMap::with_capacity(
+            scope: rustc_hash::FxHashMap::with_capacity_and_hasher(
                 gp.node.len() * 2 + gp.input.len() + gp.initializer.len(),
+                Default::default(),
             ),
         });
 
