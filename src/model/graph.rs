@@ -2,7 +2,7 @@
 //! outer-scope (implicit) inputs and a topological order.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 
 use super::load::LoadError;
 use super::proto::{GraphProto, TensorProto, TypeProto, type_proto};
