@@ -148,8 +148,10 @@ impl Indexer<'_> {
         });
 
         // Definitions first: a subgraph may read any value of this graph.
+        let init_names: rustc_hash::FxHashSet<&str> =
+            gp.initializer.iter().map(|t| t.name()).collect();
         for (i, vi) in gp.input.iter().enumerate() {
-            let is_init = gp.initializer.iter().any(|t| t.name() == vi.name());
+            let is_init = init_names.contains(vi.name());
             if is_init {
                 continue; // defined below, as an initializer that is also an input
             }
