@@ -46,7 +46,7 @@ pub fn run(models: &[PathBuf], shared: &SharedArgs) -> u8 {
     let options = options(shared);
     let mut exit = EXIT_OK;
     let mut records = Vec::new();
-    for path in models {
+    for (i, path) in models.iter().enumerate() {
         let m = match model::load(path) {
             Ok(m) => m,
             Err(e) => {
@@ -59,6 +59,12 @@ pub fn run(models: &[PathBuf], shared: &SharedArgs) -> u8 {
         match shared.format {
             Format::Json => records.push(placement_json(&path.display().to_string(), &p)),
             _ => out(&placement_human(&path.display().to_string(), &p)),
+        }
+        if i + 1 == models.len() {
+            // The process ends soon after the last model: freeing its graph (hundreds of
+            // thousands of small allocations on a large model, ~5% of `place`) is wasted work.
+            // Earlier models are dropped so that memory stays bounded over many models.
+            std::mem::forget((m, p));
         }
     }
     if shared.format == Format::Json {

@@ -650,15 +650,25 @@ fn transpose(data: &Tensor, perm: &[usize]) -> Option<Tensor> {
         .iter()
         .map(|&p| d.get(p).copied())
         .collect::<Option<_>>()?;
-    let os = strides(&od);
     let n: usize = od.iter().product();
-    let pick: Vec<usize> = (0..n)
-        .map(|flat| {
-            (0..od.len())
-                .map(|k| ((flat / os[k]) % od[k].max(1)) * st[perm[k]])
-                .sum()
-        })
-        .collect();
+    // Source offset of every output element, in output order: an odometer over the output
+    // index (no division per element and dimension).
+    let step: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
+    let mut pick: Vec<usize> = Vec::with_capacity(n);
+    let mut idx = vec![0usize; od.len()];
+    let mut off = 0usize;
+    for _ in 0..n {
+        pick.push(off);
+        for k in (0..od.len()).rev() {
+            idx[k] += 1;
+            off += step[k];
+            if idx[k] < od[k] {
+                break;
+            }
+            off -= step[k] * idx[k];
+            idx[k] = 0;
+        }
+    }
     Some(Tensor {
         elem: data.elem,
         dims: od.iter().map(|&x| x as i64).collect(),

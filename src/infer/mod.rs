@@ -377,22 +377,39 @@ pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
             producer.insert(o.as_str(), i);
         }
     }
+    // Edges producer -> user, deduplicated per user, as a flat adjacency list (CSR): users of
+    // `d` are `users[start[d]..start[d + 1]]`, in ascending order (the order the users were met).
     let mut indegree = vec![0u32; g.nodes.len()];
-    let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
+    let mut edges: Vec<(usize, usize)> = Vec::with_capacity(g.nodes.len() * 2);
+    let mut deps: Vec<usize> = Vec::new();
     for (i, n) in g.live_nodes() {
-        let mut deps: Vec<usize> = n
-            .inputs
-            .iter()
-            .chain(&n.implicit_inputs)
-            .filter_map(|v| producer.get(v.as_str()).copied())
-            .filter(|&p| p != i)
-            .collect();
+        deps.clear();
+        deps.extend(
+            n.inputs
+                .iter()
+                .chain(&n.implicit_inputs)
+                .filter_map(|v| producer.get(v.as_str()).copied())
+                .filter(|&p| p != i),
+        );
         deps.sort_unstable();
         deps.dedup();
-        for d in deps {
+        for &d in &deps {
             indegree[i] += 1;
-            users[d].push(i);
+            edges.push((d, i));
         }
+    }
+    let mut start = vec![0usize; g.nodes.len() + 1];
+    for &(d, _) in &edges {
+        start[d + 1] += 1;
+    }
+    for k in 0..g.nodes.len() {
+        start[k + 1] += start[k];
+    }
+    let mut fill = start.clone();
+    let mut users = vec![0usize; edges.len()];
+    for &(d, i) in &edges {
+        users[fill[d]] = i;
+        fill[d] += 1;
     }
     let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = g
         .live_nodes()
@@ -404,7 +421,7 @@ pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
     while let Some(std::cmp::Reverse(i)) = ready.pop() {
         order.push(i);
         placed[i] = true;
-        for &u in &users[i] {
+        for &u in &users[start[i]..start[i + 1]] {
             indegree[u] -= 1;
             if indegree[u] == 0 {
                 ready.push(std::cmp::Reverse(u));

@@ -756,9 +756,8 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
         .inputs
         .iter()
         .all(|n| n.is_empty() || session.initializer(gi, n).is_some_and(|i| !i.overridable));
-    let names: Vec<String> = node.inputs.clone();
-    let mut owned: Vec<Option<Rc<Tensor>>> = Vec::with_capacity(names.len());
-    for (pos, n) in names.iter().enumerate() {
+    let mut owned: Vec<Option<Rc<Tensor>>> = Vec::with_capacity(node.inputs.len());
+    for (pos, n) in node.inputs.iter().enumerate() {
         owned.push(
             if n.is_empty() || !(all_const || value_needed(&node.op, pos)) {
                 None
@@ -770,14 +769,19 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
     let refs: Vec<Option<&Tensor>> = owned.iter().map(|t| t.as_deref()).collect();
     let node = &session.graphs[gi].nodes[ni];
     let outs = infer_node(node, &input_shapes, &refs);
-    let out_names = node.outputs.clone();
     let g = &mut session.graphs[gi];
-    for (name, sh) in out_names.iter().zip(outs) {
+    let (nodes, shapes) = (&g.nodes, &mut g.shapes);
+    for (name, sh) in nodes[ni].outputs.iter().zip(outs) {
         if name.is_empty() {
             continue;
         }
-        if let Some(m) = merge(g.shapes.get(name), sh) {
-            g.shapes.insert(name.clone(), m);
+        if let Some(m) = merge(shapes.get(name), sh) {
+            match shapes.get_mut(name) {
+                Some(slot) => *slot = m,
+                None => {
+                    shapes.insert(name.clone(), m);
+                }
+            }
         }
     }
 }

@@ -5,8 +5,6 @@
 //!
 //! Pure: no I/O, no printing.
 
-use std::collections::BTreeSet;
-
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::placer::Decision;
@@ -105,63 +103,105 @@ fn graph_pass(
     decisions: &mut HashMap<(usize, usize), Decision>,
     copies: &mut Vec<Copy>,
 ) {
-    let mut pi: HashSet<String> = HashSet::default();
-    let mut npi: HashSet<String> = HashSet::default();
-    let mut po: BTreeSet<String> = BTreeSet::new();
-    let mut npo: BTreeSet<String> = BTreeSet::new();
-    let mut consumed_inits: Vec<String> = Vec::new();
-    let mut consumed_seen: HashSet<String> = HashSet::default();
-    {
+    // Which values are read and written on each side, as names borrowed from the graph: the
+    // initializers read on both sides and the copies to plan are decided here, before the
+    // graph is edited.
+    let (both, planned) = {
         let g = &session.graphs[gi];
+        let mut pi: HashSet<&str> = HashSet::default();
+        let mut npi: HashSet<&str> = HashSet::default();
+        let mut po: HashSet<&str> = HashSet::default();
+        let mut npo: HashSet<&str> = HashSet::default();
+        let mut consumed_inits: Vec<&str> = Vec::new();
+        let mut consumed_seen: HashSet<&str> = HashSet::default();
         for (ni, n) in g.live_nodes() {
             let provider = n.ep == Some(Ep::Cuda);
             if provider {
                 let (cpu_in, cpu_out) = host_args(decisions, (gi, ni));
                 for (i, name) in n.existing_inputs() {
                     if !consumed_seen.contains(name) && session.initializer(gi, name).is_some() {
-                        consumed_seen.insert(name.to_string());
-                        consumed_inits.push(name.to_string());
+                        consumed_seen.insert(name);
+                        consumed_inits.push(name);
                     }
                     if cpu_in.contains(&i) {
-                        npi.insert(name.to_string());
+                        npi.insert(name);
                     } else {
-                        pi.insert(name.to_string());
+                        pi.insert(name);
                     }
                 }
                 for name in &n.implicit_inputs {
                     if !consumed_seen.contains(name.as_str())
                         && session.initializer(gi, name).is_some()
                     {
-                        consumed_seen.insert(name.clone());
-                        consumed_inits.push(name.clone());
+                        consumed_seen.insert(name);
+                        consumed_inits.push(name);
                     }
                 }
                 for (o, name) in n.existing_outputs() {
                     if cpu_out.contains(&o) {
-                        npo.insert(name.to_string());
+                        npo.insert(name);
                     } else {
-                        po.insert(name.to_string());
+                        po.insert(name);
                     }
                 }
             } else {
                 for (_, name) in n.existing_inputs() {
-                    npi.insert(name.to_string());
+                    npi.insert(name);
                 }
                 for (_, name) in n.existing_outputs() {
-                    npo.insert(name.to_string());
+                    npo.insert(name);
                 }
             }
         }
-    }
 
-    let mut names = NameGen::new(&session.graphs[gi]);
+        // Initializers read on both sides: the provider side gets a duplicate (below), whose
+        // fresh name takes the initializer's place among the provider-side reads. A fresh name
+        // is read by no node on the host side, so for planning the copies the duplicate only
+        // removes the initializer from the provider side.
+        let both: Vec<&str> = consumed_inits
+            .into_iter()
+            .filter(|init| pi.contains(init) && npi.contains(init))
+            .collect();
+        for init in &both {
+            pi.remove(init);
+        }
 
-    // Initializers read on both sides: the provider side gets a duplicate.
-    let both: Vec<String> = consumed_inits
-        .into_iter()
-        .filter(|init| pi.contains(init) && npi.contains(init))
-        .collect();
+        let mut planned: Vec<(Direction, Cause, String)> = Vec::new();
+        for input in &g.inputs {
+            if pi.contains(input.as_str()) && npi.contains(input.as_str()) {
+                planned.push((Direction::FromHost, Cause::GraphInput, input.clone()));
+            }
+        }
+        // Sorted by name, as ORT walks its `std::set`s.
+        let mut host_outputs: Vec<&str> = npo.iter().copied().filter(|v| pi.contains(v)).collect();
+        host_outputs.sort_unstable();
+        for v in host_outputs {
+            planned.push((Direction::FromHost, Cause::HostOutput, v.to_string()));
+        }
+        let mut device_outputs: Vec<&str> =
+            po.iter().copied().filter(|v| npi.contains(v)).collect();
+        device_outputs.sort_unstable();
+        for v in device_outputs {
+            planned.push((Direction::ToHost, Cause::DeviceOutput, v.to_string()));
+        }
+        if let Some((pg, pn)) = g.parent {
+            for v in &session.graphs[pg].nodes[pn].implicit_inputs {
+                if pi.contains(v.as_str()) && npi.contains(v.as_str()) {
+                    planned.push((Direction::FromHost, Cause::OuterScope, v.clone()));
+                }
+            }
+        }
+        let both: Vec<String> = both.into_iter().map(str::to_string).collect();
+        (both, planned)
+    };
+
+    // The name generator indexes every name of the graph: built only when a name is needed
+    // (a duplicated initializer or a copy), from the graph as it stands here (nothing below
+    // changes the graph before the generator is first needed).
+    let mut names: Option<NameGen> = None;
+
     if !both.is_empty() {
+        let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
         let wanted: HashSet<&str> = both.iter().map(String::as_str).collect();
         let mut uses: rustc_hash::FxHashMap<String, Vec<(usize, usize)>> = Default::default();
         for (ni, n) in session.graphs[gi].live_nodes() {
@@ -186,32 +226,6 @@ fn graph_pass(
             }
             for &(ni, i) in uses.get(&init).map(Vec::as_slice).unwrap_or(&[]) {
                 session.graphs[gi].nodes[ni].inputs[i] = dup.clone();
-            }
-            pi.remove(&init);
-            pi.insert(dup);
-        }
-    }
-
-    let mut planned: Vec<(Direction, Cause, String)> = Vec::new();
-    for input in session.graphs[gi].inputs.clone() {
-        if pi.contains(&input) && npi.contains(&input) {
-            planned.push((Direction::FromHost, Cause::GraphInput, input));
-        }
-    }
-    for v in &npo {
-        if pi.contains(v) {
-            planned.push((Direction::FromHost, Cause::HostOutput, v.clone()));
-        }
-    }
-    for v in &po {
-        if npi.contains(v) {
-            planned.push((Direction::ToHost, Cause::DeviceOutput, v.clone()));
-        }
-    }
-    if let Some((pg, pn)) = session.graphs[gi].parent {
-        for v in session.graphs[pg].nodes[pn].implicit_inputs.clone() {
-            if pi.contains(&v) && npi.contains(&v) {
-                planned.push((Direction::FromHost, Cause::OuterScope, v));
             }
         }
     }
@@ -239,6 +253,11 @@ fn graph_pass(
             }
         }
     }
+    let mut names = match names {
+        Some(names) => names,
+        None if planned.is_empty() => return,
+        None => NameGen::new(&session.graphs[gi]),
+    };
     for (direction, cause, value) in planned {
         let node_name = names.node("Memcpy");
         let new_value = names.value(&format!("{value}_CUDAExecutionProvider"));

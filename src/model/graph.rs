@@ -2,7 +2,7 @@
 //! outer-scope (implicit) inputs and a topological order.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 
 use super::load::LoadError;
 use super::proto::{GraphProto, TensorProto, TypeProto, type_proto};
@@ -141,14 +141,17 @@ impl Indexer<'_> {
             outputs: Vec::new(),
             initializers: Vec::new(),
             outer_inputs: Vec::new(),
-            scope: HashMap::with_capacity(
+            scope: rustc_hash::FxHashMap::with_capacity_and_hasher(
                 gp.node.len() * 2 + gp.input.len() + gp.initializer.len(),
+                Default::default(),
             ),
         });
 
         // Definitions first: a subgraph may read any value of this graph.
+        let init_names: rustc_hash::FxHashSet<&str> =
+            gp.initializer.iter().map(|t| t.name()).collect();
         for (i, vi) in gp.input.iter().enumerate() {
-            let is_init = gp.initializer.iter().any(|t| t.name() == vi.name());
+            let is_init = init_names.contains(vi.name());
             if is_init {
                 continue; // defined below, as an initializer that is also an input
             }

@@ -75,7 +75,7 @@ pub struct Graph {
     pub initializers: Vec<ValueId>,
     /// Values of enclosing graphs that this graph (or a graph nested in it) reads.
     pub outer_inputs: Vec<ValueId>,
-    scope: std::collections::HashMap<String, ValueId>,
+    scope: rustc_hash::FxHashMap<String, ValueId>,
 }
 
 impl Graph {

@@ -202,8 +202,13 @@ impl Session {
             parent,
             ..SGraph::default()
         };
+        let input_names: rustc_hash::FxHashSet<&str> = if ir4 {
+            g.input.iter().map(|i| i.name()).collect()
+        } else {
+            Default::default()
+        };
         for t in &g.initializer {
-            let overridable = ir4 && g.input.iter().any(|i| i.name() == t.name());
+            let overridable = ir4 && input_names.contains(t.name());
             graph
                 .initializers
                 .insert(t.name().to_string(), init_of(t, overridable));
@@ -283,23 +288,12 @@ impl Session {
     /// Names each subgraph reads from enclosing scopes; recorded on the parent node as its
     /// implicit inputs. Returns the outer names graph `gi` reads.
     pub fn compute_implicit_inputs(&mut self, gi: usize) -> Vec<String> {
-        let mut defined: rustc_hash::FxHashSet<String> =
-            self.graphs[gi].inputs.iter().cloned().collect();
-        defined.extend(self.graphs[gi].initializers.keys().cloned());
-        for n in &self.graphs[gi].nodes {
-            if !n.removed {
-                defined.extend(n.outputs.iter().filter(|o| !o.is_empty()).cloned());
-            }
-        }
-        let mut outer = Vec::new();
-        let mut seen = rustc_hash::FxHashSet::default();
-        let mut note = |name: &str, outer: &mut Vec<String>| {
-            if !name.is_empty() && !defined.contains(name) && seen.insert(name.to_string()) {
-                outer.push(name.to_string());
-            }
-        };
+        // Subgraphs first (they need `&mut self`), then one pass over this graph's names.
         for ni in 0..self.graphs[gi].nodes.len() {
-            if self.graphs[gi].nodes[ni].removed {
+            if self.graphs[gi].nodes[ni].removed || self.graphs[gi].nodes[ni].subgraphs.is_empty() {
+                if !self.graphs[gi].nodes[ni].removed {
+                    self.graphs[gi].nodes[ni].implicit_inputs = Vec::new();
+                }
                 continue;
             }
             let subs: Vec<usize> = self.graphs[gi].nodes[ni]
@@ -315,14 +309,34 @@ impl Session {
                     }
                 }
             }
-            let node = &self.graphs[gi].nodes[ni];
-            for name in node.inputs.iter().chain(&implicit) {
-                note(name, &mut outer);
-            }
             self.graphs[gi].nodes[ni].implicit_inputs = implicit;
         }
-        for name in &self.graphs[gi].outputs {
-            note(name, &mut outer);
+        let g = &self.graphs[gi];
+        let mut defined: rustc_hash::FxHashSet<&str> =
+            g.inputs.iter().map(String::as_str).collect();
+        defined.extend(g.initializers.keys().map(String::as_str));
+        for n in &g.nodes {
+            if !n.removed {
+                defined.extend(
+                    n.outputs
+                        .iter()
+                        .filter(|o| !o.is_empty())
+                        .map(String::as_str),
+                );
+            }
+        }
+        let mut outer = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+        let names = g
+            .nodes
+            .iter()
+            .filter(|n| !n.removed)
+            .flat_map(|n| n.inputs.iter().chain(&n.implicit_inputs))
+            .chain(&g.outputs);
+        for name in names {
+            if !name.is_empty() && !defined.contains(name.as_str()) && seen.insert(name.as_str()) {
+                outer.push(name.clone());
+            }
         }
         outer
     }

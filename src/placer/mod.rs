@@ -291,6 +291,8 @@ fn partition(
     decisions: &mut HashMap<(usize, usize), Decision>,
 ) {
     let versions = infer::domain_versions(session, table);
+    // One decision per node: size the map once instead of rehashing its large entries.
+    decisions.reserve(session.graphs.iter().map(|g| g.nodes.len()).sum());
     let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
     let mut cuda_kernel: HashMap<(usize, usize), KernelDef> = HashMap::default();
     let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();

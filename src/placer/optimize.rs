@@ -439,7 +439,21 @@ impl Optimizer<'_> {
 
     fn rules(&mut self, session: &mut Session, gi: usize, ni: usize, idx: &mut Index) -> bool {
         let node = &session.graphs[gi].nodes[ni];
-        if node.domain != "ai.onnx" {
+        // Only these ops have rules: skip the rest before cloning names.
+        let has_rule = matches!(
+            node.op.as_str(),
+            "Identity"
+                | "Dropout"
+                | "Cast"
+                | "Slice"
+                | "Expand"
+                | "Add"
+                | "Sub"
+                | "Mul"
+                | "Div"
+                | "Where"
+        );
+        if node.domain != "ai.onnx" || !has_rule {
             return false;
         }
         let input0 = node.inputs.first().cloned().unwrap_or_default();

@@ -1,5 +1,7 @@
 //! The tables embedded in the binary, sorted by version. `tests/it/tables.rs` checks this list
-//! against `kernel-tables/*.toml`, so a table cannot be added without being embedded.
+//! against `kernel-tables/*.toml`, so a table cannot be added without being embedded, and checks
+//! every `ort-<v>.bin` (the compact form that is decoded at run time, [`super::compact`])
+//! against its TOML.
 
 use super::Bundled;
 
@@ -9,6 +11,7 @@ macro_rules! release {
             $v,
             concat!("ort-", $v, ".toml"),
             include_str!(concat!("../../kernel-tables/ort-", $v, ".toml")),
+            include_bytes!(concat!("../../kernel-tables/ort-", $v, ".bin")),
         )
     };
 }

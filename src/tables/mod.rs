@@ -4,7 +4,8 @@
 //!
 //! The data lives in `kernel-tables/ort-<version>.toml`, one canonical file per release, generated
 //! by `tools/kernel-tables/generate.py` from ORT itself (see `kernel-tables/README.md`). The files
-//! are embedded with `include_str!` ([`embedded`]); a release's file is parsed the first time its
+//! are embedded with `include_str!` ([`embedded`]), each with its compact pre-parsed form
+//! (`ort-<version>.bin`, [`compact`]); a release's compact form is decoded the first time its
 //! [`Bundled::table`] is asked for, and only then.
 //!
 //! Invariants (checked by `tests/it/tables.rs`):
@@ -17,6 +18,7 @@
 //! Domains: ORT spells the ONNX domain `""`; tables and this API spell it `"ai.onnx"`, and every
 //! lookup accepts either.
 
+pub mod compact;
 mod embedded;
 pub mod format;
 
@@ -45,6 +47,8 @@ pub struct Bundled {
     pub file_name: &'static str,
     /// The embedded file.
     pub text: &'static str,
+    /// The embedded compact form of the parsed file (`ort-<version>.bin`, [`compact`]).
+    pub compact: &'static [u8],
     parsed: OnceLock<KernelTable>,
 }
 
@@ -53,20 +57,24 @@ impl Bundled {
         version: &'static str,
         file_name: &'static str,
         text: &'static str,
+        compact: &'static [u8],
     ) -> Self {
         Bundled {
             version,
             file_name,
             text,
+            compact,
             parsed: OnceLock::new(),
         }
     }
 
-    /// The parsed table, parsed on first use and cached for the life of the process.
+    /// The table, decoded from its compact form on first use and cached for the life of the
+    /// process. The compact form is the TOML parsed ahead of time (`tests/it/tables.rs` checks
+    /// that it is exactly that), so this is the same table as `format::parse(file_name, text)`.
     pub fn table(&'static self) -> &'static KernelTable {
         self.parsed.get_or_init(|| {
-            format::parse(self.file_name, self.text).expect(
-                "embedded kernel tables parse: tests/it/tables.rs checks every file under kernel-tables/",
+            compact::decode(self.compact).expect(
+                "embedded compact kernel tables decode: tests/it/tables.rs checks every kernel-tables/*.bin",
             )
         })
     }

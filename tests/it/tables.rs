@@ -533,3 +533,29 @@ fn cli_list_and_show() {
         Some("onnx_lint::tables::unknown_release".to_string())
     );
 }
+
+/// `kernel-tables/ort-<v>.bin` is the compact form of `ort-<v>.toml`, byte for byte, and decodes
+/// to a table that writes the TOML back exactly. `ONNX_LINT_BLESS=1` rewrites the `.bin` files.
+#[test]
+fn compact_tables_match_their_toml() {
+    let bless = std::env::var_os("ONNX_LINT_BLESS").is_some();
+    for b in tables::bundled() {
+        let parsed = tables::format::parse(b.file_name, b.text).expect("table parses");
+        let bytes = tables::compact::encode(&parsed);
+        let bin = format!("ort-{}.bin", b.version);
+        if bless {
+            std::fs::write(repo().join("kernel-tables").join(&bin), &bytes).expect("write .bin");
+            continue;
+        }
+        assert!(
+            bytes == b.compact,
+            "kernel-tables/{bin} is stale: regenerate it with `ONNX_LINT_BLESS=1 cargo test --test it tables`"
+        );
+        let decoded = tables::compact::decode(b.compact).expect("compact table decodes");
+        assert!(
+            tables::write(&decoded) == b.text,
+            "kernel-tables/{bin} does not decode to {}",
+            b.file_name
+        );
+    }
+}
