@@ -641,6 +641,7 @@ fn slice(data: &Tensor, plan: &[(i64, i64, i64)]) -> Option<Tensor> {
 }
 
 fn transpose(data: &Tensor, perm: &[usize]) -> Option<Tensor> {
+    let data_elem = data.elem;
     let d = udims(&data.dims)?;
     if perm.len() != d.len() {
         return None;
@@ -652,27 +653,34 @@ fn transpose(data: &Tensor, perm: &[usize]) -> Option<Tensor> {
         .collect::<Option<_>>()?;
     let n: usize = od.iter().product();
     // Source offset of every output element, in output order: an odometer over the output
-    // index (no division per element and dimension).
+    // index (no division per element and dimension), gathering as it goes.
     let step: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
-    let mut pick: Vec<usize> = Vec::with_capacity(n);
-    let mut idx = vec![0usize; od.len()];
-    let mut off = 0usize;
-    for _ in 0..n {
-        pick.push(off);
-        for k in (0..od.len()).rev() {
-            idx[k] += 1;
-            off += step[k];
-            if idx[k] < od[k] {
-                break;
+    fn gather<T: Copy>(v: &[T], n: usize, od: &[usize], step: &[usize]) -> Option<Vec<T>> {
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; od.len()];
+        let mut off = 0usize;
+        for _ in 0..n {
+            out.push(*v.get(off)?);
+            for k in (0..od.len()).rev() {
+                idx[k] += 1;
+                off += step[k];
+                if idx[k] < od[k] {
+                    break;
+                }
+                off -= step[k] * idx[k];
+                idx[k] = 0;
             }
-            off -= step[k] * idx[k];
-            idx[k] = 0;
         }
+        Some(out)
     }
+    let data = match &data.data {
+        Data::Int(v) => Data::Int(gather(v, n, &od, &step)?),
+        Data::Float(v) => Data::Float(gather(v, n, &od, &step)?),
+    };
     Some(Tensor {
-        elem: data.elem,
+        elem: data_elem,
         dims: od.iter().map(|&x| x as i64).collect(),
-        data: data.data.pick(&pick),
+        data,
     })
 }
 
