@@ -83,11 +83,14 @@ fn f16_to_f64(bits: u16) -> f64 {
     let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
     let exp = i32::from((bits >> 10) & 0x1f);
     let frac = f64::from(bits & 0x3ff);
+    // 2^k for k in -24..=15, built from its bits (exactly what `2f64.powi(k)` gives, without
+    // the call: this runs once per element of every float16 constant).
+    let pow2 = |k: i32| f64::from_bits(((1023 + k) as u64) << 52);
     match exp {
-        0 => sign * frac * 2f64.powi(-24),
+        0 => sign * frac * pow2(-24),
         31 if frac == 0.0 => sign * f64::INFINITY,
         31 => f64::NAN,
-        e => sign * (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
+        e => sign * (1.0 + frac / 1024.0) * pow2(e - 15),
     }
 }
 
@@ -641,6 +644,7 @@ fn slice(data: &Tensor, plan: &[(i64, i64, i64)]) -> Option<Tensor> {
 }
 
 fn transpose(data: &Tensor, perm: &[usize]) -> Option<Tensor> {
+    let data_elem = data.elem;
     let d = udims(&data.dims)?;
     if perm.len() != d.len() {
         return None;
@@ -652,27 +656,34 @@ fn transpose(data: &Tensor, perm: &[usize]) -> Option<Tensor> {
         .collect::<Option<_>>()?;
     let n: usize = od.iter().product();
     // Source offset of every output element, in output order: an odometer over the output
-    // index (no division per element and dimension).
+    // index (no division per element and dimension), gathering as it goes.
     let step: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
-    let mut pick: Vec<usize> = Vec::with_capacity(n);
-    let mut idx = vec![0usize; od.len()];
-    let mut off = 0usize;
-    for _ in 0..n {
-        pick.push(off);
-        for k in (0..od.len()).rev() {
-            idx[k] += 1;
-            off += step[k];
-            if idx[k] < od[k] {
-                break;
+    fn gather<T: Copy>(v: &[T], n: usize, od: &[usize], step: &[usize]) -> Option<Vec<T>> {
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; od.len()];
+        let mut off = 0usize;
+        for _ in 0..n {
+            out.push(*v.get(off)?);
+            for k in (0..od.len()).rev() {
+                idx[k] += 1;
+                off += step[k];
+                if idx[k] < od[k] {
+                    break;
+                }
+                off -= step[k] * idx[k];
+                idx[k] = 0;
             }
-            off -= step[k] * idx[k];
-            idx[k] = 0;
         }
+        Some(out)
     }
+    let data = match &data.data {
+        Data::Int(v) => Data::Int(gather(v, n, &od, &step)?),
+        Data::Float(v) => Data::Float(gather(v, n, &od, &step)?),
+    };
     Some(Tensor {
-        elem: data.elem,
+        elem: data_elem,
         dims: od.iter().map(|&x| x as i64).collect(),
-        data: data.data.pick(&pick),
+        data,
     })
 }
 
@@ -1220,6 +1231,23 @@ pub fn squeeze_dims(input: &[Option<i64>], axes: &[i64]) -> Option<Vec<Option<i6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn f16_decoding_matches_the_powi_formula_for_every_value() {
+        for bits in 0..=u16::MAX {
+            let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+            let exp = i32::from((bits >> 10) & 0x1f);
+            let frac = f64::from(bits & 0x3ff);
+            let want = match exp {
+                0 => sign * frac * 2f64.powi(-24),
+                31 if frac == 0.0 => sign * f64::INFINITY,
+                31 => f64::NAN,
+                e => sign * (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
+            };
+            let got = f16_to_f64(bits);
+            assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()));
+        }
+    }
 
     fn view<'a>(op: &'a str, since: i64, attrs: &'a [AttributeProto]) -> NodeView<'a> {
         NodeView {
