@@ -20,6 +20,18 @@ use crate::tables::Ep;
 
 const MS: &str = "com.microsoft";
 
+/// The ops some fusion starts from or needs.
+const TRIGGERS: &[&str] = &[
+    "MatMul",
+    "FusedMatMul",
+    "Erf",
+    "Gelu",
+    "LayerNormalization",
+    "Tanh",
+    "Sigmoid",
+    "Softmax",
+];
+
 /// ORT's `max_num_graph_transformation_steps`.
 const MAX_STEPS: usize = 10;
 
@@ -29,21 +41,46 @@ pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
         return;
     }
     for gi in 0..session.graphs.len() {
+        // Every fusion starts from one of these ops; most graphs can be skipped at once.
+        let g = &session.graphs[gi];
+        if !g
+            .live_nodes()
+            .any(|(_, n)| TRIGGERS.contains(&n.op.as_str()))
+        {
+            continue;
+        }
+        let layer_norms = g.live_nodes().any(|(_, n)| n.op == "LayerNormalization");
         let mut f = Fuser::new(session, gi);
-        if gi == 0 {
+        if gi == 0 && layer_norms {
             f.params = declared_params(model);
         }
         // ORT's transformer manager repeats the level's list while anything changed.
         for _ in 0..MAX_STEPS {
             let before = f.fused;
-            f.gelu(session);
-            f.matmul_transpose(session);
-            f.bias_gelu(session);
-            f.skip_layer_norm(session);
-            f.fast_gelu(session);
-            f.quick_gelu(session);
-            f.bias_softmax(session);
-            f.matmul_scale(session);
+            if f.has("Erf") {
+                f.gelu(session);
+            }
+            if f.has("Transpose") && (f.has("MatMul") || f.has("FusedMatMul")) {
+                f.matmul_transpose(session);
+            }
+            if f.has("Gelu") {
+                f.bias_gelu(session);
+            }
+            if f.has("LayerNormalization") {
+                f.skip_layer_norm(session);
+            }
+            if f.has("Tanh") {
+                f.fast_gelu(session);
+            }
+            if f.has("Sigmoid") {
+                f.quick_gelu(session);
+            }
+            if f.has("Softmax") {
+                f.bias_softmax(session);
+            }
+            if (f.has("MatMul") || f.has("FusedMatMul")) && (f.has("Mul") || f.has("Div")) {
+                f.matmul_scale(session);
+            }
             if f.fused == before {
                 break;
             }
@@ -53,18 +90,32 @@ pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
 }
 
 /// One graph's producer/consumer index and ORT's node-name generator.
+///
+/// Values are keyed by their name's hash (no string copies); every lookup checks the names
+/// of the nodes it finds, so a hash collision can only hide a fusion, never make a wrong one.
 struct Fuser {
     gi: usize,
-    producer: HashMap<String, usize>,
-    /// One entry per reading input slot (ORT's edges), implicit inputs included.
-    consumers: HashMap<String, Vec<usize>>,
+    producer: HashMap<u64, usize>,
+    /// Readers of each value: the head of a list in `links` (one entry per reading node,
+    /// implicit inputs included). Entries of removed nodes stay; lookups skip them.
+    consumers: HashMap<u64, u32>,
+    /// (node, next entry or `u32::MAX`).
+    links: Vec<(u32, u32)>,
     outputs: HashSet<String>,
-    /// Live node names with multiplicity, and names generated so far (`GenerateNodeName`).
-    names: HashMap<String, usize>,
+    /// Live node names with multiplicity (built on the first generated name), and names
+    /// generated so far (`GenerateNodeName`).
+    names: Option<HashMap<String, usize>>,
+    /// The visiting order of the passes: a topological order, fused nodes taking the place
+    /// of the node whose output they produce.
+    order: Vec<usize>,
+    /// Position of each node in `order` (`usize::MAX` for none).
+    pos: Vec<usize>,
     generated: HashSet<String>,
     counter: usize,
     /// Fusions made so far.
     fused: usize,
+    /// Live nodes per op type: a pass whose ops are absent is skipped.
+    ops: HashMap<String, usize>,
     /// Declared symbolic dims (`dim_param`) per value of the main graph.
     params: HashMap<String, Vec<Option<String>>>,
 }
@@ -76,29 +127,107 @@ impl Fuser {
             gi,
             producer: HashMap::default(),
             consumers: HashMap::default(),
+            links: Vec::new(),
             outputs: g.outputs.iter().cloned().collect(),
-            names: HashMap::default(),
+            names: None,
+            order: Vec::new(),
+            pos: Vec::new(),
             generated: g.generated_names.clone(),
             counter: g.name_counter,
             fused: 0,
+            ops: HashMap::default(),
             params: HashMap::default(),
         };
+        f.producer.reserve(g.nodes.len());
+        f.consumers.reserve(g.nodes.len());
+        f.links.reserve(2 * g.nodes.len());
         for (ni, n) in g.live_nodes() {
             f.register(ni, n);
+        }
+        // Exporters emit sorted graphs: then index order is a topological order.
+        let sorted = g.live_nodes().all(|(ni, n)| {
+            n.existing_inputs()
+                .all(|(_, i)| f.producer.get(&key(i)).is_none_or(|&p| p < ni))
+        });
+        f.order = if sorted {
+            g.live_nodes().map(|(ni, _)| ni).collect()
+        } else {
+            infer::topological_order(session, gi)
+        };
+        f.pos = vec![usize::MAX; g.nodes.len()];
+        for (k, &ni) in f.order.iter().enumerate() {
+            f.pos[ni] = k;
         }
         f
     }
 
     fn register(&mut self, ni: usize, n: &SNode) {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            self.producer.insert(o.clone(), ni);
+            self.producer.insert(key(o), ni);
         }
-        for i in n.inputs.iter().chain(&n.implicit_inputs) {
-            if !i.is_empty() {
-                self.consumers.entry(i.clone()).or_default().push(ni);
+        for (k, i) in n.inputs.iter().chain(&n.implicit_inputs).enumerate() {
+            // One entry per reading node, however many of its slots read the value.
+            if i.is_empty()
+                || n.inputs
+                    .iter()
+                    .chain(&n.implicit_inputs)
+                    .take(k)
+                    .any(|x| x == i)
+            {
+                continue;
+            }
+            let (Ok(node), Ok(at)) = (u32::try_from(ni), u32::try_from(self.links.len())) else {
+                continue;
+            };
+            let head = self.consumers.insert(key(i), at).unwrap_or(u32::MAX);
+            self.links.push((node, head));
+        }
+        if let Some(names) = self.names.as_mut() {
+            *names.entry(n.name.clone()).or_default() += 1;
+        }
+        match self.ops.get_mut(n.op.as_str()) {
+            Some(k) => *k += 1,
+            None => {
+                self.ops.insert(n.op.clone(), 1);
             }
         }
-        *self.names.entry(n.name.clone()).or_default() += 1;
+    }
+
+    fn has(&self, op: &str) -> bool {
+        self.ops.get(op).is_some_and(|&k| k > 0)
+    }
+
+    /// The nodes reading `value`, one entry per input slot.
+    fn readers<'s>(
+        &'s self,
+        session: &'s Session,
+        value: &'s str,
+    ) -> impl Iterator<Item = usize> + 's {
+        let g = &session.graphs[self.gi];
+        let mut at = self.consumers.get(&key(value)).copied().unwrap_or(u32::MAX);
+        std::iter::from_fn(move || {
+            let &(node, next) = self.links.get(at as usize)?;
+            at = next;
+            Some(node as usize)
+        })
+        .filter(move |&k| {
+            let n = &g.nodes[k];
+            !n.removed
+                && n.inputs
+                    .iter()
+                    .chain(&n.implicit_inputs)
+                    .any(|i| i == value)
+        })
+    }
+
+    /// The order of one pass: the nodes that exist when it starts.
+    fn pass_order(&self, session: &Session) -> Vec<usize> {
+        let g = &session.graphs[self.gi];
+        self.order
+            .iter()
+            .copied()
+            .filter(|&ni| !g.nodes[ni].removed)
+            .collect()
     }
 
     fn finish(self, session: &mut Session) {
@@ -108,9 +237,21 @@ impl Fuser {
     }
 
     /// `Graph::GenerateNodeName`: `base` unless a live node or an earlier generated name has it.
-    fn node_name(&mut self, base: &str) -> String {
-        let taken =
-            |f: &Fuser, n: &str| f.names.get(n).is_some_and(|&k| k > 0) || f.generated.contains(n);
+    fn node_name(&mut self, session: &Session, base: &str) -> String {
+        if self.names.is_none() {
+            let mut names: HashMap<String, usize> = HashMap::default();
+            for (_, n) in session.graphs[self.gi].live_nodes() {
+                *names.entry(n.name.clone()).or_default() += 1;
+            }
+            self.names = Some(names);
+        }
+        let taken = |f: &Fuser, n: &str| {
+            f.names
+                .as_ref()
+                .and_then(|m| m.get(n))
+                .is_some_and(|&k| k > 0)
+                || f.generated.contains(n)
+        };
         let mut name = base.to_string();
         while taken(self, &name) {
             name = format!("{base}_token_{}", self.counter);
@@ -123,19 +264,15 @@ impl Fuser {
     fn remove(&mut self, session: &mut Session, ni: usize) {
         let n = &mut session.graphs[self.gi].nodes[ni];
         n.removed = true;
-        for i in n.inputs.iter().chain(&n.implicit_inputs) {
-            if let Some(l) = self.consumers.get_mut(i)
-                && let Some(p) = l.iter().position(|&k| k == ni)
-            {
-                l.swap_remove(p);
-            }
-        }
         for o in &n.outputs {
-            if self.producer.get(o) == Some(&ni) {
-                self.producer.remove(o);
+            if self.producer.get(&key(o)) == Some(&ni) {
+                self.producer.remove(&key(o));
             }
         }
-        if let Some(k) = self.names.get_mut(&n.name) {
+        if let Some(k) = self.names.as_mut().and_then(|m| m.get_mut(&n.name)) {
+            *k = k.saturating_sub(1);
+        }
+        if let Some(k) = self.ops.get_mut(n.op.as_str()) {
             *k = k.saturating_sub(1);
         }
     }
@@ -150,18 +287,29 @@ impl Fuser {
 
     /// The live producer of `value` in this graph.
     fn producer_of(&self, session: &Session, value: &str) -> Option<usize> {
-        self.producer
-            .get(value)
-            .copied()
-            .filter(|&p| !session.graphs[self.gi].nodes[p].removed)
+        self.producer.get(&key(value)).copied().filter(|&p| {
+            let n = &session.graphs[self.gi].nodes[p];
+            !n.removed && n.outputs.iter().any(|o| o == value)
+        })
     }
 
     /// ORT's `GetOutputEdgesCount`: reading slots over all outputs.
-    fn out_edges(&self, n: &SNode) -> usize {
+    fn out_edges(&self, session: &Session, n: &SNode) -> usize {
         n.outputs
             .iter()
             .filter(|o| !o.is_empty())
-            .map(|o| self.consumers.get(o).map_or(0, Vec::len))
+            .map(|o| {
+                self.readers(session, o)
+                    .map(|k| {
+                        let r = &session.graphs[self.gi].nodes[k];
+                        r.inputs
+                            .iter()
+                            .chain(&r.implicit_inputs)
+                            .filter(|i| *i == o)
+                            .count()
+                    })
+                    .sum::<usize>()
+            })
             .sum()
     }
 
@@ -170,13 +318,13 @@ impl Fuser {
     }
 
     /// The only consumer of `n`'s outputs, when there is exactly one edge.
-    fn single_consumer(&self, n: &SNode) -> Option<usize> {
-        if self.out_edges(n) != 1 {
+    fn single_consumer(&self, session: &Session, n: &SNode) -> Option<usize> {
+        if self.out_edges(session, n) != 1 {
             return None;
         }
         n.outputs
             .iter()
-            .find_map(|o| self.consumers.get(o).and_then(|l| l.first().copied()))
+            .find_map(|o| self.readers(session, o).next())
     }
 
     /// Replaces `fused` nodes by `node`, which takes the provider of `anchor`.
@@ -196,15 +344,29 @@ impl Fuser {
             .find(|n| n.outputs.first() == node.outputs.first())
             .and_then(|n| n.origin)
             .or(g.nodes[anchor].origin);
+        let slot = fused
+            .iter()
+            .copied()
+            .find(|&k| g.nodes[k].outputs.first() == node.outputs.first())
+            .unwrap_or(anchor);
         self.fused += 1;
         for &k in fused {
             self.remove(session, k);
         }
-        self.add(session, node)
-    }
-
-    fn order(&self, session: &Session) -> Vec<usize> {
-        infer::topological_order(session, self.gi)
+        let new = self.add(session, node);
+        let p = self.pos.get(slot).copied().unwrap_or(usize::MAX);
+        if p < self.order.len() {
+            self.order[p] = new;
+        } else {
+            self.order.push(new);
+        }
+        self.pos.resize(new + 1, usize::MAX);
+        self.pos[new] = if p < self.order.len() {
+            p
+        } else {
+            self.order.len() - 1
+        };
+        new
     }
 
     // ------------------------------------------------------------------ MatMulScaleFusion
@@ -212,15 +374,34 @@ impl Fuser {
     /// `MatMul`/`FusedMatMul` with a leading or trailing multiplication (or division) by a
     /// constant scalar → `FusedMatMul` named `<matmul>/MatMulScaleFusion/`.
     fn matmul_scale(&mut self, session: &mut Session) {
-        for ni in self.order(session) {
+        // Only MatMuls next to a scale can fuse: find those first (a few hash lookups per
+        // scale instead of per MatMul), then visit them in the pass order.
+        let g = &session.graphs[self.gi];
+        let mut near: HashSet<usize> = HashSet::default();
+        for (_, sn) in g.live_nodes() {
+            if !(sn.op == "Mul" || sn.op == "Div") {
+                continue;
+            }
+            let Some(at) = scale_input(session, self.gi, sn) else {
+                continue;
+            };
+            near.extend(self.producer_of(session, &sn.inputs[1 - at]));
+            for o in &sn.outputs {
+                near.extend(self.readers(session, o));
+            }
+        }
+        if near.is_empty() {
+            return;
+        }
+        for ni in self.pass_order(session) {
             let n = &session.graphs[self.gi].nodes[ni];
-            if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) {
+            if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) || !near.contains(&ni) {
                 continue;
             }
             let is_matmul =
                 (n.domain == "ai.onnx" && n.op == "MatMul" && matches!(n.since, Some(9 | 13)))
                     || (n.domain == MS && n.op == "FusedMatMul");
-            if !is_matmul || !self.matmul_types_ok(session, n) {
+            if !is_matmul {
                 continue;
             }
             let ep = n.ep;
@@ -249,17 +430,17 @@ impl Fuser {
             // A trailing scale: the single consumer.
             let mut trailing: Option<usize> = None;
             if !self.produces_graph_output(n)
-                && let Some(c) = self.single_consumer(n)
+                && let Some(c) = self.single_consumer(session, n)
             {
                 let cn = &session.graphs[self.gi].nodes[c];
                 if cn.ep == ep && scale_input(session, self.gi, cn).is_some() {
                     trailing = Some(c);
                 }
             }
-            if leading.is_empty() && trailing.is_none() {
+            let n = &session.graphs[self.gi].nodes[ni];
+            if (leading.is_empty() && trailing.is_none()) || !self.matmul_types_ok(session, n) {
                 continue;
             }
-            let n = &session.graphs[self.gi].nodes[ni];
             let mut node = fused_node(n, "FusedMatMul");
             if n.op == "FusedMatMul" {
                 node.attrs = n.attrs.clone();
@@ -272,16 +453,13 @@ impl Fuser {
             if let Some(c) = trailing {
                 node.outputs = session.graphs[self.gi].nodes[c].outputs.clone();
             }
-            node.name = self.node_name(&format!("{}/MatMulScaleFusion/", n.name));
+            node.name = self.node_name(session, &format!("{}/MatMulScaleFusion/", n.name));
             let mut fused = vec![ni];
             for (slot, p, _) in &leading {
                 // The scale goes when the MatMul was its last reader.
                 let value = &session.graphs[self.gi].nodes[ni].inputs[*slot];
                 let pn = &session.graphs[self.gi].nodes[*p];
-                let readers = self
-                    .consumers
-                    .get(value)
-                    .map_or(0, |l| l.iter().filter(|&&k| k != ni).count());
+                let readers = self.readers(session, value).filter(|&k| k != ni).count();
                 if readers == 0 && !self.produces_graph_output(pn) && !fused.contains(p) {
                     fused.push(*p);
                 }
@@ -307,14 +485,14 @@ impl Fuser {
     /// A `Transpose` of the last two dims feeding `MatMul`/`FusedMatMul` → `FusedMatMul` with
     /// `transA`/`transB`, named `<matmul>/MatmulTransposeFusion/`.
     fn matmul_transpose(&mut self, session: &mut Session) {
-        for ni in self.order(session) {
+        for ni in self.pass_order(session) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) || n.inputs.len() < 2 {
                 continue;
             }
             let is_matmul = (n.domain == "ai.onnx" && n.op == "MatMul")
                 || (n.domain == MS && n.op == "FusedMatMul");
-            if !is_matmul || !self.matmul_types_ok(session, n) {
+            if !is_matmul {
                 continue;
             }
             let mut trans: [Option<usize>; 2] = [None, None];
@@ -343,7 +521,7 @@ impl Fuser {
                     *t = Some(p);
                 }
             }
-            if trans == [None, None] {
+            if trans == [None, None] || !self.matmul_types_ok(session, n) {
                 continue;
             }
             let mut node = fused_node(n, "FusedMatMul");
@@ -369,16 +547,13 @@ impl Fuser {
                         .first()
                         .cloned()
                         .unwrap_or_default();
-                    let readers = self
-                        .consumers
-                        .get(&value)
-                        .map_or(0, |l| l.iter().filter(|&&k| k != ni).count());
+                    let readers = self.readers(session, &value).filter(|&k| k != ni).count();
                     if readers == 0 && !fused.contains(&p) {
                         fused.push(p);
                     }
                 }
             }
-            node.name = self.node_name(&format!("{}/MatmulTransposeFusion/", n.name));
+            node.name = self.node_name(session, &format!("{}/MatmulTransposeFusion/", n.name));
             self.fuse(session, &fused, ni, node);
         }
     }
@@ -396,7 +571,10 @@ impl Fuser {
                 break;
             };
             let pn = &g.nodes[p];
-            if self.out_edges(pn) != 1 || self.produces_graph_output(pn) || pn.domain != "ai.onnx" {
+            if self.out_edges(session, pn) != 1
+                || self.produces_graph_output(pn)
+                || pn.domain != "ai.onnx"
+            {
                 break;
             }
             match pn.op.as_str() {
@@ -425,7 +603,7 @@ impl Fuser {
 
     /// The live single consumer of `n` when it is `op` on the same provider.
     fn next(&self, session: &Session, n: &SNode, op: &str) -> Option<usize> {
-        let c = self.single_consumer(n)?;
+        let c = self.single_consumer(session, n)?;
         let cn = &session.graphs[self.gi].nodes[c];
         (cn.domain == "ai.onnx" && cn.op == op && cn.ep == n.ep && !cn.removed).then_some(c)
     }
@@ -441,13 +619,12 @@ impl Fuser {
     /// (com.microsoft, named `Gelu`).
     fn gelu(&mut self, session: &mut Session) {
         let g = self.gi;
-        for ni in self.order(session) {
+        for ni in self.pass_order(session) {
             let n = &session.graphs[g].nodes[ni];
             if n.removed
                 || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
                 || n.domain != "ai.onnx"
                 || n.inputs.len() != 2
-                || !self.gelu_types_ok(session, n)
             {
                 continue;
             }
@@ -456,7 +633,7 @@ impl Fuser {
                 "Mul" => is_const(session, g, &n.inputs[1], std::f64::consts::FRAC_1_SQRT_2),
                 _ => false,
             };
-            if !scaled || self.out_edges(n) != 1 {
+            if !scaled || self.out_edges(session, n) != 1 || !self.gelu_types_ok(session, n) {
                 continue;
             }
             let x = n.inputs[0].clone();
@@ -464,7 +641,7 @@ impl Fuser {
                 continue;
             };
             let en = &session.graphs[g].nodes[erf];
-            if self.out_edges(en) != 1 {
+            if self.out_edges(session, en) != 1 {
                 continue;
             }
             let Some(add) = self.next(session, en, "Add") else {
@@ -472,7 +649,7 @@ impl Fuser {
             };
             let an = &session.graphs[g].nodes[add];
             let erf_out = &en.outputs[0];
-            if self.out_edges(an) != 1
+            if self.out_edges(session, an) != 1
                 || !an
                     .inputs
                     .iter()
@@ -480,7 +657,7 @@ impl Fuser {
             {
                 continue;
             }
-            let Some(mul) = self.single_consumer(an) else {
+            let Some(mul) = self.single_consumer(session, an) else {
                 continue;
             };
             let mn = &session.graphs[g].nodes[mul];
@@ -502,7 +679,9 @@ impl Fuser {
                 };
                 let m2n = &session.graphs[g].nodes[m2];
                 let mul_out = &mn.outputs[0];
-                if self.out_edges(mn) != 1 || !m2n.inputs.iter().any(|i| i != mul_out && half(i)) {
+                if self.out_edges(session, mn) != 1
+                    || !m2n.inputs.iter().any(|i| i != mul_out && half(i))
+                {
                     continue;
                 }
                 fused.extend([mul, m2]);
@@ -516,7 +695,7 @@ impl Fuser {
                 if pn.domain != "ai.onnx"
                     || pn.op != "Mul"
                     || pn.ep != n.ep
-                    || self.out_edges(pn) != 1
+                    || self.out_edges(session, pn) != 1
                     || pn.inputs.len() != 2
                     || !((pn.inputs[0] == x && half(&pn.inputs[1]))
                         || (pn.inputs[1] == x && half(&pn.inputs[0])))
@@ -530,7 +709,7 @@ impl Fuser {
             let mut node = fused_node(ln, "Gelu");
             node.inputs = vec![x];
             node.outputs = ln.outputs.clone();
-            node.name = self.node_name("Gelu");
+            node.name = self.node_name(session, "Gelu");
             self.fuse(session, &fused, ni, node);
         }
     }
@@ -538,7 +717,7 @@ impl Fuser {
     /// `Add(x, bias)` (1-D bias over the last dim) → `Gelu` → `BiasGelu`, named `BiasGelu`.
     fn bias_gelu(&mut self, session: &mut Session) {
         let g = self.gi;
-        for ni in self.order(session) {
+        for ni in self.pass_order(session) {
             let n = &session.graphs[g].nodes[ni];
             if n.removed
                 || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
@@ -569,7 +748,7 @@ impl Fuser {
                 (Some(Some(d)), Some(e)) if *d == e => {}
                 _ => continue,
             }
-            let Some(c) = self.single_consumer(n) else {
+            let Some(c) = self.single_consumer(session, n) else {
                 continue;
             };
             let cn = &session.graphs[g].nodes[c];
@@ -582,7 +761,7 @@ impl Fuser {
             }
             let mut node = fused_node(n, "BiasGelu");
             node.outputs = cn.outputs.clone();
-            node.name = self.node_name("BiasGelu");
+            node.name = self.node_name(session, "BiasGelu");
             self.fuse(session, &[ni, c], ni, node);
         }
     }
@@ -596,7 +775,7 @@ impl Fuser {
         let is_add = |n: &SNode| {
             n.domain == "ai.onnx" && n.op == "Add" && matches!(n.since, Some(7 | 13 | 14))
         };
-        for ni in self.order(session) {
+        for ni in self.pass_order(session) {
             let ln = &session.graphs[g].nodes[ni];
             if ln.removed
                 || !matches!(ln.ep, Some(Ep::Cuda | Ep::Cpu))
@@ -615,7 +794,7 @@ impl Fuser {
             if !is_add(add1)
                 || add1.ep != ln.ep
                 || add1.inputs.len() != 2
-                || self.out_edges(add1) != 1
+                || self.out_edges(session, add1) != 1
                 || self.produces_graph_output(add1)
                 || !self.gelu_types_ok(session, add1)
                 || !self.same_dims_3d(session, &add1.inputs[0], &add1.inputs[1])
@@ -632,7 +811,7 @@ impl Fuser {
                 if !is_add(add2)
                     || add2.ep != ln.ep
                     || add2.inputs.len() != 2
-                    || self.out_edges(add2) != 1
+                    || self.out_edges(session, add2) != 1
                     || self.produces_graph_output(add2)
                     || !self.gelu_types_ok(session, add2)
                 {
@@ -672,7 +851,7 @@ impl Fuser {
             }
             node.outputs = vec![ln.outputs.first().cloned().unwrap_or_default()];
             fused.push(ni);
-            node.name = self.node_name("SkipLayerNormalization");
+            node.name = self.node_name(session, "SkipLayerNormalization");
             self.fuse(session, &fused, ni, node);
         }
     }
@@ -720,7 +899,7 @@ impl Fuser {
         (pn.domain == "ai.onnx"
             && pn.op == op
             && pn.ep == ep
-            && self.out_edges(pn) == 1
+            && self.out_edges(session, pn) == 1
             && !self.produces_graph_output(pn))
         .then_some(p)
     }
@@ -729,13 +908,13 @@ impl Fuser {
     fn fast_gelu(&mut self, session: &mut Session) {
         const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
         let g = self.gi;
-        for ni in self.order(session) {
+        for ni in self.pass_order(session) {
             let t = &session.graphs[g].nodes[ni];
             if t.removed
                 || !matches!(t.ep, Some(Ep::Cuda | Ep::Cpu))
                 || t.domain != "ai.onnx"
                 || t.op != "Tanh"
-                || self.out_edges(t) != 1
+                || self.out_edges(session, t) != 1
                 || self.produces_graph_output(t)
                 || !self.gelu_types_ok(session, t)
             {
@@ -796,7 +975,7 @@ impl Fuser {
             let a2n = &session.graphs[g].nodes[a2];
             let t_out = &t.outputs[0];
             if !Self::other_input(a2n, t_out).is_some_and(|o| is_const(session, g, o, 1.0))
-                || self.out_edges(a2n) != 1
+                || self.out_edges(session, a2n) != 1
                 || self.produces_graph_output(a2n)
             {
                 continue;
@@ -816,7 +995,7 @@ impl Fuser {
                     continue;
                 };
                 let m5n = &session.graphs[g].nodes[m5];
-                if self.out_edges(m4n) != 1
+                if self.out_edges(session, m4n) != 1
                     || self.produces_graph_output(m4n)
                     || !Self::other_input(m5n, &m4n.outputs[0]).is_some_and(half)
                 {
@@ -842,7 +1021,7 @@ impl Fuser {
             let mut node = fused_node(ln, "FastGelu");
             node.inputs = vec![x];
             node.outputs = ln.outputs.clone();
-            node.name = self.node_name("GPT2Gelu");
+            node.name = self.node_name(session, "GPT2Gelu");
             self.fuse(session, &fused, ni, node);
         }
     }
@@ -875,7 +1054,7 @@ impl Fuser {
         let is = |n: &SNode, op: &str, versions: &[i64]| {
             n.domain == "ai.onnx" && n.op == op && n.since.is_some_and(|v| versions.contains(&v))
         };
-        for ni in self.order(session) {
+        for ni in self.pass_order(session) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed || !ok_ep(n) {
                 continue;
@@ -884,7 +1063,7 @@ impl Fuser {
             let mut input: Option<String> = None;
             let mut sigmoid = ni;
             if is(n, "Mul", &[7, 13, 14])
-                && self.out_edges(n) == 1
+                && self.out_edges(session, n) == 1
                 && !self.produces_graph_output(n)
                 && n.inputs.len() == 2
             {
@@ -899,7 +1078,7 @@ impl Fuser {
                     {
                         input = Some(n.inputs[1 - i].clone());
                         fused.push(ni);
-                        match self.single_consumer(n) {
+                        match self.single_consumer(session, n) {
                             Some(c) => sigmoid = c,
                             None => input = None,
                         }
@@ -913,14 +1092,14 @@ impl Fuser {
             let s = &session.graphs[self.gi].nodes[sigmoid];
             if !is(s, "Sigmoid", &[6, 13])
                 || !ok_ep(s)
-                || self.out_edges(s) != 1
+                || self.out_edges(session, s) != 1
                 || self.produces_graph_output(s)
             {
                 continue;
             }
             fused.push(sigmoid);
             let input = input.unwrap_or_else(|| s.inputs.first().cloned().unwrap_or_default());
-            let Some(m) = self.single_consumer(s) else {
+            let Some(m) = self.single_consumer(session, s) else {
                 continue;
             };
             let mn = &session.graphs[self.gi].nodes[m];
@@ -942,7 +1121,7 @@ impl Fuser {
             node.inputs = vec![input];
             node.outputs = vec![mn.outputs.first().cloned().unwrap_or_default()];
             node.attrs = vec![float_attr("alpha")];
-            node.name = self.node_name(&format!("{}/QuickGeluFusion/", mn.name));
+            node.name = self.node_name(session, &format!("{}/QuickGeluFusion/", mn.name));
             self.fuse(session, &fused, ni, node);
         }
     }
@@ -952,7 +1131,7 @@ impl Fuser {
     /// `Softmax(Add(input, bias))` on CUDA → `BiasSoftmax` (named `BiasSoftmax`), when the
     /// bias broadcasts over leading dims only and the Softmax reduces the trailing dims.
     fn bias_softmax(&mut self, session: &mut Session) {
-        for ni in self.order(session) {
+        for ni in self.pass_order(session) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed
                 || n.ep != Some(Ep::Cuda)
@@ -960,15 +1139,10 @@ impl Fuser {
                 || n.op != "Add"
                 || !matches!(n.since, Some(7 | 13 | 14))
                 || n.inputs.len() != 2
-                || self.produces_graph_output(n)
-                || !n.inputs.iter().all(|i| {
-                    matches!(session.type_of(self.gi, i), Some(Type::Tensor(t))
-                        if [D::Float, D::Float16, D::Double].iter().any(|d| *d as i32 == *t))
-                })
             {
                 continue;
             }
-            let Some(sm) = self.single_consumer(n) else {
+            let Some(sm) = self.single_consumer(session, n) else {
                 continue;
             };
             let s = &session.graphs[self.gi].nodes[sm];
@@ -976,6 +1150,11 @@ impl Fuser {
                 || s.op != "Softmax"
                 || s.ep != Some(Ep::Cuda)
                 || !matches!(s.since, Some(1 | 11 | 13))
+                || self.produces_graph_output(n)
+                || !n.inputs.iter().all(|i| {
+                    matches!(session.type_of(self.gi, i), Some(Type::Tensor(t))
+                        if [D::Float, D::Float16, D::Double].iter().any(|d| *d as i32 == *t))
+                })
             {
                 continue;
             }
@@ -1005,7 +1184,7 @@ impl Fuser {
             node.inputs = n.inputs.clone();
             node.outputs = vec![s.outputs.first().cloned().unwrap_or_default()];
             node.attrs = vec![int_attr("axis", axis), int_attr("is_inner_broadcast", 0)];
-            node.name = self.node_name("BiasSoftmax");
+            node.name = self.node_name(session, "BiasSoftmax");
             self.fuse(session, &[ni, sm], ni, node);
         }
     }
@@ -1081,6 +1260,14 @@ fn scale_input(session: &Session, gi: usize, n: &SNode) -> Option<usize> {
                 .any(|d| *d as i32 == init.elem)
         })
     })
+}
+
+/// The index key of a value name.
+fn key(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    name.hash(&mut h);
+    h.finish()
 }
 
 /// The `dim_param`s declared for the main graph's values (inputs, outputs, value_info).
