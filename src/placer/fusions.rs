@@ -661,7 +661,12 @@ impl Fuser {
                 continue;
             };
             let mn = &session.graphs[g].nodes[mul];
-            if mn.domain != "ai.onnx" || mn.op != "Mul" || mn.ep != n.ep || mn.inputs.len() != 2 {
+            if mn.domain != "ai.onnx"
+                || mn.op != "Mul"
+                || mn.ep != n.ep
+                || mn.inputs.len() != 2
+                || mn.outputs.is_empty()
+            {
                 continue;
             }
             let add_out = &an.outputs[0];
@@ -921,7 +926,11 @@ impl Fuser {
                 continue;
             }
             let ep = t.ep;
-            let Some(m3) = self.single_use_producer(session, &t.inputs[0], "Mul", ep) else {
+            let Some(m3) = t
+                .inputs
+                .first()
+                .and_then(|i| self.single_use_producer(session, i, "Mul", ep))
+            else {
                 continue;
             };
             let m3n = &session.graphs[g].nodes[m3];
@@ -929,7 +938,7 @@ impl Fuser {
                 .inputs
                 .iter()
                 .position(|i| is_const(session, g, i, SQRT_2_OVER_PI))
-                .map(|k| m3n.inputs[1 - k.min(1)].clone())
+                .and_then(|k| m3n.inputs.get(1 - k.min(1)).cloned())
             else {
                 continue;
             };
