@@ -512,16 +512,7 @@ fn human_text(a: &Analysis) -> String {
         text.push_str(rendered.trim_end());
         text.push_str("\n\n");
     }
-    let deny = a
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Deny)
-        .count();
-    let warn = a
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Warn)
-        .count();
+    let (deny, warn) = severity_counts(&a.findings);
     text.push_str(&summary_line(&a.model));
     text.push('\n');
     text.push_str(&format!(
@@ -553,16 +544,7 @@ pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
         .then(|| crate::model::text::print_model(&a.model.proto));
     let s = a.model.stats();
     let p = &a.placement;
-    let deny = a
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Deny)
-        .count();
-    let warn = a
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Warn)
-        .count();
+    let (deny, warn) = severity_counts(&a.findings);
     let placement = super::place::placement_json(&a.model.path.display().to_string(), p);
     json!({
         "model": a.model.path.display().to_string(),
@@ -644,4 +626,10 @@ pub fn summary_line(m: &Model) -> String {
 fn release_error(e: &tables::TableError) -> String {
     let bundled: Vec<&str> = tables::bundled().iter().map(|b| b.version).collect();
     format!("{e}; bundled releases: {}", bundled.join(", "))
+}
+
+/// Findings at deny and at warn level.
+fn severity_counts(findings: &[Finding]) -> (usize, usize) {
+    let count = |level| findings.iter().filter(|f| f.severity == level).count();
+    (count(Severity::Deny), count(Severity::Warn))
 }

@@ -121,16 +121,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         {
             continue;
         }
-        let values: HashSet<&str> = chain
-            .iter()
-            .flat_map(|&c| s.graphs[gi].nodes[c].outputs.iter().map(String::as_str))
-            .collect();
-        let copies = cx
-            .placement
-            .copies
-            .iter()
-            .filter(|c| c.graph == gi && values.contains(c.value.as_str()))
-            .count();
+        let copies = crate::rules::copies_of_chain(cx, gi, &chain);
         let on_cpu = chain
             .iter()
             .filter(|&&c| s.graphs[gi].nodes[c].ep == Some(Ep::Cpu))

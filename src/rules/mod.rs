@@ -16,7 +16,7 @@ mod registration_gap;
 mod shape_fed_reshape;
 mod unsupported_opset;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diagnostics::{Finding, Severity, ValueLabel};
 use crate::model::{Model, NodeId};
@@ -312,6 +312,20 @@ pub fn in_topological_order(s: &Session, gi: usize, nodes: &mut [usize]) {
     let order = crate::infer::topological_order(s, gi);
     let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(p, &n)| (n, p)).collect();
     nodes.sort_by_key(|n| pos.get(n).copied().unwrap_or(usize::MAX));
+}
+
+/// Copies (of graph `gi`) of values that the nodes of `chain` produce.
+pub fn copies_of_chain(cx: &Context, gi: usize, chain: &[usize]) -> usize {
+    let g = &cx.session().graphs[gi];
+    let values: HashSet<&str> = chain
+        .iter()
+        .flat_map(|&c| g.nodes[c].outputs.iter().map(String::as_str))
+        .collect();
+    cx.placement
+        .copies
+        .iter()
+        .filter(|c| c.graph == gi && values.contains(c.value.as_str()))
+        .count()
 }
 
 /// Copy nodes that feed node `ni` or read its outputs.
