@@ -186,16 +186,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
     // Partition; inline function nodes nobody took; repeat while anything was inlined.
     for _round in 0..MAX_INLINE_ROUNDS {
         partition(&mut session, table, options, &mut placement.decisions);
-        let unassigned: Vec<(usize, usize)> = session
-            .graphs
-            .iter()
-            .enumerate()
-            .flat_map(|(gi, g)| {
-                g.live_nodes()
-                    .filter(|(_, n)| n.ep.is_none())
-                    .map(move |(ni, _)| (gi, ni))
-            })
-            .collect();
+        let unassigned: Vec<(usize, usize)> = unassigned_nodes(&session).collect();
         let mut inlined = false;
         for (gi, ni) in unassigned {
             if functions::inline(&mut session, table, gi, ni) {
@@ -224,16 +215,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
             );
         }
     }
-    let unassigned = session
-        .graphs
-        .iter()
-        .enumerate()
-        .flat_map(|(gi, g)| {
-            g.live_nodes()
-                .filter(|(_, n)| n.ep.is_none())
-                .map(move |(ni, _)| (gi, ni))
-        })
-        .min();
+    let unassigned = unassigned_nodes(&session).min();
     if let Some((gi, ni)) = unassigned {
         let n = &session.graphs[gi].nodes[ni];
         placement.outcome = Outcome::NoKernel(format!(
@@ -248,6 +230,15 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
     }
     placement.session = session;
     placement
+}
+
+/// Live nodes (graph, node) that no provider has taken.
+fn unassigned_nodes(session: &Session) -> impl Iterator<Item = (usize, usize)> + '_ {
+    session.graphs.iter().enumerate().flat_map(|(gi, g)| {
+        g.live_nodes()
+            .filter(|(_, n)| n.ep.is_none())
+            .map(move |(ni, _)| (gi, ni))
+    })
 }
 
 /// A domain imported at a version above what the release accepts fails the load (§2.1).
