@@ -484,7 +484,7 @@ pub fn prediction_line(p: &Placement) -> String {
             p.copies.len(),
             if p.copies.len() == 1 { "y" } else { "ies" }
         ),
-        Outcome::LoadFail(e) | Outcome::NoKernel(e) => format!(
+        Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::InitFail(e) => format!(
             "ORT {} ({}): session creation fails: {e}",
             p.ort,
             p.level.name()

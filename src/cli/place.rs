@@ -112,11 +112,13 @@ fn node_placements(p: &Placement) -> Vec<(&str, Ep)> {
 pub fn placement_json(model: &str, p: &Placement) -> Value {
     let (session, error) = match &p.outcome {
         Outcome::Ok => ("ok", Value::Null),
-        Outcome::LoadFail(e) | Outcome::NoKernel(e) => ("fail", Value::String(e.clone())),
+        Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::InitFail(e) => {
+            ("fail", Value::String(e.clone()))
+        }
     };
     let mut placement = Map::new();
     let mut all_nodes_on = Value::Null;
-    if p.outcome == Outcome::Ok {
+    if p.outcome.placed() {
         let nodes = node_placements(p);
         let first = nodes.first().map(|(_, ep)| *ep);
         if let Some(ep) = first.filter(|ep| nodes.iter().all(|(_, e)| e == ep)) {
@@ -154,6 +156,8 @@ pub fn placement_human(model: &str, p: &Placement) -> String {
             s += &format!(": session creation fails\n  {e}\n");
             return s;
         }
+        // Nodes are placed and copies inserted before the kernel refuses its node.
+        Outcome::InitFail(e) => s += &format!(": session creation fails after placement\n  {e}\n"),
     }
     for (gi, g) in p.session.graphs.iter().enumerate() {
         let (mut cuda, mut cpu, mut inserted) = (0, 0, 0);

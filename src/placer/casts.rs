@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::placer::ir::{SGraph, SNode, Session};
-use crate::tables::Ep;
+use crate::tables::{Ep, KernelTable};
 
 const FLOAT16: i32 = D::Float16 as i32;
 const FLOAT: i32 = D::Float as i32;
@@ -54,7 +54,7 @@ fn edges(g: &SGraph) -> Edges {
 
 /// Runs both transformers over the main graph and every subgraph. Returns the nodes (graph,
 /// node) that were moved to the CPU in float32.
-pub fn run(session: &mut Session) -> Vec<(usize, usize)> {
+pub fn run(session: &mut Session, table: &KernelTable) -> Vec<(usize, usize)> {
     let mut moved = Vec::new();
     if session.graphs.is_empty() {
         return moved;
@@ -66,30 +66,46 @@ pub fn run(session: &mut Session) -> Vec<(usize, usize)> {
         .any(|g| g.live_nodes().any(|(_, n)| n.ep.is_none()));
     if any_unassigned {
         let mut updates: HashMap<String, String> = HashMap::default();
-        insert_casts(session, 0, &mut updates, &mut moved);
+        let versions = crate::infer::domain_versions(session, table);
+        let cx = Cx { table, versions };
+        insert_casts(session, &cx, 0, &mut updates, &mut moved);
     }
     remove_duplicate_casts(session, 0);
     moved
 }
 
+/// The release's kernels and the model's opsets, for `IsIsolatedFp16NodeOnCpu`'s lookup of an
+/// fp32 CPU kernel.
+struct Cx<'t> {
+    table: &'t KernelTable,
+    versions: HashMap<String, i64>,
+}
+
+/// `NodeNeedsInputCastToFp32`: unassigned, with an fp16 input.
 fn needs_input_cast(s: &Session, gi: usize, n: &SNode) -> bool {
     n.ep.is_none() && n.inputs.iter().any(|i| is_fp16(s, gi, i))
 }
 
+/// `NeedInsertCast`: an unassigned node without subgraphs gets a Cast on each fp16 input.
+fn need_insert_cast(s: &Session, gi: usize, n: &SNode, input: &str) -> bool {
+    n.ep.is_none() && n.subgraphs.is_empty() && is_fp16(s, gi, input)
+}
+
 fn insert_casts(
     session: &mut Session,
+    cx: &Cx<'_>,
     gi: usize,
     updates: &mut HashMap<String, String>,
     moved: &mut Vec<(usize, usize)>,
 ) {
-    force_single_node_fp32(session, gi);
+    force_single_node_fp32(session, cx, gi);
     for ni in crate::infer::topological_order(session, gi) {
         let node = &session.graphs[gi].nodes[ni];
         let mut replacements: Vec<(String, String, bool)> = Vec::new();
         let mut casted = false;
-        if node.ep.is_none() {
+        {
             for input in node.inputs.clone() {
-                if !is_fp16(session, gi, &input) {
+                if !need_insert_cast(session, gi, &session.graphs[gi].nodes[ni], &input) {
                     continue;
                 }
                 casted = true;
@@ -132,7 +148,7 @@ fn insert_casts(
             .map(|(_, s)| *s)
             .collect();
         for sg in subs {
-            insert_casts(session, sg, updates, moved);
+            insert_casts(session, cx, sg, updates, moved);
         }
     }
 }
@@ -140,7 +156,7 @@ fn insert_casts(
 /// Adds a CPU Cast for `value`: on an input, fp16 → float producing a new value; on an output,
 /// float (new value) → fp16 producing `value`. Returns the new value's name.
 fn add_cast(session: &mut Session, gi: usize, value: &str, on_input: bool) -> String {
-    let name = session.graphs[gi].generate_node_name(&format!("InsertedCast_{value}"));
+    let name = session.graphs[gi].generate_node_name(&format!("InsertedPrecisionFreeCast_{value}"));
     let (input, output, to) = if on_input {
         (value.to_string(), name.clone(), FLOAT)
     } else {
@@ -173,84 +189,198 @@ fn add_cast(session: &mut Session, gi: usize, value: &str, on_input: bool) -> St
     name
 }
 
-/// `ForceSingleNodeCPUFloat16ToFloat32`: a CPU node whose fp16 inputs all come from nodes that
-/// will be cast, and that has an fp16 output edge, is unassigned so that it is cast too.
-fn force_single_node_fp32(session: &mut Session, gi: usize) {
-    if session.graphs[gi].live_nodes().count() <= 1 {
-        return;
-    }
+/// `ForceSingleNodeCPUFloat16ToFloat32`: every node for which `IsIsolatedFp16NodeOnCpu` holds is
+/// unassigned, in node order, so that it is cast to fp32 with its neighbours.
+fn force_single_node_fp32(session: &mut Session, cx: &Cx<'_>, gi: usize) {
     let e = edges(&session.graphs[gi]);
     let graph_outputs: HashSet<String> = session.graphs[gi].outputs.iter().cloned().collect();
     let indices: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
     for ni in indices {
-        let g = &session.graphs[gi];
-        let node = &g.nodes[ni];
-        let input_edges: Vec<(usize, usize)> = node
-            .inputs
-            .iter()
-            .enumerate()
-            .filter_map(|(k, name)| e.producer.get(name).map(|&p| (p, k)))
-            .chain(
-                node.implicit_inputs
-                    .iter()
-                    .filter_map(|name| e.producer.get(name).map(|&p| (p, usize::MAX))),
-            )
-            .collect();
-        if input_edges.is_empty()
-            || !node.subgraphs.is_empty()
-            || node.outputs.iter().any(|o| graph_outputs.contains(o))
-            || node.ep != Some(Ep::Cpu)
-        {
-            continue;
-        }
-        let fp16_inputs = node
-            .inputs
-            .iter()
-            .filter(|i| is_fp16(session, gi, i))
-            .count();
-        if fp16_inputs == 0 {
-            continue;
-        }
-        let mut fp16_edges = 0;
-        for (p, k) in &input_edges {
-            let Some(name) = node.inputs.get(*k) else {
-                continue;
-            };
-            if is_fp16(session, gi, name) {
-                if !needs_input_cast(session, gi, &g.nodes[*p]) {
-                    break;
-                }
-                fp16_edges += 1;
-            }
-        }
-        if fp16_inputs != fp16_edges {
-            continue;
-        }
-        let has_fp16_output_edge = node
-            .outputs
-            .iter()
-            .filter(|o| is_fp16(session, gi, o))
-            .any(|o| e.consumers.get(o).is_some_and(|c| !c.is_empty()));
-        if has_fp16_output_edge {
+        if isolated_fp16_node_on_cpu(session, cx, gi, ni, &e, &graph_outputs) {
             session.graphs[gi].nodes[ni].ep = None;
         }
     }
 }
 
-/// Element type group of `RemoveDuplicateCastTransformer`: bool 0, integer 1, float 2.
-fn type_group(t: Option<&Type>) -> Option<u8> {
+/// `IsIsolatedFp16NodeOnCpu`: a CPU node with input edges, no subgraph and no graph output, whose
+/// fp16 inputs (the first argument of each type-constrained formal input) all come from nodes
+/// that will be cast, which has an fp16 output whose consumers will all be cast, and for which
+/// the CPU registers a kernel with those fp16 types replaced by float.
+fn isolated_fp16_node_on_cpu(
+    session: &Session,
+    cx: &Cx<'_>,
+    gi: usize,
+    ni: usize,
+    e: &Edges,
+    graph_outputs: &HashSet<String>,
+) -> bool {
+    let g = &session.graphs[gi];
+    let node = &g.nodes[ni];
+    let has_input_edge = node
+        .inputs
+        .iter()
+        .chain(&node.implicit_inputs)
+        .any(|name| e.producer.contains_key(name));
+    if !has_input_edge
+        || !node.subgraphs.is_empty()
+        || node.outputs.iter().any(|o| graph_outputs.contains(o))
+        || node.ep != Some(Ep::Cpu)
+    {
+        return false;
+    }
+    let Ok(schema) = crate::infer::resolve_schema(cx.table, &cx.versions, &node.domain, &node.op)
+    else {
+        return false;
+    };
+    let Some(since) = node.since else {
+        return false;
+    };
+    let mut constraint_types: Vec<(String, String)> = Vec::new();
+    let mut bind = |key: &str, ty: String| match constraint_types.iter_mut().find(|(k, _)| k == key)
+    {
+        Some(slot) => slot.1 = ty,
+        None => constraint_types.push((key.to_string(), ty)),
+    };
+    let float = Type::Tensor(FLOAT).to_string();
+    let mut fp16_inputs: Vec<usize> = Vec::new();
+    let positions = crate::infer::formal_input_positions(schema, node.inputs.len());
+    for (k, formal) in schema.inputs.iter().enumerate() {
+        if schema.allowed(&formal.type_str).is_none() {
+            continue;
+        }
+        let Some(range) = positions.get(k) else {
+            continue;
+        };
+        // ORT looks at the first actual argument of the formal parameter only.
+        let Some(idx) = range.clone().next() else {
+            continue;
+        };
+        let name = &node.inputs[idx];
+        if name.is_empty() {
+            continue;
+        }
+        if is_fp16(session, gi, name) {
+            fp16_inputs.push(idx);
+            bind(&formal.type_str, float.clone());
+        } else if let Some(t) = session.type_of(gi, name) {
+            bind(&formal.type_str, t.to_string());
+        }
+    }
+    if fp16_inputs.is_empty() {
+        return false;
+    }
+    for &idx in &fp16_inputs {
+        if let Some(&p) = e.producer.get(&node.inputs[idx])
+            && !needs_input_cast(session, gi, &g.nodes[p])
+        {
+            return false;
+        }
+    }
+    let mut fp16_outputs: Vec<usize> = Vec::new();
+    for (k, formal) in schema.outputs.iter().enumerate() {
+        if schema.allowed(&formal.type_str).is_none() {
+            continue;
+        }
+        let Some(name) = node.outputs.get(k).filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        if is_fp16(session, gi, name) {
+            fp16_outputs.push(k);
+            bind(&formal.type_str, float.clone());
+        } else if let Some(t) = session.type_of(gi, name) {
+            bind(&formal.type_str, t.to_string());
+        }
+    }
+    if fp16_outputs.is_empty() {
+        return false;
+    }
+    for &k in &fp16_outputs {
+        let consumers = e.consumers.get(&node.outputs[k]);
+        for &(c, _) in consumers.into_iter().flatten() {
+            if !needs_input_cast(session, gi, &g.nodes[c]) {
+                return false;
+            }
+        }
+    }
+    // `KernelRegistry::TryFindKernel` with a type map: every bound constraint must be a
+    // constraint of the kernel and allow the bound type.
+    cx.table
+        .kernels(Ep::Cpu, &node.domain, &node.op)
+        .iter()
+        .filter(|kd| kd.matches_since(since))
+        .any(|kd| {
+            constraint_types.iter().all(|(name, ty)| {
+                kd.types
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .is_some_and(|(_, allowed)| allowed.contains(ty))
+            })
+        })
+}
+
+/// Element type group of `RemoveDuplicateCastTransformer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Group {
+    Bool,
+    Integer,
+    Unsigned,
+    Float,
+}
+
+fn elem(t: Option<&Type>) -> Option<D> {
     let Some(Type::Tensor(e)) = t else {
         return None;
     };
-    let e = D::try_from(*e).ok()?;
-    match e {
-        D::Bool => Some(0),
-        D::Int16 | D::Int32 | D::Int64 | D::Int8 | D::Uint16 | D::Uint32 | D::Uint64 | D::Uint8 => {
-            Some(1)
-        }
-        D::Bfloat16 | D::Double | D::Float | D::Float16 => Some(2),
+    D::try_from(*e).ok()
+}
+
+fn type_group(t: Option<&Type>) -> Option<Group> {
+    match elem(t)? {
+        D::Bool => Some(Group::Bool),
+        D::Int16 | D::Int32 | D::Int64 | D::Int8 => Some(Group::Integer),
+        D::Uint16 | D::Uint32 | D::Uint64 | D::Uint8 => Some(Group::Unsigned),
+        D::Bfloat16 | D::Double | D::Float | D::Float16 => Some(Group::Float),
         _ => None,
     }
+}
+
+fn bit_length(t: Option<&Type>) -> i32 {
+    match elem(t) {
+        Some(D::Bool) => 1,
+        Some(D::Uint8 | D::Int8) => 8,
+        Some(D::Int16 | D::Uint16 | D::Bfloat16 | D::Float16) => 16,
+        Some(D::Int32 | D::Uint32 | D::Float) => 32,
+        Some(D::Int64 | D::Uint64 | D::Double) => 64,
+        _ => -1,
+    }
+}
+
+/// `RemoveDuplicateCastTransformer::UnsafeCast`: whether a cast from `src` to `dst` may lose
+/// information (casts that InsertCastTransformer inserted never count as narrowing).
+fn unsafe_cast(src: Option<&Type>, dst: Option<&Type>, node_name: &str) -> bool {
+    let (Some(sg), Some(dg)) = (type_group(src), type_group(dst)) else {
+        return true;
+    };
+    if sg != Group::Bool && sg != Group::Unsigned && dg == Group::Unsigned {
+        return true;
+    }
+    if sg == Group::Float && dg != Group::Float {
+        return true;
+    }
+    let (sb, db) = (bit_length(src), bit_length(dst));
+    if sg == Group::Unsigned && dg == Group::Integer {
+        return db <= sb;
+    }
+    if matches!(sg, Group::Integer | Group::Unsigned) && dg == Group::Float {
+        return db <= sb;
+    }
+    if matches!(
+        (elem(src), elem(dst)),
+        (Some(D::Float16), Some(D::Bfloat16)) | (Some(D::Bfloat16), Some(D::Float16))
+    ) {
+        return true;
+    }
+    sb > db && !node_name.starts_with("InsertedPrecisionFreeCast_")
 }
 
 fn remove_duplicate_casts(session: &mut Session, gi: usize) {
@@ -298,10 +428,7 @@ fn remove_around(
     };
     let src = session.type_of(gi, &input).cloned();
     let dst = session.type_of(gi, &output).cloned();
-    let (Some(sg), Some(dg)) = (type_group(src.as_ref()), type_group(dst.as_ref())) else {
-        return (false, false);
-    };
-    let loss = sg > dg;
+    let loss = unsafe_cast(src.as_ref(), dst.as_ref(), &node.name);
     let children: Vec<(usize, usize)> = e.consumers.get(&output).cloned().unwrap_or_default();
     let mut to_remove: Vec<usize> = Vec::new();
     let mut keep = 0usize;
@@ -317,10 +444,7 @@ fn remove_around(
             .cloned();
         let c_out = child.outputs.first().cloned().unwrap_or_default();
         let dst1 = session.type_of(gi, &c_out).cloned();
-        let (Some(sg1), Some(dg1)) = (type_group(src1.as_ref()), type_group(dst1.as_ref())) else {
-            return (false, false);
-        };
-        if loss && dg1 > sg1 {
+        if loss && unsafe_cast(dst1.as_ref(), src1.as_ref(), &child.name) {
             return (false, false);
         }
         if !graph_outputs.contains(&c_out) && src == dst1 && src1 == dst {

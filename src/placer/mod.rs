@@ -101,6 +101,25 @@ pub enum Outcome {
     LoadFail(String),
     /// Some node has no kernel on any provider.
     NoKernel(String),
+    /// Placement and copies are decided, then a kernel refuses its node when session state
+    /// creates it (the CUDA `BatchNormalization` in training mode at opset 14+). `init: ...`
+    InitFail(String),
+}
+
+impl Outcome {
+    /// The error text of a failed session (`load: ...`, `no-kernel: ...`, `init: ...`).
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Outcome::Ok => None,
+            Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::InitFail(e) => Some(e),
+        }
+    }
+
+    /// Whether ORT got as far as placing nodes and inserting copies (the session may still fail
+    /// afterwards, when kernels are created).
+    pub fn placed(&self) -> bool {
+        matches!(self, Outcome::Ok | Outcome::InitFail(_))
+    }
 }
 
 /// Everything the simulation found, with evidence.
@@ -115,6 +134,8 @@ pub struct Placement {
     pub decisions: HashMap<(usize, usize), Decision>,
     /// Copies in ORT's insertion (and log) order.
     pub copies: Vec<Copy>,
+    /// The node (graph, node) a load or kernel-initialisation failure names, when it names one.
+    pub failed_node: Option<(usize, usize)>,
 }
 
 impl Placement {
@@ -141,6 +162,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         session: Session::default(),
         decisions: HashMap::default(),
         copies: Vec::new(),
+        failed_node: None,
     };
     if let Some(fail) = check_opsets(model, table) {
         placement.outcome = Outcome::LoadFail(fail);
@@ -180,6 +202,12 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         placement.session = session;
         return placement;
     }
+    if let Some((at, fail)) = check_attributes(&session, table) {
+        placement.outcome = Outcome::LoadFail(fail);
+        placement.failed_node = Some(at);
+        placement.session = session;
+        return placement;
+    }
     // A model with local functions gets its unclaimed function nodes inlined first (§4.6).
     functions::inline_aot(&mut session, table, &options.eps);
     optimize::run(&mut session, table, options.level);
@@ -200,7 +228,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         infer::infer_session(&mut session, table);
     }
     fusions::run(&mut session, model, options.level);
-    for key in casts::run(&mut session) {
+    for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {
             cuda_miss,
             cpu_miss,
@@ -218,18 +246,149 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
     let unassigned = unassigned_nodes(&session).min();
     if let Some((gi, ni)) = unassigned {
         let n = &session.graphs[gi].nodes[ni];
-        placement.outcome = Outcome::NoKernel(format!(
-            "no-kernel: Could not find an implementation for {}({}) node with name '{}'",
-            n.op,
-            n.since.unwrap_or(0),
-            n.name
-        ));
+        placement.outcome = Outcome::NoKernel(no_kernel_message(table, n));
     }
     if options.eps.first() == Some(&Ep::Cuda) && placement.outcome == Outcome::Ok {
         placement.copies = memcpy::insert(&mut session, table, &mut placement.decisions);
     }
+    if placement.outcome == Outcome::Ok
+        && let Some((at, fail)) = kernel_init_failure(&session)
+    {
+        placement.outcome = Outcome::InitFail(fail);
+        placement.failed_node = Some(at);
+    }
     placement.session = session;
     placement
+}
+
+/// A kernel whose constructor rejects its node once placement is done, so that session creation
+/// fails after the copies are inserted: the CUDA `BatchNormalization` kernel refuses
+/// `training_mode = 1` from opset 14 on (`core/providers/cuda/nn/batch_norm.h`).
+fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
+    for (gi, g) in session.graphs.iter().enumerate() {
+        for (ni, n) in g.live_nodes() {
+            let training = n
+                .attrs
+                .iter()
+                .any(|a| a.name() == "training_mode" && a.i() == 1);
+            if n.op == "BatchNormalization"
+                && n.domain == crate::tables::ONNX_DOMAIN
+                && n.ep == Some(Ep::Cuda)
+                && n.since.is_some_and(|v| v >= 14)
+                && training
+            {
+                return Some((
+                    (gi, ni),
+                    format!(
+                        "init: Exception during initialization: CUDA BatchNormalization({}) node '{}': \
+                     !(is_training_mode_ && opset >= 14) was false. Training mode does not support \
+                     BN opset 14 (or higher) yet.",
+                        n.since.unwrap_or(0),
+                        n.name
+                    ),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Errors that ONNX shape inference raises for a node whatever its inputs, which fail the load:
+/// `DFT` with both `onesided` and `inverse` set, up to ORT 1.24 (the ONNX bundled from 1.25 on
+/// accepts it: measured with the oracle on 1.23.2, 1.24.4 and 1.25.1–1.31.1).
+fn shape_inference_failure(n: &ir::SNode, table: &KernelTable) -> Option<String> {
+    if table.release_at_least(1, 25) {
+        return None;
+    }
+    let int = |name: &str| {
+        n.attrs
+            .iter()
+            .find(|a| a.name() == name)
+            .map_or(0, |a| a.i())
+    };
+    if n.op == "DFT"
+        && n.domain == crate::tables::ONNX_DOMAIN
+        && int("onesided") == 1
+        && int("inverse") == 1
+    {
+        return Some(format!(
+            "load: Node ({}) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
+            n.name
+        ));
+    }
+    None
+}
+
+/// ORT's load-time check of every node's attributes against its schema (ONNX's
+/// `OpSchema::Verify`, run by `Graph::Resolve`): the first node with an attribute its schema does
+/// not declare, or without a required one, fails the load.
+fn check_attributes(session: &Session, table: &KernelTable) -> Option<((usize, usize), String)> {
+    let attributes = crate::tables::attributes_of(&table.release().ort);
+    for (gi, g) in session.graphs.iter().enumerate() {
+        for (ni, n) in g.live_nodes() {
+            let Some(since) = n.since else { continue };
+            if let Some(fail) = shape_inference_failure(n, table) {
+                return Some(((gi, ni), fail));
+            }
+            let Some(attributes) = attributes else {
+                continue;
+            };
+            let names = n
+                .attrs
+                .iter()
+                .map(|a| a.name())
+                .chain(n.subgraphs.iter().map(|(attr, _)| attr.as_str()));
+            let Some(err) = attributes.verify(&n.domain, &n.op, since, names) else {
+                continue;
+            };
+            let domain = if n.domain == crate::tables::ONNX_DOMAIN {
+                ""
+            } else {
+                n.domain.as_str()
+            };
+            let what = match err {
+                crate::tables::attributes::AttributeError::Unrecognized(a) => {
+                    format!("Unrecognized attribute: {a} for operator {}", n.op)
+                }
+                crate::tables::attributes::AttributeError::MissingRequired(a) => {
+                    format!("Required attribute '{a}' is missing.")
+                }
+            };
+            return Some((
+                (gi, ni),
+                format!(
+                    "load: This is an invalid model. In Node, (\"{}\", {}, \"{domain}\", -1) : Error {what}",
+                    n.name, n.op
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// The failure of a session with a node no provider took, worded as the release words it:
+/// up to 1.22 session state finds no kernel to create; 1.23 fails in `MemcpyTransformer` on the
+/// node's empty provider; from 1.24 that check names the node.
+fn no_kernel_message(table: &KernelTable, n: &ir::SNode) -> String {
+    let since = n.since.unwrap_or(0);
+    if table.release_at_least(1, 24) {
+        format!(
+            "no-kernel: Exception during initialization: Provider type for {} node with name '{}' \
+             is not set ({}({since}) has no kernel on any provider)",
+            n.op, n.name, n.op
+        )
+    } else if table.release_at_least(1, 23) {
+        format!(
+            "no-kernel: Exception during initialization: Unable to get provider associated with \
+             provider type  ({}({since}) node with name '{}' has no kernel on any provider)",
+            n.op, n.name
+        )
+    } else {
+        format!(
+            "no-kernel: Could not find an implementation for {}({since}) node with name '{}'",
+            n.op, n.name
+        )
+    }
 }
 
 /// Live nodes (graph, node) that no provider has taken.

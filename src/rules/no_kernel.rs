@@ -10,7 +10,10 @@ declare_rule! {
     /// Flags a node that no execution provider in the list can run: neither the CUDA nor the CPU
     /// kernel table of the release has a registration for its op, since-version and types, it is
     /// not a function ORT can inline, and it is not a float16 node that ORT can run in float32.
-    /// Also flags nodes whose op ORT does not know at all.
+    /// Also flags models ORT refuses at load for a node (an op it does not know, an attribute the
+    /// op's schema does not declare or a required one missing, a shape-inference error) and
+    /// nodes whose kernel refuses them when the session creates it (the CUDA
+    /// `BatchNormalization` in training mode at opset 14+).
     ///
     /// ## Why is this bad?
     /// Session creation fails ("Could not find an implementation for ..." or "Provider type for
@@ -32,18 +35,49 @@ declare_rule! {
 }
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
-    if let Outcome::LoadFail(e) = &cx.placement.outcome
+    if let Outcome::LoadFail(e) | Outcome::InitFail(e) = &cx.placement.outcome
         && !e.contains("Opset")
     {
-        let mut f = Finding::new(
-            RULE.code,
-            RULE.name,
-            RULE.default,
-            e.trim_start_matches("load: ").to_string(),
-        );
-        f.graph = cx.model.main_graph().name.clone();
-        f.cause = "unknown op".into();
-        f.help = Some("register the op's domain with a custom-op library, or replace the node with standard ops".into());
+        let message = e
+            .trim_start_matches("load: ")
+            .trim_start_matches("init: ")
+            .to_string();
+        let mut f = match cx.placement.failed_node {
+            Some((gi, ni)) => cx.node_finding(&RULE, gi, ni, message),
+            None => {
+                let mut f = Finding::new(RULE.code, RULE.name, RULE.default, message);
+                f.graph = cx.model.main_graph().name.clone();
+                f
+            }
+        };
+        let (cause, help) = if e.contains("Unrecognized attribute") {
+            (
+                "unrecognized attribute",
+                "this release's schema for the op does not declare the attribute: remove it, or import the opset (or use the release) whose schema has it",
+            )
+        } else if e.contains("Required attribute") {
+            (
+                "missing attribute",
+                "set the attribute the op's schema requires",
+            )
+        } else if e.contains("ShapeInferenceError") {
+            (
+                "shape inference",
+                "ORT's shape inference rejects the node at load: fix the attribute combination it names",
+            )
+        } else if e.starts_with("init: ") {
+            (
+                "kernel initialisation",
+                "the kernel the node is placed on refuses it: export the node in inference form (for BatchNormalization, training_mode = 0)",
+            )
+        } else {
+            (
+                "unknown op",
+                "register the op's domain with a custom-op library, or replace the node with standard ops",
+            )
+        };
+        f.cause = cause.into();
+        f.help = Some(help.into());
         out.push(f);
     }
     for (gi, ni, node) in nodes(cx.session()) {

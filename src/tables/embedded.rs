@@ -12,6 +12,7 @@ macro_rules! release {
             concat!("ort-", $v, ".toml"),
             include_str!(concat!("../../kernel-tables/ort-", $v, ".toml")),
             include_bytes!(concat!("../../kernel-tables/ort-", $v, ".bin")),
+            include_str!(concat!("../../kernel-tables/attributes/ort-", $v, ".txt")),
         )
     };
 }

@@ -18,6 +18,7 @@
 //! Domains: ORT spells the ONNX domain `""`; tables and this API spell it `"ai.onnx"`, and every
 //! lookup accepts either.
 
+pub mod attributes;
 pub mod compact;
 mod embedded;
 pub mod format;
@@ -49,7 +50,10 @@ pub struct Bundled {
     pub text: &'static str,
     /// The embedded compact form of the parsed file (`ort-<version>.bin`, [`compact`]).
     pub compact: &'static [u8],
+    /// The embedded attribute list of every op schema (`attributes/ort-<version>.txt`).
+    pub attributes_text: &'static str,
     parsed: OnceLock<KernelTable>,
+    attributes: OnceLock<attributes::SchemaAttributes>,
 }
 
 impl Bundled {
@@ -58,14 +62,23 @@ impl Bundled {
         file_name: &'static str,
         text: &'static str,
         compact: &'static [u8],
+        attributes_text: &'static str,
     ) -> Self {
         Bundled {
             version,
             file_name,
             text,
             compact,
+            attributes_text,
             parsed: OnceLock::new(),
+            attributes: OnceLock::new(),
         }
+    }
+
+    /// The attributes of the release's op schemas, parsed on first use.
+    pub fn attributes(&'static self) -> &'static attributes::SchemaAttributes {
+        self.attributes
+            .get_or_init(|| attributes::SchemaAttributes::parse(self.attributes_text))
     }
 
     /// The table, decoded from its compact form on first use and cached for the life of the
@@ -83,6 +96,14 @@ impl Bundled {
 /// All bundled releases, sorted by version (oldest first).
 pub fn bundled() -> &'static [Bundled] {
     &embedded::RELEASES
+}
+
+/// The attributes of the op schemas of bundled release `ort` (exact version), if bundled.
+pub fn attributes_of(ort: &str) -> Option<&'static attributes::SchemaAttributes> {
+    bundled()
+        .iter()
+        .find(|b| b.version == ort)
+        .map(Bundled::attributes)
 }
 
 /// The newest bundled release.
@@ -382,6 +403,13 @@ impl KernelTable {
     /// Provenance of the table.
     pub fn release(&self) -> &ReleaseInfo {
         &self.release
+    }
+
+    /// Whether this table's release is `major.minor` or later (ORT changes behaviour between
+    /// minor releases; patch releases never did for anything the placer simulates).
+    pub fn release_at_least(&self, major: u64, minor: u64) -> bool {
+        parse_version(&self.release.ort)
+            .is_some_and(|v| (v.first().copied(), v.get(1).copied()) >= (Some(major), Some(minor)))
     }
 
     /// Highest opset ORT accepts for `domain` (`""` and `ai.onnx` both mean ONNX).

@@ -559,3 +559,49 @@ fn compact_tables_match_their_toml() {
         );
     }
 }
+
+#[test]
+fn attribute_lists_cover_every_schema_and_drive_the_load_check() {
+    use onnx_lint::tables::attributes::AttributeError;
+    for (b, t) in all() {
+        let attrs = b.attributes();
+        assert_eq!(
+            Some(attrs as *const _),
+            tables::attributes_of(b.version).map(|a| a as *const _)
+        );
+        // One line per schema version ORT bundles: the same set as the kernel table's schemas.
+        let mut missing = Vec::new();
+        for s in t.iter_schemas() {
+            if attrs.get(&s.domain, &s.name, s.since).is_none() {
+                missing.push(format!("{} {} {}", s.domain, s.name, s.since));
+            }
+        }
+        assert!(missing.is_empty(), "{}: {missing:?}", b.version);
+        assert_eq!(attrs.len(), t.iter_schemas().count(), "{}", b.version);
+        // Cast always requires `to`; Cast-1 has no `saturate`.
+        assert_eq!(
+            attrs.verify("ai.onnx", "Cast", 1, ["to"]),
+            None,
+            "{}",
+            b.version
+        );
+        assert_eq!(
+            attrs.verify("ai.onnx", "Cast", 1, ["to", "saturate"]),
+            Some(AttributeError::Unrecognized("saturate".into()))
+        );
+        assert_eq!(
+            attrs.verify("ai.onnx", "Cast", 13, []),
+            Some(AttributeError::MissingRequired("to".into()))
+        );
+        assert_eq!(
+            attrs.verify("ai.onnx", "Cast", 13, ["to", "__internal"]),
+            None
+        );
+    }
+    // Attention's `left_window_size` (newer ONNX node tests use it) is unknown to 1.31.1's schema.
+    let a = tables::attributes_of("1.31.1").expect("bundled");
+    assert!(matches!(
+        a.verify("ai.onnx", "Attention", 23, ["left_window_size"]),
+        Some(AttributeError::Unrecognized(_))
+    ));
+}

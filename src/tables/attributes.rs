@@ -1,0 +1,98 @@
+//! The attributes of every op schema a release bundles (`kernel-tables/attributes/ort-<v>.txt`,
+//! written by `tools/kernel-tables/attributes.py` from ORT's own schema registry).
+//!
+//! ORT verifies each node's attributes against its schema when it loads a model (ONNX's
+//! `OpSchema::Verify`): an undeclared attribute fails the load with "Unrecognized attribute", a
+//! missing required one with "Required attribute ... is missing".
+
+use rustc_hash::FxHashMap as HashMap;
+
+/// Attributes per (domain, op, since-version).
+#[derive(Debug, Default)]
+pub struct SchemaAttributes {
+    map: HashMap<(String, String, i64), Vec<(String, bool)>>,
+}
+
+/// What `OpSchema::Verify` finds wrong with a node's attributes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttributeError {
+    /// The schema does not declare the attribute.
+    Unrecognized(String),
+    /// A required attribute is absent.
+    MissingRequired(String),
+}
+
+impl SchemaAttributes {
+    /// Parses the text form; malformed lines are skipped (the file is generated and checked by
+    /// `tests/it/tables.rs`).
+    pub fn parse(text: &str) -> Self {
+        let mut map = HashMap::default();
+        for line in text.lines() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let Some((head, attrs)) = line.split_once(':') else {
+                continue;
+            };
+            let mut parts = head.split(' ');
+            let (Some(domain), Some(op), Some(since)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let Ok(since) = since.parse::<i64>() else {
+                continue;
+            };
+            let attrs = attrs
+                .split_whitespace()
+                .map(|a| match a.strip_suffix('!') {
+                    Some(name) => (name.to_string(), true),
+                    None => (a.to_string(), false),
+                })
+                .collect();
+            map.insert((domain.to_string(), op.to_string(), since), attrs);
+        }
+        SchemaAttributes { map }
+    }
+
+    /// Number of schema versions described.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no schema is described.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The declared attributes of a schema version (`None` when the file does not describe it).
+    pub fn get(&self, domain: &str, op: &str, since: i64) -> Option<&[(String, bool)]> {
+        self.map
+            .get(&(domain.to_string(), op.to_string(), since))
+            .map(Vec::as_slice)
+    }
+
+    /// Verifies a node's attribute names as `OpSchema::Verify` does (names starting with `__`
+    /// are internal and never checked). `None` when the schema is not described or all is well.
+    pub fn verify<'a>(
+        &self,
+        domain: &str,
+        op: &str,
+        since: i64,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Option<AttributeError> {
+        let declared = self.get(domain, op, since)?;
+        let names: Vec<&str> = names.into_iter().collect();
+        for name in &names {
+            if name.starts_with("__") {
+                continue;
+            }
+            if !declared.iter().any(|(d, _)| d == name) {
+                return Some(AttributeError::Unrecognized((*name).to_string()));
+            }
+        }
+        declared
+            .iter()
+            .find(|(d, required)| *required && !names.contains(&d.as_str()))
+            .map(|(d, _)| AttributeError::MissingRequired(d.clone()))
+    }
+}
