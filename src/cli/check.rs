@@ -484,7 +484,10 @@ pub fn prediction_line(p: &Placement) -> String {
             p.copies.len(),
             if p.copies.len() == 1 { "y" } else { "ies" }
         ),
-        Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::InitFail(e) => format!(
+        Outcome::LoadFail(e)
+        | Outcome::NoKernel(e)
+        | Outcome::InitFail(e)
+        | Outcome::PartitionFail(e) => format!(
             "ORT {} ({}): session creation fails: {e}",
             p.ort,
             p.level.name()

@@ -112,9 +112,10 @@ fn node_placements(p: &Placement) -> Vec<(&str, Ep)> {
 pub fn placement_json(model: &str, p: &Placement) -> Value {
     let (session, error) = match &p.outcome {
         Outcome::Ok => ("ok", Value::Null),
-        Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::InitFail(e) => {
-            ("fail", Value::String(e.clone()))
-        }
+        Outcome::LoadFail(e)
+        | Outcome::NoKernel(e)
+        | Outcome::InitFail(e)
+        | Outcome::PartitionFail(e) => ("fail", Value::String(e.clone())),
     };
     let mut placement = Map::new();
     let mut all_nodes_on = Value::Null;
@@ -152,7 +153,7 @@ pub fn placement_human(model: &str, p: &Placement) -> String {
     let mut s = format!("{model}: ORT {} at level {}", p.ort, p.level.name());
     match &p.outcome {
         Outcome::Ok => s += ": session ok\n",
-        Outcome::LoadFail(e) | Outcome::NoKernel(e) => {
+        Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::PartitionFail(e) => {
             s += &format!(": session creation fails\n  {e}\n");
             return s;
         }

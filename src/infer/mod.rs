@@ -435,3 +435,52 @@ pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
     }
     order
 }
+
+/// ORT's type check of a node's inputs against its schema (`Graph::InferAndVerifyTypeMatch`): the
+/// arguments bound to one type parameter (single and optional parameters, and every argument of
+/// a homogeneous variadic one) must share a type. Returns ORT's message for the first conflict.
+pub fn type_conflict(
+    session: &Session,
+    table: &KernelTable,
+    versions: &HashMap<String, i64>,
+    gi: usize,
+    ni: usize,
+) -> Option<String> {
+    let node = &session.graphs[gi].nodes[ni];
+    let schema = resolve_schema(table, versions, &node.domain, &node.op).ok()?;
+    let positions = formal_input_positions(schema, node.inputs.len());
+    let mut bound: Vec<(&str, &Type)> = Vec::new();
+    for (k, formal) in schema.inputs.iter().enumerate() {
+        if schema.allowed(&formal.type_str).is_none() {
+            continue;
+        }
+        let Some(range) = positions.get(k) else {
+            continue;
+        };
+        let args = if formal.option == ParamOption::Variadic && !formal.homogeneous {
+            range.start..range.start.min(range.end)
+        } else {
+            range.clone()
+        };
+        for idx in args {
+            let name = &node.inputs[idx];
+            if name.is_empty() {
+                continue;
+            }
+            let Some(ty) = session.type_of(gi, name) else {
+                continue;
+            };
+            match bound.iter().find(|(p, _)| *p == formal.type_str) {
+                Some((_, first)) if *first != ty => {
+                    return Some(format!(
+                        "Type Error: Type parameter ({}) of Optype ({}) bound to different types ({} and {} in node ({}).",
+                        formal.type_str, node.op, first, ty, node.name
+                    ));
+                }
+                Some(_) => {}
+                None => bound.push((&formal.type_str, ty)),
+            }
+        }
+    }
+    None
+}

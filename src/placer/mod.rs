@@ -104,6 +104,9 @@ pub enum Outcome {
     /// Placement and copies are decided, then a kernel refuses its node when session state
     /// creates it (the CUDA `BatchNormalization` in training mode at opset 14+). `init: ...`
     InitFail(String),
+    /// Partitioning stops: the body of a function ORT inlined fails its type check (`init: Type
+    /// Error ...`). Nothing is placed.
+    PartitionFail(String),
 }
 
 impl Outcome {
@@ -111,7 +114,10 @@ impl Outcome {
     pub fn error(&self) -> Option<&str> {
         match self {
             Outcome::Ok => None,
-            Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::InitFail(e) => Some(e),
+            Outcome::LoadFail(e)
+            | Outcome::NoKernel(e)
+            | Outcome::InitFail(e)
+            | Outcome::PartitionFail(e) => Some(e),
         }
     }
 
@@ -202,6 +208,12 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         placement.session = session;
         return placement;
     }
+    if let Some((at, e)) = first_type_conflict(&session, table) {
+        placement.outcome = Outcome::LoadFail(format!("load: {e}"));
+        placement.failed_node = Some(at);
+        placement.session = session;
+        return placement;
+    }
     if let Some((at, fail)) = check_attributes(&session, table) {
         placement.outcome = Outcome::LoadFail(fail);
         placement.failed_node = Some(at);
@@ -226,6 +238,12 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
             break;
         }
         infer::infer_session(&mut session, table);
+        if let Some((at, e)) = first_type_conflict(&session, table) {
+            placement.outcome = Outcome::PartitionFail(format!("init: {e}"));
+            placement.failed_node = Some(at);
+            placement.session = session;
+            return placement;
+        }
     }
     fusions::run(&mut session, model, options.level);
     for key in casts::run(&mut session, table) {
@@ -287,6 +305,20 @@ fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
                         n.name
                     ),
                 ));
+            }
+        }
+    }
+    None
+}
+
+/// The first live node whose inputs bind a type parameter to two types (ORT's type check, which
+/// runs at load and again on every function body it inlines).
+fn first_type_conflict(session: &Session, table: &KernelTable) -> Option<((usize, usize), String)> {
+    let versions = infer::domain_versions(session, table);
+    for (gi, g) in session.graphs.iter().enumerate() {
+        for (ni, _) in g.live_nodes() {
+            if let Some(e) = infer::type_conflict(session, table, &versions, gi, ni) {
+                return Some(((gi, ni), e));
             }
         }
     }

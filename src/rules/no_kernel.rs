@@ -35,7 +35,8 @@ declare_rule! {
 }
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
-    if let Outcome::LoadFail(e) | Outcome::InitFail(e) = &cx.placement.outcome
+    if let Outcome::LoadFail(e) | Outcome::InitFail(e) | Outcome::PartitionFail(e) =
+        &cx.placement.outcome
         && !e.contains("Opset")
     {
         let message = e
@@ -64,6 +65,11 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             (
                 "shape inference",
                 "ORT's shape inference rejects the node at load: fix the attribute combination it names",
+            )
+        } else if e.contains("Type Error") {
+            (
+                "type error",
+                "the types bound to one type parameter differ; after ORT inlines a function (the op has no kernel for these types) its body must still type-check: use types the op's kernels accept",
             )
         } else if e.starts_with("init: ") {
             (

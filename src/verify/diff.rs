@@ -45,7 +45,10 @@ impl Predicted {
     pub fn from_placement(p: &Placement) -> Predicted {
         let session = match &p.outcome {
             Outcome::Ok => Ok(()),
-            Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::InitFail(e) => Err(e.clone()),
+            Outcome::LoadFail(e)
+            | Outcome::NoKernel(e)
+            | Outcome::InitFail(e)
+            | Outcome::PartitionFail(e) => Err(e.clone()),
         };
         let mut nodes = Vec::new();
         for (gi, g) in p.session.graphs.iter().enumerate() {
