@@ -502,6 +502,11 @@ impl NameGen {
     pub fn value(&mut self, base: &str) -> String {
         Self::fresh(&mut self.values, &mut self.counter, base)
     }
+
+    /// Marks a value name as taken without generating it.
+    pub fn reserve_value(&mut self, name: &str) {
+        self.values.insert(name.to_string());
+    }
 }
 
 /// The integer values of a small int64/int32 tensor (typed fields or raw little-endian data);

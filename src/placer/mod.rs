@@ -11,6 +11,7 @@ mod fusions;
 pub mod ir;
 mod kernel;
 mod optimize;
+mod transpose;
 
 use rustc_hash::FxHashMap as HashMap;
 

@@ -13,8 +13,8 @@ use crate::infer::eval::{self, NodeView, Tensor};
 use crate::infer::shapes::{self, Values};
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
-use crate::placer::OptLevel;
-use crate::placer::ir::{Init, SNode, Session};
+use crate::placer::ir::{Init, NameGen, SNode, Session};
+use crate::placer::{OptLevel, transpose};
 use crate::tables::{Ep, KernelTable};
 
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
@@ -39,6 +39,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         for pass in [Pass::Rules, Pass::Cse, Pass::Fold, Pass::ReshapeFusion] {
             changed |= opt.pass(session, 0, pass);
         }
+        changed |= opt.transpose(session, 0);
         if !changed {
             break;
         }
@@ -253,8 +254,38 @@ impl Optimizer<'_> {
             };
             changed |= did;
         }
-        let len = session.graphs[gi].nodes.len();
+        // Orders built before nodes were appended (`If` inlining) miss them: keep the length
+        // they were built for, so that the next pass rebuilds them.
         self.indices.insert(gi, (idx, kahn, dfs, len));
+        changed
+    }
+
+    /// The `TransposeOptimizer` over graph `gi`, then over the subgraphs of its nodes.
+    fn transpose(&mut self, session: &mut Session, gi: usize) -> bool {
+        let order = ort_topological_order(session, gi);
+        let mut changed = transpose::run(
+            session,
+            gi,
+            self.table,
+            &self.versions,
+            &mut self.values,
+            &order,
+        );
+        if changed {
+            self.indices.remove(&gi);
+        }
+        let subs: Vec<usize> = ort_topological_order(session, gi)
+            .into_iter()
+            .flat_map(|k| {
+                session.graphs[gi].nodes[k]
+                    .subgraphs
+                    .iter()
+                    .map(|(_, s)| *s)
+            })
+            .collect();
+        for sg in subs {
+            changed |= self.transpose(session, sg);
+        }
         changed
     }
 
@@ -452,6 +483,7 @@ impl Optimizer<'_> {
                 | "Mul"
                 | "Div"
                 | "Where"
+                | "Conv"
         );
         if node.domain != "ai.onnx" || !has_rule {
             return false;
@@ -559,6 +591,7 @@ impl Optimizer<'_> {
                 false
             }
             "Add" | "Sub" | "Mul" | "Div" => self.noop_elimination(session, gi, ni, idx),
+            "Conv" => self.conv_fusion(session, gi, ni, idx),
             "Where" => {
                 // NotWhereFusion: Where(Not(c), a, b) -> Where(c, b, a).
                 let Some(p) = idx.producer(session, gi, &input0) else {
@@ -589,6 +622,115 @@ impl Optimizer<'_> {
             }
             _ => false,
         }
+    }
+
+    /// `ConvAddFusion`, `ConvMulFusion`, `ConvBNFusion` (`core/optimizer/conv_add_fusion.cc`,
+    /// `conv_mul_fusion.cc`, `conv_bn_fusion.cc`): a `Conv` (since 1 or 11) whose only consumer is
+    /// an `Add`/`Mul` (since 7, 13, 14) with a constant per-channel or scalar second input, or a
+    /// `BatchNormalization` (since 7, 9, 14, 15) with constant 1-D parameters and no optional
+    /// outputs, with constant weights (and bias): the follower is folded into the Conv's weights,
+    /// and the Conv takes its output. The Conv keeps its name.
+    fn conv_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let conv = &session.graphs[gi].nodes[ni];
+        if !matches!(conv.since, Some(1 | 11)) || conv.outputs.len() != 1 {
+            return false;
+        }
+        let out = conv.outputs[0].clone();
+        let w = conv.inputs.get(1).cloned().unwrap_or_default();
+        let Some(w_init) = session.initializer(gi, &w).filter(|i| !i.overridable) else {
+            return false;
+        };
+        let (w_dims, w_elem) = (w_init.dims.clone(), w_init.elem);
+        if w_dims.len() < 3 {
+            return false;
+        }
+        if let Some(b) = conv.inputs.get(2).filter(|b| !b.is_empty())
+            && !Self::is_constant_init(session, gi, b)
+        {
+            return false;
+        }
+        if idx.outputs.contains(&out) {
+            return false;
+        }
+        let users = idx.users(session, gi, &out);
+        let [next] = users[..] else {
+            return false;
+        };
+        let nn = &session.graphs[gi].nodes[next];
+        // One edge: the follower reads the Conv once, and nothing else reads the Conv.
+        if nn.inputs.iter().filter(|i| **i == out).count() != 1
+            || !nn.implicit_inputs.is_empty()
+            || nn.domain != "ai.onnx"
+            || nn.inputs.first() != Some(&out)
+        {
+            return false;
+        }
+        let channels = w_dims[0];
+        let per_channel = |dims: &[i64]| -> bool {
+            if dims.is_empty() {
+                return true;
+            }
+            let axis = if dims.len() == w_dims.len() {
+                if dims[0] != 1 {
+                    return false;
+                }
+                1
+            } else if dims.len() + 1 == w_dims.len() {
+                0
+            } else {
+                return false;
+            };
+            dims[axis] == channels && dims.iter().enumerate().all(|(i, &d)| i == axis || d == 1)
+        };
+        let ok = match nn.op.as_str() {
+            "Add" | "Mul" => {
+                matches!(nn.since, Some(7 | 13 | 14))
+                    && nn.inputs.len() == 2
+                    && session
+                        .initializer(gi, &nn.inputs[1])
+                        .filter(|i| !i.overridable)
+                        .is_some_and(|i| i.elem == w_elem && per_channel(&i.dims))
+            }
+            "BatchNormalization" => {
+                matches!(nn.since, Some(7 | 9 | 14 | 15))
+                    && nn.inputs.len() == 5
+                    && nn.outputs.iter().skip(1).all(String::is_empty)
+                    && nn.inputs[1..].iter().all(|p| {
+                        session
+                            .initializer(gi, p)
+                            .filter(|i| !i.overridable)
+                            .is_some_and(|i| i.dims == [channels])
+                    })
+            }
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        let new_out = nn.outputs[0].clone();
+        let bias = match nn.op.as_str() {
+            "Add" => Some(nn.inputs[1].clone()),
+            "BatchNormalization" => Some(nn.inputs[2].clone()),
+            _ => None,
+        };
+        let conv = &mut session.graphs[gi].nodes[ni];
+        if conv.inputs.get(2).is_none_or(String::is_empty)
+            && let Some(b) = bias
+        {
+            conv.inputs.truncate(2);
+            conv.inputs.push(b.clone());
+            idx.uses.entry(b).or_default().push(ni);
+        }
+        conv.outputs[0] = new_out.clone();
+        idx.producer.insert(new_out, ni);
+        Self::remove(session, gi, next);
+        true
     }
 
     /// `NoopElimination`: x+0, 0+x, x-0, x*1, 1*x, x/1 with a one-element constant.
@@ -809,7 +951,14 @@ impl Optimizer<'_> {
         true
     }
 
-    /// `If` with a constant condition: the chosen branch's nodes move into this graph.
+    /// `If` with a constant condition (ORT's `ConstantFoldIfNode` and `Graph::InlineIfSubgraph`,
+    /// `core/optimizer/constant_folding.cc`, `core/graph/graph.cc`): the chosen branch's nodes
+    /// are appended to this graph in the branch's `GraphViewer` order and the `If` is removed.
+    /// Names follow ORT: a prefix `GenerateNodeName("_if_then_branch")` (or `_if_else_branch`),
+    /// each node named `GenerateNodeName(<prefix>_<op>)`, each branch initializer and node
+    /// output renamed `GenerateNodeArgName(<prefix>_<name>)`, except the branch outputs, which
+    /// take the names of the `If`'s outputs; outer-scope values keep their names. All of these
+    /// draw on the graph's one `_token_<k>` counter.
     fn inline_if(&mut self, session: &mut Session, gi: usize, ni: usize, idx: &mut Index) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         let Some(cond) = node.inputs.first().cloned() else {
@@ -824,11 +973,8 @@ impl Optimizer<'_> {
         if v.len() != 1 {
             return false;
         }
-        let branch = if v.as_i64()[0] != 0 {
-            "then_branch"
-        } else {
-            "else_branch"
-        };
+        let then = v.as_i64()[0] != 0;
+        let branch = if then { "then_branch" } else { "else_branch" };
         let node = &session.graphs[gi].nodes[ni];
         let Some(sg) = node
             .subgraphs
@@ -839,38 +985,61 @@ impl Optimizer<'_> {
             return false;
         };
         let if_outputs = node.outputs.clone();
-        let if_name = node.name.clone();
-        let sub = session.graphs[sg].clone();
-        if sub.outputs.len() != if_outputs.len() {
+        let sub_outputs = session.graphs[sg].outputs.clone();
+        if sub_outputs.len() != if_outputs.len() {
             return false;
         }
-        // Local names get a unique prefix; branch outputs become the If's outputs.
-        let mut local: HashSet<String> = sub.initializers.keys().cloned().collect();
-        for n in &sub.nodes {
-            if !n.removed {
-                local.extend(n.outputs.iter().filter(|o| !o.is_empty()).cloned());
+        let order = ort_topological_order(session, sg);
+        let sub = &session.graphs[sg];
+        // The branch must be self-contained for ORT to inline it: every input of its nodes is
+        // an outer-scope value, a branch initializer or an earlier node's output (ORT throws
+        // otherwise, failing the session; here the `If` is left alone).
+        let mut known: HashSet<&str> = sub.initializers.keys().map(String::as_str).collect();
+        for &k in &order {
+            let n = &sub.nodes[k];
+            if n.inputs.iter().any(|i| {
+                !i.is_empty()
+                    && !known.contains(i.as_str())
+                    && (sub.inputs.iter().any(|x| x == i)
+                        || sub
+                            .nodes
+                            .iter()
+                            .any(|m| !m.removed && m.outputs.contains(i)))
+            }) {
+                return false;
+            }
+            known.extend(
+                n.outputs
+                    .iter()
+                    .filter(|o| !o.is_empty())
+                    .map(String::as_str),
+            );
+        }
+
+        let mut names = NameGen::new(&session.graphs[gi]);
+        let mut generated: Vec<String> = Vec::new();
+        let prefix = names.node(&format!("_if_{branch}"));
+        generated.push(prefix.clone());
+        // Branch output i is the If's output i (the first mention wins, as in ORT).
+        let mut rename: HashMap<String, String> = HashMap::default();
+        for (o, target) in sub_outputs.iter().zip(&if_outputs) {
+            rename.entry(o.clone()).or_insert_with(|| target.clone());
+        }
+        let sub = session.graphs[sg].clone();
+        let mut inits: Vec<&String> = sub.initializers.keys().collect();
+        inits.sort_unstable();
+        for name in inits {
+            if !rename.contains_key(name) {
+                let new = names.value(&format!("{prefix}_{name}"));
+                rename.insert(name.clone(), new);
             }
         }
-        let mut rename: HashMap<String, String> = local
-            .iter()
-            .map(|n| (n.clone(), format!("{if_name}_inlined_{n}")))
-            .collect();
-        let mut identities: Vec<(String, String)> = Vec::new();
-        for (o, target) in sub.outputs.iter().zip(&if_outputs) {
-            let produced = sub
-                .nodes
-                .iter()
-                .any(|n| !n.removed && n.outputs.iter().any(|x| x == o));
-            if produced && !rename.values().any(|v| v == target) && !target.is_empty() {
-                if identities.iter().any(|(s, _)| s == o)
-                    || if_outputs.iter().filter(|t| *t == target).count() > 1
-                {
-                    identities.push((o.clone(), target.clone()));
-                } else {
-                    rename.insert(o.clone(), target.clone());
+        for &k in &order {
+            for o in sub.nodes[k].outputs.iter().filter(|o| !o.is_empty()) {
+                if !rename.contains_key(o) {
+                    let new = names.value(&format!("{prefix}_{o}"));
+                    rename.insert(o.clone(), new);
                 }
-            } else if !target.is_empty() {
-                identities.push((o.clone(), target.clone()));
             }
         }
         let map = |n: &String| rename.get(n).cloned().unwrap_or_else(|| n.clone());
@@ -884,6 +1053,7 @@ impl Optimizer<'_> {
                 new.clone(),
                 init.dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
             );
+            self.values.forget(gi, &new);
             g.initializers.insert(new, init);
         }
         for (name, t) in &sub.types {
@@ -898,11 +1068,17 @@ impl Optimizer<'_> {
                 .entry(map(name))
                 .or_insert_with(|| s.clone());
         }
-        for (k, n) in sub.nodes.iter().enumerate() {
-            if n.removed {
-                continue;
+        for &k in &order {
+            let mut n = sub.nodes[k].clone();
+            n.name = names.node(&format!("{prefix}_{}", n.op));
+            generated.push(n.name.clone());
+            // ORT drops trailing missing inputs and outputs.
+            while n.inputs.last().is_some_and(String::is_empty) {
+                n.inputs.pop();
             }
-            let mut n = n.clone();
+            while n.outputs.last().is_some_and(String::is_empty) {
+                n.outputs.pop();
+            }
             n.inputs = n
                 .inputs
                 .iter()
@@ -918,7 +1094,9 @@ impl Optimizer<'_> {
             for (_, s) in &n.subgraphs {
                 session.graphs[*s].parent = Some((gi, new_index));
                 for (from, to) in &rename {
-                    Self::rename_in_subgraph(session, *s, from, to);
+                    if from != to {
+                        Self::rename_in_subgraph(session, *s, from, to);
+                    }
                 }
             }
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
@@ -931,16 +1109,37 @@ impl Optimizer<'_> {
             session.graphs[sg].nodes[k].removed = true;
             session.graphs[sg].nodes[k].subgraphs.clear();
         }
+        // A branch output that no branch node or initializer defines (an outer-scope value
+        // passed through): ORT leaves the If's output undefined. Keep the graph well formed
+        // with an Identity so that the simulation can go on.
+        let produced: HashSet<&String> = sub
+            .nodes
+            .iter()
+            .filter(|n| !n.removed)
+            .flat_map(|n| n.outputs.iter())
+            .chain(sub.initializers.keys())
+            .collect();
+        let mut passthrough: Vec<(String, String)> = Vec::new();
+        for (o, target) in sub_outputs.iter().zip(&if_outputs) {
+            if target.is_empty() || produced.contains(o) && rename.get(o) == Some(target) {
+                continue;
+            }
+            passthrough.push((map(o), target.clone()));
+        }
         let since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Identity")
             .ok()
             .map(|s| s.since);
-        for (src, target) in identities {
+        for (src, target) in passthrough {
+            if src == target {
+                continue;
+            }
             let new_index = session.graphs[gi].nodes.len();
-            let src = map(&src);
             idx.producer.insert(target.clone(), new_index);
             idx.uses.entry(src.clone()).or_default().push(new_index);
+            let name = names.node(&format!("{prefix}_Identity"));
+            generated.push(name.clone());
             session.graphs[gi].nodes.push(SNode {
-                name: format!("{if_name}_inlined_Identity_{target}"),
+                name,
                 op: "Identity".into(),
                 domain: "ai.onnx".into(),
                 since,
@@ -954,6 +1153,9 @@ impl Optimizer<'_> {
                 removed: false,
             });
         }
+        let g = &mut session.graphs[gi];
+        g.name_counter = names.counter;
+        g.generated_names.extend(generated);
         Self::remove(session, gi, ni);
         true
     }
