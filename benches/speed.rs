@@ -22,6 +22,11 @@ use onnx_lint::model::proto::{
 };
 use prost::Message;
 
+/// The allocator the binary uses (`src/main.rs`), so that the in-process placement measured here
+/// is the one users run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const FLOAT: i32 = tensor_proto::DataType::Float as i32;
 const INT64: i32 = tensor_proto::DataType::Int64 as i32;
 

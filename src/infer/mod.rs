@@ -141,12 +141,18 @@ fn infer_graph(
                 vec![None; node.outputs.len()]
             }
         };
-        let names = node.outputs.clone();
-        session.graphs[gi].nodes[ni].since = since;
         let graph = &mut session.graphs[gi];
-        for (name, ty) in names.iter().zip(outputs) {
+        graph.nodes[ni].since = since;
+        let (nodes, types) = (&graph.nodes, &mut graph.types);
+        for (name, ty) in nodes[ni].outputs.iter().zip(outputs) {
             if let (false, Some(ty)) = (name.is_empty(), ty) {
-                graph.types.insert(name.clone(), ty);
+                // Overwrites a declared type in place: no new key.
+                match types.get_mut(name.as_str()) {
+                    Some(slot) => *slot = ty,
+                    None => {
+                        types.insert(name.clone(), ty);
+                    }
+                }
             }
         }
     }

@@ -108,9 +108,12 @@ fn graph_pass(
     // graph is edited.
     let (both, planned) = {
         let g = &session.graphs[gi];
-        let mut pi: HashSet<&str> = HashSet::default();
+        // Most values of a model are read and written on the provider side: sized once.
+        let mut pi: HashSet<&str> =
+            HashSet::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
         let mut npi: HashSet<&str> = HashSet::default();
-        let mut po: HashSet<&str> = HashSet::default();
+        let mut po: HashSet<&str> =
+            HashSet::with_capacity_and_hasher(g.nodes.len(), Default::default());
         let mut npo: HashSet<&str> = HashSet::default();
         let mut consumed_inits: Vec<&str> = Vec::new();
         let mut consumed_seen: HashSet<&str> = HashSet::default();

@@ -19,10 +19,11 @@ pub fn cpu_preferred_nodes(
     session: &Session,
     gi: usize,
     topo: &[usize],
-    tentative: &[(usize, KernelDef)],
+    tentative: &[(usize, &KernelDef)],
 ) -> HashSet<usize> {
     let g = &session.graphs[gi];
-    if tentative.is_empty() {
+    // The walk starts only from CPU-memory outputs: without any, nothing moves.
+    if !tentative.iter().any(|(_, kd)| !kd.cpu_outputs.is_empty()) {
         return HashSet::default();
     }
     let mut order: Vec<usize> = vec![usize::MAX; g.nodes.len()];
@@ -31,7 +32,8 @@ pub fn cpu_preferred_nodes(
     }
     // Consumers by value name within this graph, explicit and implicit inputs alike (ORT's
     // output edges).
-    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::default();
+    let mut consumers: HashMap<&str, Vec<usize>> =
+        HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
     for (i, n) in g.live_nodes() {
         for name in n.inputs.iter().chain(&n.implicit_inputs) {
             if !name.is_empty() {
@@ -42,7 +44,7 @@ pub fn cpu_preferred_nodes(
             }
         }
     }
-    let kernel: HashMap<usize, &KernelDef> = tentative.iter().map(|(i, k)| (*i, k)).collect();
+    let kernel: HashMap<usize, &KernelDef> = tentative.iter().map(|(i, k)| (*i, *k)).collect();
     let graph_inputs: HashSet<&str> = g.inputs.iter().map(String::as_str).collect();
 
     let mut cpu_args: HashSet<&str> = HashSet::default();

@@ -207,6 +207,11 @@ impl Session {
         } else {
             Default::default()
         };
+        let values = g.input.len() + g.initializer.len() + g.node.len() * 2;
+        graph.nodes.reserve(g.node.len());
+        graph.initializers.reserve(g.initializer.len());
+        graph.types.reserve(values);
+        graph.shapes.reserve(values);
         for t in &g.initializer {
             let overridable = ir4 && input_names.contains(t.name());
             graph
@@ -286,7 +291,8 @@ impl Session {
     }
 
     /// Names each subgraph reads from enclosing scopes; recorded on the parent node as its
-    /// implicit inputs. Returns the outer names graph `gi` reads.
+    /// implicit inputs. Returns the outer names graph `gi` reads (none for the main graph, which
+    /// has no enclosing scope).
     pub fn compute_implicit_inputs(&mut self, gi: usize) -> Vec<String> {
         // Subgraphs first (they need `&mut self`), then one pass over this graph's names.
         for ni in 0..self.graphs[gi].nodes.len() {
@@ -312,6 +318,9 @@ impl Session {
             self.graphs[gi].nodes[ni].implicit_inputs = implicit;
         }
         let g = &self.graphs[gi];
+        if g.parent.is_none() {
+            return Vec::new();
+        }
         let mut defined: rustc_hash::FxHashSet<&str> =
             g.inputs.iter().map(String::as_str).collect();
         defined.extend(g.initializers.keys().map(String::as_str));

@@ -64,26 +64,27 @@ fn type_mismatch(
 ) -> Option<Miss> {
     let in_pos = formal_input_positions(schema, node.inputs.len());
     let _ = formal_output_positions(schema, node.outputs.len());
-    for (cname, allowed) in &kd.types {
-        let key = |p: &crate::tables::FormalParam| {
-            if schema.allowed(&p.type_str).is_some() {
-                p.type_str.clone()
+    for (cname, allowed) in kd.types.iter() {
+        let key = |p: &crate::tables::FormalParam| -> bool {
+            let key = if schema.allowed(&p.type_str).is_some() {
+                &p.type_str
             } else {
-                p.name.clone()
-            }
+                &p.name
+            };
+            key == cname
         };
         let slots = schema
             .inputs
             .iter()
             .enumerate()
-            .filter(|(_, p)| &key(p) == cname)
+            .filter(|(_, p)| key(p))
             .map(|(k, _)| Slot::Input(k))
             .chain(
                 schema
                     .outputs
                     .iter()
                     .enumerate()
-                    .filter(|(_, p)| &key(p) == cname)
+                    .filter(|(_, p)| key(p))
                     .map(|(k, _)| Slot::Output(k)),
             );
         let mut arg = None;
@@ -116,6 +117,15 @@ fn type_mismatch(
 
 /// Whether `ty` is one of ORT's type strings in `allowed` (structurally, for maps).
 pub fn type_allowed(ty: &Type, allowed: &[String]) -> bool {
+    // Tensors (nearly every check) compare without formatting the type string.
+    if let Type::Tensor(e) = ty {
+        let name = crate::model::type_name(*e);
+        return allowed.iter().any(|a| {
+            a.strip_prefix("tensor(")
+                .and_then(|r| r.strip_suffix(')'))
+                .is_some_and(|inner| inner == name)
+        });
+    }
     let s = ty.to_string();
     if allowed.contains(&s) {
         return true;

@@ -63,22 +63,26 @@ impl Default for Options {
     }
 }
 
-/// Why a node landed where it did.
+/// Why a node landed where it did. Kernels are boxed: a placement holds one decision per node,
+/// and a small decision keeps the map of a large model small.
 #[derive(Debug, Clone)]
 pub enum Decision {
     /// CUDA took it with this registration.
-    Cuda(KernelDef),
+    Cuda(Box<KernelDef>),
     /// CUDA had a kernel, the shape-subgraph pass moved it to CPU.
     CpuPreferred {
-        cuda: KernelDef,
-        cpu: Option<KernelDef>,
+        cuda: Box<KernelDef>,
+        cpu: Option<Box<KernelDef>>,
     },
     /// CUDA's lookup failed (`cuda_miss`); the CPU kernel took it.
-    CpuFallback { cuda_miss: Miss, cpu: KernelDef },
+    CpuFallback {
+        cuda_miss: Miss,
+        cpu: Box<KernelDef>,
+    },
     /// CUDA had a kernel but rejected the node (attributes it does not support).
-    CpuUnsupported { reason: String, cpu: KernelDef },
+    CpuUnsupported { reason: String, cpu: Box<KernelDef> },
     /// The provider list was CPU only.
-    Cpu(KernelDef),
+    Cpu(Box<KernelDef>),
     /// Inserted by ORT (Memcpy nodes).
     Inserted,
     /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
@@ -477,7 +481,7 @@ fn partition(
     // One decision per node: size the map once instead of rehashing its large entries.
     decisions.reserve(session.graphs.iter().map(|g| g.nodes.len()).sum());
     let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
-    let mut cuda_kernel: HashMap<(usize, usize), KernelDef> = HashMap::default();
+    let mut cuda_kernel: HashMap<(usize, usize), &KernelDef> = HashMap::default();
     let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
     let mut preferred: rustc_hash::FxHashSet<(usize, usize)> = Default::default();
     // Partitioning assigns providers but never changes the graph: one order per graph serves
@@ -489,7 +493,7 @@ fn partition(
         for gi in bottom_up(session) {
             match ep {
                 Ep::Cuda => {
-                    let mut tentative: Vec<(usize, KernelDef)> = Vec::new();
+                    let mut tentative: Vec<(usize, &KernelDef)> = Vec::new();
                     for &ni in &orders[gi] {
                         let node = &session.graphs[gi].nodes[ni];
                         if node.ep.is_some() {
@@ -507,7 +511,7 @@ fn partition(
                                 {
                                     unsupported.insert((gi, ni), reason);
                                 } else {
-                                    tentative.push((ni, kd.clone()));
+                                    tentative.push((ni, kd));
                                 }
                             }
                         }
@@ -520,7 +524,7 @@ fn partition(
                             cuda_kernel.insert((gi, ni), kd);
                         } else {
                             session.graphs[gi].nodes[ni].ep = Some(Ep::Cuda);
-                            decisions.insert((gi, ni), Decision::Cuda(kd));
+                            decisions.insert((gi, ni), Decision::Cuda(Box::new(kd.clone())));
                         }
                     }
                 }
@@ -535,13 +539,13 @@ fn partition(
                         let key = (gi, ni);
                         let decision = match lookup(table, Ep::Cpu, session, gi, node, schema) {
                             Ok(kd) => {
-                                let cpu = kd.clone();
+                                let cpu = Box::new(kd.clone());
                                 if let Some(cuda) = cuda_kernel
                                     .remove(&key)
                                     .filter(|_| preferred.contains(&key))
                                 {
                                     Decision::CpuPreferred {
-                                        cuda,
+                                        cuda: Box::new(cuda.clone()),
                                         cpu: Some(cpu),
                                     }
                                 } else if let Some(reason) = unsupported.remove(&key) {

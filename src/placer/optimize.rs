@@ -74,17 +74,25 @@ struct Index {
 impl Index {
     fn build(session: &Session, gi: usize) -> Index {
         let g = &session.graphs[gi];
-        let mut producer = FxMap::default();
-        let mut uses: FxMap<String, Vec<usize>> = FxMap::default();
+        // Sized once: a value per node output, about as many read values.
+        let mut producer = FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+        let mut uses: FxMap<String, Vec<usize>> =
+            FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
         for (i, n) in g.live_nodes() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
                 producer.insert(o.clone(), i);
             }
             for name in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !name.is_empty() {
-                    let l = uses.entry(name.clone()).or_default();
-                    if l.last() != Some(&i) {
-                        l.push(i);
+                    match uses.get_mut(name.as_str()) {
+                        Some(l) => {
+                            if l.last() != Some(&i) {
+                                l.push(i);
+                            }
+                        }
+                        None => {
+                            uses.insert(name.clone(), vec![i]);
+                        }
                     }
                 }
             }

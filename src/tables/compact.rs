@@ -12,7 +12,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Ep, FormalParam, KernelDef, KernelTable, OpSchema, ParamOption, ReleaseInfo};
+use super::{
+    Ep, FormalParam, KernelDef, KernelTable, OpSchema, ParamOption, ReleaseInfo, TypeConstraints,
+};
 
 const MAGIC: &[u8; 8] = b"OLKT\x00\x00\x00\x01";
 
@@ -170,6 +172,7 @@ pub fn decode(bytes: &[u8]) -> Result<KernelTable, String> {
     let mut d = Decoder {
         bytes: rest,
         strings: Vec::new(),
+        types_seen: HashMap::new(),
     };
     let n = d.len()?;
     let mut strings = Vec::with_capacity(n);
@@ -260,6 +263,9 @@ pub fn decode(bytes: &[u8]) -> Result<KernelTable, String> {
 struct Decoder<'a> {
     bytes: &'a [u8],
     strings: Vec<&'a str>,
+    /// Type constraint lists decoded so far, by their encoded bytes: most registrations share
+    /// one of a few hundred lists, decoded once.
+    types_seen: HashMap<&'a [u8], TypeConstraints>,
 }
 
 impl<'a> Decoder<'a> {
@@ -319,11 +325,30 @@ impl<'a> Decoder<'a> {
         let n = self.len()?;
         (0..n).map(|_| self.uint()).collect()
     }
-    fn types(&mut self) -> Result<Vec<(String, Vec<String>)>, String> {
+    fn types(&mut self) -> Result<TypeConstraints, String> {
+        // Skip over the list first: its bytes are the key of a list already decoded.
+        let start = self.bytes;
         let n = self.len()?;
-        (0..n)
+        for _ in 0..n {
+            self.uint()?;
+            let m = self.len()?;
+            for _ in 0..m {
+                self.uint()?;
+            }
+        }
+        let span = &start[..start.len() - self.bytes.len()];
+        if let Some(t) = self.types_seen.get(span) {
+            return Ok(t.clone());
+        }
+        let rest = std::mem::replace(&mut self.bytes, span);
+        let n = self.len()?;
+        let list: Result<Vec<(String, Vec<String>)>, String> = (0..n)
             .map(|_| Ok((self.string()?, self.strings()?)))
-            .collect()
+            .collect();
+        self.bytes = rest;
+        let list: TypeConstraints = list?.into();
+        self.types_seen.insert(span, list.clone());
+        Ok(list)
     }
     fn params(&mut self) -> Result<Vec<FormalParam>, String> {
         let n = self.len()?;

@@ -202,6 +202,12 @@ pub struct ReleaseInfo {
     pub date: String,
 }
 
+/// Type constraints (or type parameters): name and allowed type strings (ORT's spelling,
+/// sorted), sorted by name. Shared: many registrations have the same list, and a placement keeps
+/// a copy of the kernel of every node, which then costs a reference count instead of a dozen
+/// strings.
+pub type TypeConstraints = std::sync::Arc<[(String, Vec<String>)]>;
+
 /// One kernel registration, as ORT reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelDef {
@@ -214,7 +220,7 @@ pub struct KernelDef {
     /// Last since-version of a versioned registration; `None` when open-ended (`since+`).
     pub until: Option<i64>,
     /// Type constraints: name and allowed type strings (ORT's spelling, sorted), sorted by name.
-    pub types: Vec<(String, Vec<String>)>,
+    pub types: TypeConstraints,
     /// Input positions the kernel reads from host memory (CUDA kernels only).
     pub cpu_inputs: Vec<usize>,
     /// Output positions the kernel writes to host memory (CUDA kernels only).
@@ -286,7 +292,7 @@ pub struct OpSchema {
     pub inputs: Vec<FormalParam>,
     pub outputs: Vec<FormalParam>,
     /// Type parameters and their allowed type strings (sorted), sorted by name.
-    pub type_constraints: Vec<(String, Vec<String>)>,
+    pub type_constraints: TypeConstraints,
     pub min_inputs: usize,
     /// [`UNBOUNDED`] when the last input is variadic.
     pub max_inputs: usize,

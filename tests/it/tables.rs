@@ -159,14 +159,14 @@ fn every_type_name_is_known() {
             }
         }
         for k in t.iter_kernels() {
-            for (_, list) in &k.types {
+            for (_, list) in k.types.iter() {
                 for ty in list {
                     assert!(known_type(ty), "{}: {} {}: {ty}", b.file_name, k.ep, k.op);
                 }
             }
         }
         for s in t.iter_schemas() {
-            for (_, list) in &s.type_constraints {
+            for (_, list) in s.type_constraints.iter() {
                 for ty in list {
                     assert!(known_type(ty), "{}: schema {}: {ty}", b.file_name, s.name);
                 }
@@ -260,7 +260,7 @@ fn key_of(k: &KernelDef) -> KernelKey {
         k.op.clone(),
         k.since,
         k.until,
-        k.types.clone(),
+        k.types.to_vec(),
     )
 }
 
