@@ -279,6 +279,7 @@ fn peer(cmd: &[&str], runs: usize) -> Option<f64> {
 }
 
 fn main() {
+    onnx_lint::alloc::tune();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--child") {
         return child(&args[1..]);

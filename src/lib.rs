@@ -17,6 +17,7 @@
 //!   `process::exit`, and never prints outside `cli`.
 //! - Loading never reads external data and never copies weights.
 
+pub mod alloc;
 pub mod cache;
 pub mod cargo;
 pub mod cli;

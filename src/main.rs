@@ -8,5 +8,6 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    onnx_lint::alloc::tune();
     onnx_lint::cli::main(std::env::args_os().collect())
 }
