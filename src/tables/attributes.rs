@@ -10,7 +10,9 @@ use rustc_hash::FxHashMap as HashMap;
 /// Attributes per (domain, op, since-version).
 #[derive(Debug, Default)]
 pub struct SchemaAttributes {
-    map: HashMap<(String, String, i64), Vec<(String, bool)>>,
+    /// domain → op → (since, attributes); looked up by `&str` without allocating.
+    map: HashMap<String, HashMap<String, Vec<(i64, Vec<(String, bool)>)>>>,
+    len: usize,
 }
 
 /// What `OpSchema::Verify` finds wrong with a node's attributes.
@@ -26,7 +28,9 @@ impl SchemaAttributes {
     /// Parses the text form; malformed lines are skipped (the file is generated and checked by
     /// `tests/it/tables.rs`).
     pub fn parse(text: &str) -> Self {
-        let mut map = HashMap::default();
+        let mut map: HashMap<String, HashMap<String, Vec<(i64, Vec<(String, bool)>)>>> =
+            HashMap::default();
+        let mut len = 0;
         for line in text.lines() {
             if line.starts_with('#') || line.trim().is_empty() {
                 continue;
@@ -49,26 +53,40 @@ impl SchemaAttributes {
                     None => (a.to_string(), false),
                 })
                 .collect();
-            map.insert((domain.to_string(), op.to_string(), since), attrs);
+            let versions = map
+                .entry(domain.to_string())
+                .or_default()
+                .entry(op.to_string())
+                .or_default();
+            match versions.iter_mut().find(|(v, _)| *v == since) {
+                Some(slot) => slot.1 = attrs,
+                None => {
+                    versions.push((since, attrs));
+                    len += 1;
+                }
+            }
         }
-        SchemaAttributes { map }
+        SchemaAttributes { map, len }
     }
 
     /// Number of schema versions described.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.len
     }
 
     /// Whether no schema is described.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len == 0
     }
 
     /// The declared attributes of a schema version (`None` when the file does not describe it).
     pub fn get(&self, domain: &str, op: &str, since: i64) -> Option<&[(String, bool)]> {
         self.map
-            .get(&(domain.to_string(), op.to_string(), since))
-            .map(Vec::as_slice)
+            .get(domain)?
+            .get(op)?
+            .iter()
+            .find(|(v, _)| *v == since)
+            .map(|(_, attrs)| attrs.as_slice())
     }
 
     /// Verifies a node's attribute names as `OpSchema::Verify` does (names starting with `__`
