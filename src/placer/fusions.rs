@@ -52,7 +52,7 @@ const TRIGGERS: &[&str] = &[
 const MAX_STEPS: usize = 10;
 
 /// Applies the level-2/3 fusions of `level` to the partitioned session graph.
-pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
+pub fn run(session: &mut Session, model: &Model, level: OptLevel, ort: &str) {
     if level < OptLevel::Extended {
         return;
     }
@@ -65,8 +65,11 @@ pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
         {
             continue;
         }
-        let layer_norms = g.live_nodes().any(|(_, n)| n.op == "LayerNormalization");
+        let layer_norms = g
+            .live_nodes()
+            .any(|(_, n)| n.op == "LayerNormalization" || n.op == "ReduceMean");
         let mut f = Fuser::new(session, gi);
+        f.release = release_of(ort);
         if gi == 0 && layer_norms {
             f.params = declared_params(model);
         }
@@ -94,7 +97,7 @@ pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
             if f.has("Gelu") || f.has("FastGelu") {
                 f.bias_gelu(session);
             }
-            if f.has("LayerNormalization") {
+            if f.has("LayerNormalization") || f.has("SkipLayerNormalization") {
                 f.skip_layer_norm(session);
             }
             if f.has("Tanh") {
@@ -146,6 +149,8 @@ struct Fuser {
     after: HashMap<usize, Vec<usize>>,
     /// The graph's ai.onnx opset.
     opset: i64,
+    /// The simulated ORT release (major, minor).
+    release: (u32, u32),
     counter: usize,
     /// Fusions made so far.
     fused: usize,
@@ -153,6 +158,8 @@ struct Fuser {
     ops: HashMap<String, usize>,
     /// Declared symbolic dims (`dim_param`) per value of the main graph.
     params: HashMap<String, Vec<Option<String>>>,
+    /// Symbolic dims found so far by [`Fuser::dim_symbol`], per (value key, dim).
+    symbols: std::cell::RefCell<HashMap<(u64, usize), Option<String>>>,
 }
 
 impl Fuser {
@@ -171,10 +178,12 @@ impl Fuser {
             generated_args: HashSet::default(),
             after: HashMap::default(),
             opset: session.opsets.get("ai.onnx").copied().unwrap_or(0),
+            release: (1, 99),
             counter: g.name_counter,
             fused: 0,
             ops: HashMap::default(),
             params: HashMap::default(),
+            symbols: std::cell::RefCell::new(HashMap::default()),
         };
         f.producer.reserve(g.nodes.len());
         f.consumers.reserve(g.nodes.len());
@@ -868,6 +877,10 @@ impl Fuser {
         };
         for ni in self.pass_order(session) {
             let ln = &session.graphs[g].nodes[ni];
+            if ln.op == "SkipLayerNormalization" && ln.domain == MS && self.release >= (1, 25) {
+                self.skip_layer_norm_bias(session, ni);
+                continue;
+            }
             if ln.removed
                 || !matches!(ln.ep, Some(Ep::Cuda | Ep::Cpu))
                 || ln.op != "LayerNormalization"
@@ -947,6 +960,114 @@ impl Fuser {
         }
     }
 
+    /// From ORT 1.25: a `SkipLayerNormalization` without bias whose input or skip comes from
+    /// `Add(x, bias)` or `Add(bias, x)` (1-D constant bias of the last dim) takes the bias in;
+    /// the new node gets a newly generated `SkipLayerNormalization` name. Up to 1.24 only a
+    /// bias in the Add's second input is fused, in the first step. (Measured with the oracle
+    /// on 1.24.4–1.31.1: a bias-first Add is absorbed from 1.25.1 on, in a second step, so
+    /// every such fused node carries a `_token_` name.)
+    fn skip_layer_norm_bias(&mut self, session: &mut Session, ni: usize) {
+        let g = &session.graphs[self.gi];
+        let sln = &g.nodes[ni];
+        if sln.removed
+            || !matches!(sln.ep, Some(Ep::Cuda | Ep::Cpu))
+            || !(sln.inputs.len() == 3 || sln.inputs.len() == 4)
+        {
+            return;
+        }
+        let mut found: Option<(usize, usize, usize)> = None;
+        for slot in 0..2 {
+            let Some(a) = self.producer_of(session, &sln.inputs[slot]) else {
+                continue;
+            };
+            let an = &g.nodes[a];
+            if !is_op(an, "Add", &[7, 13, 14])
+                || an.ep != sln.ep
+                || an.inputs.len() != 2
+                || !self.edges_are(session, an, 1)
+                || !self.gelu_types_ok(session, an)
+            {
+                continue;
+            }
+            let bias_at = (0..2).find(|&k| {
+                let b = &an.inputs[k];
+                let x = &an.inputs[1 - k];
+                session
+                    .initializer(self.gi, b)
+                    .is_some_and(|i| !i.overridable && i.dims.len() == 1)
+                    && matches!((session.shape_of(self.gi, x), session.shape_of(self.gi, b)),
+                        (Some(xs), Some(bs)) if xs.len() == 3 && bs.len() == 1
+                            && xs[2].is_some() && xs[2] == bs[0])
+            });
+            if let Some(k) = bias_at {
+                found = Some((slot, a, k));
+                break;
+            }
+        }
+        let Some((slot, a, k)) = found else {
+            return;
+        };
+        let an = &g.nodes[a];
+        let mut node = fused_node(sln, "SkipLayerNormalization");
+        let mut inputs = sln.inputs.clone();
+        inputs.resize(4, String::new());
+        inputs[slot] = an.inputs[1 - k].clone();
+        inputs.push(an.inputs[k].clone());
+        node.inputs = inputs;
+        node.attrs = sln.attrs.clone();
+        node.name = self.node_name(session, "SkipLayerNormalization");
+        self.fuse(session, &[a, ni], ni, node);
+    }
+
+    /// Element `i` of a shape tensor built as `Concat(.., Unsqueeze(Gather(Shape(y), k)), ..)`:
+    /// the symbol of `y`'s dim `k`.
+    fn shape_part_symbol(
+        &self,
+        session: &Session,
+        shape: &str,
+        i: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let g = &session.graphs[self.gi];
+        let c = &g.nodes[self.producer_of(session, shape)?];
+        if c.op != "Concat" {
+            return None;
+        }
+        // Every part before `i` must be one element long.
+        let mut at = 0;
+        for part in &c.inputs {
+            let len = session
+                .shape_of(self.gi, part)
+                .and_then(|s| s.first().copied().flatten())?;
+            if at == i && len == 1 {
+                let u = &g.nodes[self.producer_of(session, part)?];
+                if u.op != "Unsqueeze" {
+                    return None;
+                }
+                let gn = &g.nodes[self.producer_of(session, u.inputs.first()?)?];
+                if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
+                    return None;
+                }
+                let (k, _) = scalar_i64(session, self.gi, gn.inputs.get(1)?)?;
+                let sn = &g.nodes[self.producer_of(session, gn.inputs.first()?)?];
+                if sn.op != "Shape" || sn.attr_i("start").unwrap_or(0) != 0 {
+                    return None;
+                }
+                let y = sn.inputs.first()?;
+                let k = usize::try_from(k).ok()?;
+                return match session.shape_of(self.gi, y).and_then(|s| s.get(k).copied()) {
+                    Some(Some(_)) => None,
+                    _ => self.dim_symbol(session, y, k, depth + 1),
+                };
+            }
+            at += usize::try_from(len).ok()?;
+            if at > i {
+                return None;
+            }
+        }
+        None
+    }
+
     /// ORT's check on the Add next to the LayerNorm: both inputs 3-D with equal `dim_param`s
     /// (concrete dims have none, so they always compare equal). A dim we know neither
     /// value nor declared symbol of counts as different: ORT's own inference gives such dims
@@ -959,11 +1080,142 @@ impl Fuser {
         if sa.len() != 3 || sb.len() != 3 {
             return false;
         }
-        let param = |v: &str, i: usize| -> Option<&str> { self.params.get(v)?.get(i)?.as_deref() };
         (0..3).all(|i| match (sa[i], sb[i]) {
             (Some(_), Some(_)) => true,
-            _ => matches!((param(a, i), param(b, i)), (Some(x), Some(y)) if x == y),
+            _ => matches!((self.dim_symbol(session, a, i, 0), self.dim_symbol(session, b, i, 0)),
+                (Some(x), Some(y)) if x == y),
         })
+    }
+
+    /// The symbolic dim (`dim_param`) ONNX shape inference gives dim `i` of `v`: declared on
+    /// the graph's inputs, outputs and value_info, and carried through the ops transformer
+    /// layers are made of (element-wise ops with broadcasting, MatMul, Transpose, Reshape's
+    /// copied 0 dims, normalisations, the fused nodes), as ORT's inference carries it.
+    fn dim_symbol(&self, session: &Session, v: &str, i: usize, depth: usize) -> Option<String> {
+        if let Some(d) = self.params.get(v) {
+            return d.get(i).cloned().flatten();
+        }
+        if depth > 200 {
+            return None;
+        }
+        if let Some(hit) = self.symbols.borrow().get(&(key(v), i)) {
+            return hit.clone();
+        }
+        let g = &session.graphs[self.gi];
+        let p = self.producer_of(session, v)?;
+        let n = &g.nodes[p];
+        let rank = |x: &str| session.shape_of(self.gi, x).map(Vec::len);
+        let out_rank = rank(v)?;
+        let from = |x: &str, j: usize| -> Option<String> {
+            match session.shape_of(self.gi, x).and_then(|s| s.get(j).copied()) {
+                Some(Some(_)) => None,
+                _ => self.dim_symbol(session, x, j, depth + 1),
+            }
+        };
+        let sym = match n.op.as_str() {
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Where" | "Equal" | "Less" | "Greater"
+            | "And" | "Or" | "BiasGelu" | "Max" | "Min" => {
+                // Broadcast: every input with this dim either 1 or the same symbol.
+                let mut out: Option<String> = None;
+                for x in n.inputs.iter().filter(|x| !x.is_empty()) {
+                    let r = rank(x)?;
+                    if i + r < out_rank {
+                        continue;
+                    }
+                    let j = i + r - out_rank;
+                    match session.shape_of(self.gi, x).and_then(|s| s.get(j).copied()) {
+                        Some(Some(1)) => continue,
+                        Some(Some(_)) => return None,
+                        _ => {}
+                    }
+                    let s = self.dim_symbol(session, x, j, depth + 1)?;
+                    if out.as_ref().is_some_and(|o| *o != s) {
+                        return None;
+                    }
+                    out = Some(s);
+                }
+                out
+            }
+            "MatMul" | "FusedMatMul" => {
+                let (a, b) = (n.inputs.first()?, n.inputs.get(1)?);
+                let (ra, rb) = (rank(a)?, rank(b)?);
+                if i + 1 == out_rank {
+                    from(b, rb.checked_sub(1)?)
+                } else if i + 2 == out_rank {
+                    from(a, ra.checked_sub(2)?)
+                } else if i + ra >= out_rank {
+                    from(a, i + ra - out_rank)
+                } else {
+                    None
+                }
+            }
+            "Transpose" => {
+                let perm = n.attr_ints("perm")?;
+                let j = usize::try_from(*perm.get(i)?).ok()?;
+                from(n.inputs.first()?, j)
+            }
+            "Reshape" => {
+                let shape = session.initializer(self.gi, n.inputs.get(1)?)?;
+                let values = crate::placer::ir::int_values(&shape.tensor)?;
+                if values.get(i) == Some(&0) && n.attr_i("allowzero").unwrap_or(0) == 0 {
+                    from(n.inputs.first()?, i)
+                } else {
+                    None
+                }
+            }
+            "Concat" => {
+                // Off the concat axis every input has the dim; take the first symbol.
+                let axis = n.attr_i("axis")?;
+                let axis = usize::try_from(if axis < 0 {
+                    axis + out_rank as i64
+                } else {
+                    axis
+                })
+                .ok()?;
+                if i == axis {
+                    None
+                } else {
+                    n.inputs
+                        .iter()
+                        .filter(|x| !x.is_empty())
+                        .find_map(|x| from(x, i))
+                }
+            }
+            "Conv" | "MaxPool" | "AveragePool" if i == 0 => from(n.inputs.first()?, 0),
+            "Expand" => {
+                // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
+                // propagation), or the input's own dim when the shape part is 1.
+                let part = self.shape_part_symbol(session, n.inputs.get(1)?, i, depth);
+                part.or_else(|| {
+                    let x = n.inputs.first()?;
+                    let r = rank(x)?;
+                    (i + r >= out_rank)
+                        .then(|| from(x, i + r - out_rank))
+                        .flatten()
+                })
+            }
+            "Cast"
+            | "Relu"
+            | "Gelu"
+            | "FastGelu"
+            | "QuickGelu"
+            | "Erf"
+            | "Tanh"
+            | "Sigmoid"
+            | "Sqrt"
+            | "Neg"
+            | "Softmax"
+            | "LayerNormalization"
+            | "SkipLayerNormalization"
+            | "SimplifiedLayerNormalization"
+            | "SkipSimplifiedLayerNormalization"
+            | "Identity"
+            | "Dropout"
+            | "BiasSoftmax" => from(n.inputs.first()?, i),
+            _ => None,
+        };
+        self.symbols.borrow_mut().insert((key(v), i), sym.clone());
+        sym
     }
 
     // ------------------------------------------------------------------ FastGeluFusion
@@ -1357,6 +1609,15 @@ fn scale_input(session: &Session, gi: usize, n: &SNode) -> Option<usize> {
                 .any(|d| *d as i32 == init.elem)
         })
     })
+}
+
+/// `1.25.1` → (1, 25); anything unreadable counts as the newest.
+fn release_of(ort: &str) -> (u32, u32) {
+    let mut parts = ort.split('.').map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(a), Some(b)) => (a, b),
+        _ => (u32::MAX, 0),
+    }
 }
 
 /// The index key of a value name.

@@ -199,7 +199,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         }
         infer::infer_session(&mut session, table);
     }
-    fusions::run(&mut session, model, options.level);
+    fusions::run(&mut session, model, options.level, &table.release().ort);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session) {
         if let Some(Decision::Unassigned {
