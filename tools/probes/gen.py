@@ -631,6 +631,26 @@ def mlp_blocks(path, opset=13, dtype=F32):
     b.model(path)
 
 
+def skip_ln(path, bias_first=True, fmt=1, dims=("batch", "seq", 16), layers=3):
+    """Bias Add + residual Add + LayerNormalization (the SkipLayerNorm formats), with the bias
+    on either side of the Add, and a CPU-only Unique so that the placement is logged."""
+    b = B(17)
+    x = b.inp("x", F32, list(dims))
+    for i in range(layers):
+        p = f"l{i}"
+        mm = b.op("MatMul", [x, b.weight(f"{p}.W", [16, 16])], f"/{p}/dense/MatMul")
+        bias = b.weight(f"{p}.b", [16])
+        ab = b.op("Add", [bias, mm] if bias_first else [mm, bias], f"/{p}/dense/Add")
+        s = b.op("Add", [ab, x] if fmt == 1 else [x, ab], f"/{p}/Add")
+        x = layer_norm(b, s, f"{p}/LayerNorm", 16, "op")
+    b.op("Identity", [x], "/out/Identity", out=["y"])
+    b.outp("y", shape=list(dims))
+    u = b.inp("u", F32, [5])
+    b.op("Unique", [u], "/Unique", out=["uo"])
+    b.outp("uo", shape=["n"])
+    b.model(path)
+
+
 def all_probes(out):
     os.makedirs(out, exist_ok=True)
     probes = {
@@ -671,6 +691,11 @@ def all_probes(out):
         "llama.op17.simplified-op.f16": lambda p: llama(p, opset=17, dtype=F16, rms="op"),
         "t5-enc.op13.rms-pow.f32": lambda p: t5_enc(p),
         "t5-enc.op13.rms-cast.f16": lambda p: t5_enc(p, dtype=F16, rms="cast"),
+        # SkipLayerNorm formats (ORT 1.25 added the bias-first form)
+        "skipln.bias-first.f1": lambda p: skip_ln(p, True, 1),
+        "skipln.bias-first.f2": lambda p: skip_ln(p, True, 2),
+        "skipln.bias-second.f1": lambda p: skip_ln(p, False, 1),
+        "skipln.bias-second.f2.static": lambda p: skip_ln(p, False, 2, dims=(2, 4, 16)),
         # small fusions
         "blocks.op13.f32": lambda p: mlp_blocks(p, opset=13),
         "blocks.op17.f16": lambda p: mlp_blocks(p, opset=17, dtype=F16),
