@@ -2310,19 +2310,32 @@ impl Fuser {
     /// name `squeeze_axes`, then one `splits`, which advance the name counter as it does.
     fn gather_slice_to_split(&mut self, session: &mut Session) {
         let g = &session.graphs[self.gi];
+        // Only values read by two or more Gathers/Slices can fuse: count those first, so the
+        // pass costs a hash lookup per node.
+        let mut sliced: HashMap<u64, usize> = HashMap::default();
+        for (_, n) in g.live_nodes() {
+            if (n.op == "Gather" || n.op == "Slice")
+                && let Some(x) = n.inputs.first()
+            {
+                *sliced.entry(key(x)).or_default() += 1;
+            }
+        }
+        let many = |v: &str| sliced.get(&key(v)).is_some_and(|&k| k >= 2);
+        if !sliced.values().any(|&k| k >= 2) {
+            return;
+        }
         let mut candidates: Vec<String> = Vec::new();
-        let many = |f: &Fuser, v: &str| f.readers(session, v).nth(1).is_some();
         for i in &g.inputs {
-            if many(self, i) {
+            if many(i) {
                 candidates.push(i.clone());
             }
         }
-        let mut inits: Vec<&String> = g.initializers.keys().filter(|i| many(self, i)).collect();
+        let mut inits: Vec<&String> = g.initializers.keys().filter(|i| many(i)).collect();
         inits.sort();
         candidates.extend(inits.into_iter().cloned());
         for ni in self.pass_order(session) {
             let n = &g.nodes[ni];
-            if n.op == "Shape" || n.outputs.len() > 1 || n.outputs.is_empty() {
+            if n.op == "Shape" || n.outputs.len() != 1 || !many(&n.outputs[0]) {
                 continue;
             }
             if self.out_edges(session, n) > 1 {
