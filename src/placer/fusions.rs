@@ -2532,6 +2532,7 @@ impl Fuser {
                 || !matches!(rn.ep, Some(Ep::Cuda | Ep::Cpu))
                 || self.out_edges(session, rn) != 1
                 || rn.inputs.len() != 3
+                || rn.outputs.first().is_none_or(String::is_empty)
             {
                 continue;
             }
