@@ -2,11 +2,22 @@
 //! whose provider is in its compatible set, and the fused node inherits that provider; nothing
 //! is re-partitioned. They rename and merge nodes, so the placement lists ORT's fused names.
 //!
-//! Simulated, in ORT's order, the list repeated while anything changes: `GeluFusion`,
-//! `MatmulTransposeFusion`, `BiasGeluFusion`, `SkipLayerNormFusion`, `FastGeluFusion`, `QuickGeluFusion`,
-//! `BiasSoftmaxFusion` (CUDA only) and `MatMulScaleFusion`. Every graph is visited, subgraphs included; each pass
-//! walks one topological order with an incrementally kept producer/consumer index, so the cost
-//! is linear in the graph.
+//! Simulated, in ORT's order (`GenerateTransformers` in
+//! `onnxruntime/core/optimizer/graph_transformer_utils.cc`, level 2), the list repeated while
+//! anything changes: `GeluFusion`, `LayerNormFusion`, `SimplifiedLayerNormFusion`,
+//! `GatherSliceToSplitFusion`, `GatherToSliceFusion`, `MatmulTransposeFusion`, `BiasGeluFusion`
+//! (also `Add` + one-input `FastGelu`), `SkipLayerNormFusion`, `FastGeluFusion`,
+//! `QuickGeluFusion`, `BiasSoftmaxFusion` (CUDA only) and `MatMulScaleFusion`. Not simulated:
+//! the CPU-only ones (`GemmActivationFusion`, `ConvActivationFusion`, level 3's
+//! `ConvAddActivationFusion`/NCHWc), `AttentionFusion` and `EmbedLayerNormFusion` (their
+//! patterns need the mask and embedding sub-graphs of ORT's own BERT exports; the probe models
+//! of `tools/probes/` never trigger them), `GroupQueryAttentionFusion` (ORT-exported
+//! GQA only) and `BiasDropoutFusion` (training-mode Dropout only). Every graph is visited,
+//! subgraphs included; each pass walks one topological order with an incrementally kept
+//! producer/consumer index, so the cost is linear in the graph.
+//!
+//! ORT's `Graph::GenerateNodeName` and `GenerateNodeArgName` share one counter (the
+//! `_token_<n>` suffixes); the fusions call both where ORT does, so the fused names agree.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -22,6 +33,11 @@ const MS: &str = "com.microsoft";
 
 /// The ops some fusion starts from or needs.
 const TRIGGERS: &[&str] = &[
+    "ReduceMean",
+    "Pow",
+    "Gather",
+    "Slice",
+    "Range",
     "MatMul",
     "FusedMatMul",
     "Erf",
@@ -36,7 +52,7 @@ const TRIGGERS: &[&str] = &[
 const MAX_STEPS: usize = 10;
 
 /// Applies the level-2/3 fusions of `level` to the partitioned session graph.
-pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
+pub fn run(session: &mut Session, model: &Model, level: OptLevel, ort: &str) {
     if level < OptLevel::Extended {
         return;
     }
@@ -49,8 +65,11 @@ pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
         {
             continue;
         }
-        let layer_norms = g.live_nodes().any(|(_, n)| n.op == "LayerNormalization");
+        let layer_norms = g
+            .live_nodes()
+            .any(|(_, n)| n.op == "LayerNormalization" || n.op == "ReduceMean");
         let mut f = Fuser::new(session, gi);
+        f.release = release_of(ort);
         if gi == 0 && layer_norms {
             f.params = declared_params(model);
         }
@@ -60,13 +79,25 @@ pub fn run(session: &mut Session, model: &Model, level: OptLevel) {
             if f.has("Erf") {
                 f.gelu(session);
             }
+            if f.has("ReduceMean") && f.has("Pow") {
+                f.layer_norm(session);
+            }
+            if f.has("Pow") && f.has("ReduceMean") {
+                f.simplified_layer_norm(session);
+            }
+            if f.opset >= 13 && (f.has("Gather") || f.has("Slice")) {
+                f.gather_slice_to_split(session);
+            }
+            if f.has("Range") && f.has("Gather") {
+                f.gather_to_slice(session);
+            }
             if f.has("Transpose") && (f.has("MatMul") || f.has("FusedMatMul")) {
                 f.matmul_transpose(session);
             }
-            if f.has("Gelu") {
+            if f.has("Gelu") || f.has("FastGelu") {
                 f.bias_gelu(session);
             }
-            if f.has("LayerNormalization") {
+            if f.has("LayerNormalization") || f.has("SkipLayerNormalization") {
                 f.skip_layer_norm(session);
             }
             if f.has("Tanh") {
@@ -111,6 +142,15 @@ struct Fuser {
     /// Position of each node in `order` (`usize::MAX` for none).
     pos: Vec<usize>,
     generated: HashSet<String>,
+    /// Value names generated so far (`GenerateNodeArgName`, which shares the counter).
+    generated_args: HashSet<String>,
+    /// Nodes to visit right after a node of `order` (nodes a fusion added besides the one
+    /// taking a fused node's place).
+    after: HashMap<usize, Vec<usize>>,
+    /// The graph's ai.onnx opset.
+    opset: i64,
+    /// The simulated ORT release (major, minor).
+    release: (u32, u32),
     counter: usize,
     /// Fusions made so far.
     fused: usize,
@@ -118,6 +158,8 @@ struct Fuser {
     ops: HashMap<String, usize>,
     /// Declared symbolic dims (`dim_param`) per value of the main graph.
     params: HashMap<String, Vec<Option<String>>>,
+    /// Symbolic dims found so far by [`Fuser::dim_symbol`], per (value key, dim).
+    symbols: std::cell::RefCell<HashMap<(u64, usize), Option<String>>>,
 }
 
 impl Fuser {
@@ -133,10 +175,15 @@ impl Fuser {
             order: Vec::new(),
             pos: Vec::new(),
             generated: g.generated_names.clone(),
+            generated_args: HashSet::default(),
+            after: HashMap::default(),
+            opset: session.opsets.get("ai.onnx").copied().unwrap_or(0),
+            release: (1, 99),
             counter: g.name_counter,
             fused: 0,
             ops: HashMap::default(),
             params: HashMap::default(),
+            symbols: std::cell::RefCell::new(HashMap::default()),
         };
         f.producer.reserve(g.nodes.len());
         f.consumers.reserve(g.nodes.len());
@@ -223,11 +270,33 @@ impl Fuser {
     /// The order of one pass: the nodes that exist when it starts.
     fn pass_order(&self, session: &Session) -> Vec<usize> {
         let g = &session.graphs[self.gi];
-        self.order
-            .iter()
-            .copied()
-            .filter(|&ni| !g.nodes[ni].removed)
-            .collect()
+        if self.after.is_empty() {
+            return self
+                .order
+                .iter()
+                .copied()
+                .filter(|&ni| !g.nodes[ni].removed)
+                .collect();
+        }
+        let mut out = Vec::with_capacity(self.order.len());
+        let mut stack: Vec<usize> = Vec::new();
+        for &root in &self.order {
+            stack.push(root);
+            while let Some(ni) = stack.pop() {
+                if !g.nodes[ni].removed {
+                    out.push(ni);
+                }
+                if let Some(next) = self.after.get(&ni) {
+                    stack.extend(next.iter().rev());
+                }
+            }
+        }
+        out
+    }
+
+    /// Visits `new` right after `at` in later passes.
+    fn attach(&mut self, at: usize, new: usize) {
+        self.after.entry(at).or_default().push(new);
     }
 
     fn finish(self, session: &mut Session) {
@@ -258,6 +327,25 @@ impl Fuser {
             self.counter += 1;
         }
         self.generated.insert(name.clone());
+        name
+    }
+
+    /// `Graph::GenerateNodeArgName`: `base` unless a value or an earlier generated value name
+    /// has it; shares the counter with node names.
+    fn arg_name(&mut self, session: &Session, base: &str) -> String {
+        let g = &session.graphs[self.gi];
+        let taken = |f: &Fuser, n: &str| {
+            f.generated_args.contains(n)
+                || g.types.contains_key(n)
+                || g.initializers.contains_key(n)
+                || g.inputs.iter().any(|i| i == n)
+        };
+        let mut name = base.to_string();
+        while taken(self, &name) {
+            name = format!("{base}_token_{}", self.counter);
+            self.counter += 1;
+        }
+        self.generated_args.insert(name.clone());
         name
     }
 
@@ -355,17 +443,16 @@ impl Fuser {
         }
         let new = self.add(session, node);
         let p = self.pos.get(slot).copied().unwrap_or(usize::MAX);
+        self.pos.resize(new + 1, usize::MAX);
         if p < self.order.len() {
             self.order[p] = new;
+            self.pos[new] = p;
+            if let Some(x) = self.after.remove(&slot) {
+                self.after.entry(new).or_default().extend(x);
+            }
         } else {
-            self.order.push(new);
+            self.attach(slot, new);
         }
-        self.pos.resize(new + 1, usize::MAX);
-        self.pos[new] = if p < self.order.len() {
-            p
-        } else {
-            self.order.len() - 1
-        };
         new
     }
 
@@ -761,12 +848,20 @@ impl Fuser {
                 || (cn.domain == "ai.onnx"
                     && cn.op == "Gelu"
                     && cn.attr_s("approximate").is_none_or(|a| a == "none"));
-            if !is_gelu || cn.ep != n.ep {
+            // A one-input FastGelu takes the bias as its second input (same fusion).
+            let is_fast = cn.domain == MS && cn.op == "FastGelu" && cn.inputs.len() == 1;
+            if !(is_gelu || is_fast) || cn.ep != n.ep {
                 continue;
             }
-            let mut node = fused_node(n, "BiasGelu");
+            let op = if is_fast { "FastGelu" } else { "BiasGelu" };
+            let mut node = fused_node(n, op);
+            node.inputs = if bias_at == 1 {
+                vec![n.inputs[0].clone(), n.inputs[1].clone()]
+            } else {
+                vec![n.inputs[1].clone(), n.inputs[0].clone()]
+            };
             node.outputs = cn.outputs.clone();
-            node.name = self.node_name(session, "BiasGelu");
+            node.name = self.node_name(session, op);
             self.fuse(session, &[ni, c], ni, node);
         }
     }
@@ -782,6 +877,10 @@ impl Fuser {
         };
         for ni in self.pass_order(session) {
             let ln = &session.graphs[g].nodes[ni];
+            if ln.op == "SkipLayerNormalization" && ln.domain == MS && self.release >= (1, 25) {
+                self.skip_layer_norm_bias(session, ni);
+                continue;
+            }
             if ln.removed
                 || !matches!(ln.ep, Some(Ep::Cuda | Ep::Cpu))
                 || ln.op != "LayerNormalization"
@@ -861,6 +960,114 @@ impl Fuser {
         }
     }
 
+    /// From ORT 1.25: a `SkipLayerNormalization` without bias whose input or skip comes from
+    /// `Add(x, bias)` or `Add(bias, x)` (1-D constant bias of the last dim) takes the bias in;
+    /// the new node gets a newly generated `SkipLayerNormalization` name. Up to 1.24 only a
+    /// bias in the Add's second input is fused, in the first step. (Measured with the oracle
+    /// on 1.24.4–1.31.1: a bias-first Add is absorbed from 1.25.1 on, in a second step, so
+    /// every such fused node carries a `_token_` name.)
+    fn skip_layer_norm_bias(&mut self, session: &mut Session, ni: usize) {
+        let g = &session.graphs[self.gi];
+        let sln = &g.nodes[ni];
+        if sln.removed
+            || !matches!(sln.ep, Some(Ep::Cuda | Ep::Cpu))
+            || !(sln.inputs.len() == 3 || sln.inputs.len() == 4)
+        {
+            return;
+        }
+        let mut found: Option<(usize, usize, usize)> = None;
+        for slot in 0..2 {
+            let Some(a) = self.producer_of(session, &sln.inputs[slot]) else {
+                continue;
+            };
+            let an = &g.nodes[a];
+            if !is_op(an, "Add", &[7, 13, 14])
+                || an.ep != sln.ep
+                || an.inputs.len() != 2
+                || !self.edges_are(session, an, 1)
+                || !self.gelu_types_ok(session, an)
+            {
+                continue;
+            }
+            let bias_at = (0..2).find(|&k| {
+                let b = &an.inputs[k];
+                let x = &an.inputs[1 - k];
+                session
+                    .initializer(self.gi, b)
+                    .is_some_and(|i| !i.overridable && i.dims.len() == 1)
+                    && matches!((session.shape_of(self.gi, x), session.shape_of(self.gi, b)),
+                        (Some(xs), Some(bs)) if xs.len() == 3 && bs.len() == 1
+                            && xs[2].is_some() && xs[2] == bs[0])
+            });
+            if let Some(k) = bias_at {
+                found = Some((slot, a, k));
+                break;
+            }
+        }
+        let Some((slot, a, k)) = found else {
+            return;
+        };
+        let an = &g.nodes[a];
+        let mut node = fused_node(sln, "SkipLayerNormalization");
+        let mut inputs = sln.inputs.clone();
+        inputs.resize(4, String::new());
+        inputs[slot] = an.inputs[1 - k].clone();
+        inputs.push(an.inputs[k].clone());
+        node.inputs = inputs;
+        node.attrs = sln.attrs.clone();
+        node.name = self.node_name(session, "SkipLayerNormalization");
+        self.fuse(session, &[a, ni], ni, node);
+    }
+
+    /// Element `i` of a shape tensor built as `Concat(.., Unsqueeze(Gather(Shape(y), k)), ..)`:
+    /// the symbol of `y`'s dim `k`.
+    fn shape_part_symbol(
+        &self,
+        session: &Session,
+        shape: &str,
+        i: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let g = &session.graphs[self.gi];
+        let c = &g.nodes[self.producer_of(session, shape)?];
+        if c.op != "Concat" {
+            return None;
+        }
+        // Every part before `i` must be one element long.
+        let mut at = 0;
+        for part in &c.inputs {
+            let len = session
+                .shape_of(self.gi, part)
+                .and_then(|s| s.first().copied().flatten())?;
+            if at == i && len == 1 {
+                let u = &g.nodes[self.producer_of(session, part)?];
+                if u.op != "Unsqueeze" {
+                    return None;
+                }
+                let gn = &g.nodes[self.producer_of(session, u.inputs.first()?)?];
+                if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
+                    return None;
+                }
+                let (k, _) = scalar_i64(session, self.gi, gn.inputs.get(1)?)?;
+                let sn = &g.nodes[self.producer_of(session, gn.inputs.first()?)?];
+                if sn.op != "Shape" || sn.attr_i("start").unwrap_or(0) != 0 {
+                    return None;
+                }
+                let y = sn.inputs.first()?;
+                let k = usize::try_from(k).ok()?;
+                return match session.shape_of(self.gi, y).and_then(|s| s.get(k).copied()) {
+                    Some(Some(_)) => None,
+                    _ => self.dim_symbol(session, y, k, depth + 1),
+                };
+            }
+            at += usize::try_from(len).ok()?;
+            if at > i {
+                return None;
+            }
+        }
+        None
+    }
+
     /// ORT's check on the Add next to the LayerNorm: both inputs 3-D with equal `dim_param`s
     /// (concrete dims have none, so they always compare equal). A dim we know neither
     /// value nor declared symbol of counts as different: ORT's own inference gives such dims
@@ -873,11 +1080,142 @@ impl Fuser {
         if sa.len() != 3 || sb.len() != 3 {
             return false;
         }
-        let param = |v: &str, i: usize| -> Option<&str> { self.params.get(v)?.get(i)?.as_deref() };
         (0..3).all(|i| match (sa[i], sb[i]) {
             (Some(_), Some(_)) => true,
-            _ => matches!((param(a, i), param(b, i)), (Some(x), Some(y)) if x == y),
+            _ => matches!((self.dim_symbol(session, a, i, 0), self.dim_symbol(session, b, i, 0)),
+                (Some(x), Some(y)) if x == y),
         })
+    }
+
+    /// The symbolic dim (`dim_param`) ONNX shape inference gives dim `i` of `v`: declared on
+    /// the graph's inputs, outputs and value_info, and carried through the ops transformer
+    /// layers are made of (element-wise ops with broadcasting, MatMul, Transpose, Reshape's
+    /// copied 0 dims, normalisations, the fused nodes), as ORT's inference carries it.
+    fn dim_symbol(&self, session: &Session, v: &str, i: usize, depth: usize) -> Option<String> {
+        if let Some(d) = self.params.get(v) {
+            return d.get(i).cloned().flatten();
+        }
+        if depth > 200 {
+            return None;
+        }
+        if let Some(hit) = self.symbols.borrow().get(&(key(v), i)) {
+            return hit.clone();
+        }
+        let g = &session.graphs[self.gi];
+        let p = self.producer_of(session, v)?;
+        let n = &g.nodes[p];
+        let rank = |x: &str| session.shape_of(self.gi, x).map(Vec::len);
+        let out_rank = rank(v)?;
+        let from = |x: &str, j: usize| -> Option<String> {
+            match session.shape_of(self.gi, x).and_then(|s| s.get(j).copied()) {
+                Some(Some(_)) => None,
+                _ => self.dim_symbol(session, x, j, depth + 1),
+            }
+        };
+        let sym = match n.op.as_str() {
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Where" | "Equal" | "Less" | "Greater"
+            | "And" | "Or" | "BiasGelu" | "Max" | "Min" => {
+                // Broadcast: every input with this dim either 1 or the same symbol.
+                let mut out: Option<String> = None;
+                for x in n.inputs.iter().filter(|x| !x.is_empty()) {
+                    let r = rank(x)?;
+                    if i + r < out_rank {
+                        continue;
+                    }
+                    let j = i + r - out_rank;
+                    match session.shape_of(self.gi, x).and_then(|s| s.get(j).copied()) {
+                        Some(Some(1)) => continue,
+                        Some(Some(_)) => return None,
+                        _ => {}
+                    }
+                    let s = self.dim_symbol(session, x, j, depth + 1)?;
+                    if out.as_ref().is_some_and(|o| *o != s) {
+                        return None;
+                    }
+                    out = Some(s);
+                }
+                out
+            }
+            "MatMul" | "FusedMatMul" => {
+                let (a, b) = (n.inputs.first()?, n.inputs.get(1)?);
+                let (ra, rb) = (rank(a)?, rank(b)?);
+                if i + 1 == out_rank {
+                    from(b, rb.checked_sub(1)?)
+                } else if i + 2 == out_rank {
+                    from(a, ra.checked_sub(2)?)
+                } else if i + ra >= out_rank {
+                    from(a, i + ra - out_rank)
+                } else {
+                    None
+                }
+            }
+            "Transpose" => {
+                let perm = n.attr_ints("perm")?;
+                let j = usize::try_from(*perm.get(i)?).ok()?;
+                from(n.inputs.first()?, j)
+            }
+            "Reshape" => {
+                let shape = session.initializer(self.gi, n.inputs.get(1)?)?;
+                let values = crate::placer::ir::int_values(&shape.tensor)?;
+                if values.get(i) == Some(&0) && n.attr_i("allowzero").unwrap_or(0) == 0 {
+                    from(n.inputs.first()?, i)
+                } else {
+                    None
+                }
+            }
+            "Concat" => {
+                // Off the concat axis every input has the dim; take the first symbol.
+                let axis = n.attr_i("axis")?;
+                let axis = usize::try_from(if axis < 0 {
+                    axis + out_rank as i64
+                } else {
+                    axis
+                })
+                .ok()?;
+                if i == axis {
+                    None
+                } else {
+                    n.inputs
+                        .iter()
+                        .filter(|x| !x.is_empty())
+                        .find_map(|x| from(x, i))
+                }
+            }
+            "Conv" | "MaxPool" | "AveragePool" if i == 0 => from(n.inputs.first()?, 0),
+            "Expand" => {
+                // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
+                // propagation), or the input's own dim when the shape part is 1.
+                let part = self.shape_part_symbol(session, n.inputs.get(1)?, i, depth);
+                part.or_else(|| {
+                    let x = n.inputs.first()?;
+                    let r = rank(x)?;
+                    (i + r >= out_rank)
+                        .then(|| from(x, i + r - out_rank))
+                        .flatten()
+                })
+            }
+            "Cast"
+            | "Relu"
+            | "Gelu"
+            | "FastGelu"
+            | "QuickGelu"
+            | "Erf"
+            | "Tanh"
+            | "Sigmoid"
+            | "Sqrt"
+            | "Neg"
+            | "Softmax"
+            | "LayerNormalization"
+            | "SkipLayerNormalization"
+            | "SimplifiedLayerNormalization"
+            | "SkipSimplifiedLayerNormalization"
+            | "Identity"
+            | "Dropout"
+            | "BiasSoftmax" => from(n.inputs.first()?, i),
+            _ => None,
+        };
+        self.symbols.borrow_mut().insert((key(v), i), sym.clone());
+        sym
     }
 
     // ------------------------------------------------------------------ FastGeluFusion
@@ -1030,6 +1368,8 @@ impl Fuser {
             let mut node = fused_node(ln, "FastGelu");
             node.inputs = vec![x];
             node.outputs = ln.outputs.clone();
+            // ORT names a new output value first (`gelu_output`), advancing the shared counter.
+            self.arg_name(session, "gelu_output");
             node.name = self.node_name(session, "GPT2Gelu");
             self.fuse(session, &fused, ni, node);
         }
@@ -1271,6 +1611,15 @@ fn scale_input(session: &Session, gi: usize, n: &SNode) -> Option<usize> {
     })
 }
 
+/// `1.25.1` → (1, 25); anything unreadable counts as the newest.
+fn release_of(ort: &str) -> (u32, u32) {
+    let mut parts = ort.split('.').map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(a), Some(b)) => (a, b),
+        _ => (u32::MAX, 0),
+    }
+}
+
 /// The index key of a value name.
 fn key(name: &str) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -1306,13 +1655,57 @@ fn declared_params(model: &Model) -> HashMap<String, Vec<Option<String>>> {
     out
 }
 
-/// A constant scalar initializer equal to `expected` (ORT's `CheckConstantInput`).
+/// A constant scalar initializer equal to `expected` (ORT's `IsInitializerWithExpectedValue`:
+/// a float16 value is compared with `expected` rounded to float16).
 fn is_const(session: &Session, gi: usize, name: &str, expected: f64) -> bool {
-    session
+    let Some(init) = session
         .initializer(gi, name)
         .filter(|i| !i.overridable && i.elements() == Some(1))
-        .and_then(|i| scalar_value(&i.tensor))
-        .is_some_and(|v| (v - expected).abs() <= 1e-5 * expected.abs().max(1.0))
+    else {
+        return false;
+    };
+    let target = if init.elem == D::Float16 as i32 {
+        half_to_f64(f32_to_half(expected as f32))
+    } else {
+        expected
+    };
+    scalar_value(&init.tensor)
+        .is_some_and(|v| v.is_finite() && (v - target).abs() <= 1e-8 + 1e-5 * expected.abs())
+}
+
+/// `math::floatToHalf`: round to nearest even.
+fn f32_to_half(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let mant = bits & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if mant != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = mant | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rest = m & ((1u32 << shift) - 1);
+        let mut h = (m >> shift) as u16;
+        if rest > half || (rest == half && h & 1 == 1) {
+            h += 1;
+        }
+        return sign | h;
+    }
+    let mut h = ((e as u32) << 10 | (mant >> 13)) as u16;
+    let rest = mant & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
+        h += 1;
+    }
+    sign | h
 }
 
 /// The value of a one-element float16/float/double tensor.
@@ -1394,4 +1787,848 @@ fn float_attr(name: &str) -> AttributeProto {
         f: Some(1.0),
         ..Default::default()
     }
+}
+
+// ---------------------------------------------------------------------- graph-walking helpers
+
+/// The cast versions ORT's norm fusions accept.
+const CAST_SINCE: &[i64] = &[6, 9, 13, 19, 21, 23, 24, 25];
+
+/// An ai.onnx `op` node whose since-version is one of `since`.
+fn is_op(n: &SNode, op: &str, since: &[i64]) -> bool {
+    n.domain == "ai.onnx" && n.op == op && n.since.is_some_and(|v| since.contains(&v))
+}
+
+impl Fuser {
+    /// The distinct live nodes reading `n`'s outputs, in node-index order (ORT walks a node's
+    /// output edges in that order).
+    fn children(&self, session: &Session, n: &SNode) -> Vec<usize> {
+        let mut out: Vec<usize> = n
+            .outputs
+            .iter()
+            .filter(|o| !o.is_empty())
+            .flat_map(|o| self.readers(session, o))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// `graph_utils::FirstChildByType`.
+    fn first_child(&self, session: &Session, n: &SNode, op: &str) -> Option<usize> {
+        self.children(session, n)
+            .into_iter()
+            .find(|&c| session.graphs[self.gi].nodes[c].op == op)
+    }
+
+    /// The live producers of `n`'s inputs, in node-index order.
+    fn parents(&self, session: &Session, n: &SNode) -> Vec<usize> {
+        let mut out: Vec<usize> = n
+            .inputs
+            .iter()
+            .filter(|i| !i.is_empty())
+            .filter_map(|i| self.producer_of(session, i))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// `graph_utils::FirstParentByType`.
+    fn first_parent(&self, session: &Session, n: &SNode, op: &str) -> Option<usize> {
+        self.parents(session, n)
+            .into_iter()
+            .find(|&c| session.graphs[self.gi].nodes[c].op == op)
+    }
+
+    /// `optimizer_utils::CheckOutputEdges`: no graph output and exactly `k` output edges.
+    fn edges_are(&self, session: &Session, n: &SNode, k: usize) -> bool {
+        !self.produces_graph_output(n) && self.out_edges(session, n) == k
+    }
+
+    /// The layer-norm fusions' type check: the first `first_n` inputs (all when `None`) are
+    /// float16/float/double/bfloat16 tensors.
+    fn norm_types_ok(&self, session: &Session, n: &SNode, first_n: Option<usize>) -> bool {
+        n.inputs
+            .iter()
+            .take(first_n.unwrap_or(usize::MAX))
+            .all(|i| {
+                !i.is_empty()
+                    && matches!(session.type_of(self.gi, i), Some(Type::Tensor(t))
+                        if [D::Float16, D::Float, D::Double, D::Bfloat16].iter().any(|d| *d as i32 == *t))
+            })
+    }
+
+    /// The `axes` of a ReduceMean (attribute, or a constant second input from opset 18).
+    fn reduce_axes(&self, session: &Session, n: &SNode) -> Vec<i64> {
+        if let Some(a) = n.attr_ints("axes") {
+            return a.to_vec();
+        }
+        n.inputs
+            .get(1)
+            .filter(|a| !a.is_empty())
+            .and_then(|a| session.initializer(self.gi, a))
+            .filter(|i| !i.overridable)
+            .and_then(|i| crate::placer::ir::int_values(&i.tensor))
+            .unwrap_or_default()
+    }
+
+    fn is_fp16(&self, session: &Session, v: &str) -> bool {
+        matches!(session.type_of(self.gi, v), Some(Type::Tensor(t)) if *t == D::Float16 as i32)
+    }
+
+    fn rank_of(&self, session: &Session, v: &str) -> Option<usize> {
+        session.shape_of(self.gi, v).map(Vec::len)
+    }
+
+    // ------------------------------------------------------------------ LayerNormFusion
+
+    /// `X → ReduceMean → Sub → Pow → ReduceMean → Add(eps) → Sqrt → Div → Mul(scale) →
+    /// Add(bias)` (with the duplicated-Sub form of old PyTorch exports and the Cast nodes of
+    /// mixed-precision exports) → `LayerNormalization`, named `<Mul>/LayerNormFusion/`.
+    ///
+    /// Follows `onnxruntime/core/optimizer/layer_norm_fusion.cc` (`LayerNormFusion::ApplyImpl`,
+    /// 1.23–1.31): compatible providers CPU and CUDA; every node on the ReduceMean's provider;
+    /// both ReduceMeans over the same single trailing axis; 1-D scale and bias of one length;
+    /// no fp16 fusion on the CPU. From opset 17 ORT runs the same fusion at level 1 already
+    /// (the nodes have no provider yet); the result is the same node on the same provider.
+    fn layer_norm(&mut self, session: &mut Session) {
+        for ni in self.pass_order(session) {
+            let Some((fused, node)) = self.match_layer_norm(session, ni) else {
+                continue;
+            };
+            self.fuse(session, &fused, ni, node);
+        }
+    }
+
+    fn match_layer_norm(&mut self, session: &Session, ni: usize) -> Option<(Vec<usize>, SNode)> {
+        let g = &session.graphs[self.gi];
+        let rm = &g.nodes[ni];
+        if rm.removed
+            || !is_op(rm, "ReduceMean", &[1, 11, 13, 18])
+            || !matches!(rm.ep, Some(Ep::Cuda | Ep::Cpu))
+            || !matches!(self.out_edges(session, rm), 1 | 2)
+            || self.produces_graph_output(rm)
+            || !self.norm_types_ok(session, rm, Some(1))
+        {
+            return None;
+        }
+        let ep = rm.ep;
+        let same = |n: &SNode| n.ep == ep;
+        let mut fused = vec![ni];
+        // Every child is a Sub (one, or two in old PyTorch exports).
+        let subs = self.children(session, rm);
+        if subs.is_empty() || subs.len() > 2 || subs.iter().any(|&c| g.nodes[c].op != "Sub") {
+            return None;
+        }
+        let sub = &g.nodes[subs[0]];
+        if !is_op(sub, "Sub", &[7, 13, 14]) || !same(sub) || !self.norm_types_ok(session, sub, None)
+        {
+            return None;
+        }
+        fused.push(subs[0]);
+        let x = rm.inputs.first()?;
+        let mean = rm.outputs.first()?;
+        let other_input = |n: &SNode| n.inputs.iter().find(|i| *i != mean).cloned();
+        if other_input(sub).as_ref() != Some(x) {
+            return None;
+        }
+        let dup = subs.get(1).map(|&d| (d, &g.nodes[d]));
+        if let Some((_, d)) = dup
+            && other_input(d).as_ref() != Some(x)
+        {
+            return None;
+        }
+        // A Cast feeding the ReduceMean, read only by the pattern.
+        let mut leading_cast = None;
+        if let Some(c) = self.producer_of(session, x) {
+            let cn = &g.nodes[c];
+            if is_op(cn, "Cast", CAST_SINCE)
+                && same(cn)
+                && self.edges_are(session, cn, subs.len() + 1)
+            {
+                leading_cast = Some(c);
+                fused.insert(0, c);
+            }
+        }
+        // A Cast after the Sub (mixed precision).
+        let mut cast1 = None;
+        if dup.is_none() && self.out_edges(session, sub) == 1 {
+            let c = self.children(session, sub).first().copied()?;
+            let cn = &g.nodes[c];
+            if is_op(cn, "Cast", CAST_SINCE)
+                && same(cn)
+                && self.edges_are(session, cn, 2)
+                && self.norm_types_ok(session, cn, None)
+            {
+                cast1 = Some(c);
+                fused.push(c);
+            }
+        }
+        let sub_edges = if dup.is_none() && cast1.is_none() {
+            2
+        } else {
+            1
+        };
+        if !self.edges_are(session, sub, sub_edges) {
+            return None;
+        }
+        let from = cast1.map_or(sub, |c| &g.nodes[c]);
+        let mut div = self.first_child(session, from, "Div");
+        if let Some((d, dn)) = dup {
+            if !is_op(dn, "Sub", &[7, 13, 14])
+                || !same(dn)
+                || !self.edges_are(session, sub, 1)
+                || !self.norm_types_ok(session, dn, None)
+            {
+                return None;
+            }
+            fused.push(d);
+            if div.is_none() {
+                div = self.first_child(session, dn, "Div");
+            }
+        }
+        let div = div?;
+        let dn = &g.nodes[div];
+        if !is_op(dn, "Div", &[7, 13, 14])
+            || !same(dn)
+            || !self.edges_are(session, dn, 1)
+            || !self.norm_types_ok(session, dn, None)
+        {
+            return None;
+        }
+        fused.push(div);
+        let sqrt = self.first_parent(session, dn, "Sqrt")?;
+        let sq = &g.nodes[sqrt];
+        if !is_op(sq, "Sqrt", &[6, 13])
+            || !same(sq)
+            || !self.edges_are(session, sq, 1)
+            || !self.norm_types_ok(session, sq, None)
+        {
+            return None;
+        }
+        fused.push(sqrt);
+        let add2 = *self.parents(session, sq).first()?;
+        let an = &g.nodes[add2];
+        if !is_op(an, "Add", &[7, 13, 14])
+            || !same(an)
+            || !self.edges_are(session, an, 1)
+            || !self.norm_types_ok(session, an, None)
+        {
+            return None;
+        }
+        fused.push(add2);
+        let rm2 = self.first_parent(session, an, "ReduceMean")?;
+        let rm2n = &g.nodes[rm2];
+        if !is_op(rm2n, "ReduceMean", &[1, 11, 13, 18])
+            || !same(rm2n)
+            || !self.edges_are(session, rm2n, 1)
+            || !self.norm_types_ok(session, rm2n, Some(1))
+        {
+            return None;
+        }
+        fused.push(rm2);
+        let pow = *self.parents(session, rm2n).first()?;
+        let pn = &g.nodes[pow];
+        if !is_op(pn, "Pow", &[7, 12, 13, 15])
+            || !same(pn)
+            || !self.edges_are(session, pn, 1)
+            || !self.norm_types_ok(session, pn, None)
+        {
+            return None;
+        }
+        fused.push(pow);
+        match self.first_parent(session, pn, "Cast") {
+            Some(c) if Some(c) != cast1 => {
+                let cn = &g.nodes[c];
+                if !is_op(cn, "Cast", CAST_SINCE) || !same(cn) || !self.edges_are(session, cn, 1) {
+                    return None;
+                }
+                fused.push(c);
+            }
+            Some(_) => {}
+            None => {
+                let s2 = self.first_parent(session, pn, "Sub")?;
+                if s2 != subs[0] && Some(s2) != dup.map(|d| d.0) {
+                    return None;
+                }
+            }
+        }
+        // div → mul, or div → Cast → mul
+        let mut next = *self.children(session, dn).first()?;
+        let nn = &g.nodes[next];
+        if is_op(nn, "Cast", CAST_SINCE) && self.edges_are(session, nn, 1) {
+            fused.push(next);
+            next = *self.children(session, nn).first()?;
+        }
+        let mul = &g.nodes[next];
+        if !is_op(mul, "Mul", &[7, 13, 14])
+            || !same(mul)
+            || !self.edges_are(session, mul, 1)
+            || !self.norm_types_ok(session, mul, None)
+        {
+            return None;
+        }
+        fused.push(next);
+        let last = *self.children(session, mul).first()?;
+        let ln = &g.nodes[last];
+        if !is_op(ln, "Add", &[7, 13, 14]) || !same(ln) || !self.norm_types_ok(session, ln, None) {
+            return None;
+        }
+        fused.push(last);
+        let axes = self.norm_axes(session, rm)?;
+        if self.norm_axes(session, rm2n)? != axes || axes.len() != 1 {
+            return None;
+        }
+        let pick = |n: &SNode| {
+            n.inputs
+                .iter()
+                .rfind(|i| self.rank_of(session, i) == Some(1))
+                .cloned()
+        };
+        let scale = pick(mul)?;
+        let bias = pick(ln)?;
+        let dim0 = |v: &str| session.shape_of(self.gi, v).and_then(|s| s[0]).unwrap_or(0);
+        if dim0(&scale) != dim0(&bias) {
+            return None;
+        }
+        let x_in = match leading_cast {
+            Some(c) => g.nodes[c].inputs.first()?.clone(),
+            None => x.clone(),
+        };
+        if ep == Some(Ep::Cpu) && self.is_fp16(session, &x_in) {
+            return None;
+        }
+        let mut node = fused_node(ln, "LayerNormalization");
+        node.domain = "ai.onnx".to_string();
+        node.since = Some(if self.opset >= 17 { 17 } else { 1 });
+        node.inputs = vec![x_in, scale, bias];
+        node.outputs = vec![ln.outputs.first()?.clone()];
+        node.attrs = vec![int_attr("axis", axes[0]), float_attr("epsilon")];
+        let base = format!("{}/LayerNormFusion/", mul.name);
+        node.name = self.node_name(session, &base);
+        Some((fused, node))
+    }
+
+    /// ORT's `CheckAxesOnReduceMean`: the axes, made negative, are consecutive and end at -1.
+    fn norm_axes(&self, session: &Session, rm: &SNode) -> Option<Vec<i64>> {
+        let mut axes = self.reduce_axes(session, rm);
+        if axes.is_empty() {
+            return None;
+        }
+        axes.sort_unstable();
+        if axes.last().is_some_and(|&a| a > 0) {
+            let rank = self.rank_of(session, rm.inputs.first()?)? as i64;
+            for a in &mut axes {
+                if *a >= 0 {
+                    *a -= rank;
+                }
+            }
+            axes.sort_unstable();
+        }
+        let consecutive = axes.windows(2).all(|w| w[1] == w[0] + 1);
+        (consecutive && axes.last() == Some(&-1)).then_some(axes)
+    }
+
+    // ------------------------------------------------------------------ SimplifiedLayerNormFusion
+
+    /// RMSNorm: `X → Pow → ReduceMean → Add(eps) → Sqrt → Div(X, ·) → Mul(scale)`, with an
+    /// fp32 Cast before the Pow and an fp16 Cast before the Mul on CUDA →
+    /// `SimplifiedLayerNormalization`, named `<Mul>/SimplifiedLayerNormFusion/`.
+    ///
+    /// Follows `SimplifiedLayerNormFusion::ApplyImpl` in
+    /// `onnxruntime/core/optimizer/layer_norm_fusion.cc` (1.23–1.31): compatible providers CPU
+    /// and CUDA; the Casts only on CUDA (a Cast between Div and Mul stops the fusion on the
+    /// CPU); single trailing reduce axis; a 1-D scale; no fp16 fusion on the CPU. The
+    /// `Reciprocal → Mul` form is not fused.
+    fn simplified_layer_norm(&mut self, session: &mut Session) {
+        for ni in self.pass_order(session) {
+            let Some((fused, node)) = self.match_simplified(session, ni) else {
+                continue;
+            };
+            self.fuse(session, &fused, ni, node);
+        }
+    }
+
+    fn match_simplified(&mut self, session: &Session, ni: usize) -> Option<(Vec<usize>, SNode)> {
+        let g = &session.graphs[self.gi];
+        let pn = &g.nodes[ni];
+        if pn.removed
+            || !is_op(pn, "Pow", &[7, 12, 13, 15])
+            || !matches!(pn.ep, Some(Ep::Cuda | Ep::Cpu))
+            || !self.edges_are(session, pn, 1)
+            || !self.norm_types_ok(session, pn, None)
+        {
+            return None;
+        }
+        let ep = pn.ep;
+        let same = |n: &SNode| n.ep == ep;
+        let mut fused = vec![ni];
+        let rm = self.first_child(session, pn, "ReduceMean")?;
+        let rmn = &g.nodes[rm];
+        if !is_op(rmn, "ReduceMean", &[1, 11, 13, 18])
+            || !same(rmn)
+            || !self.edges_are(session, rmn, 1)
+            || !self.norm_types_ok(session, rmn, Some(1))
+        {
+            return None;
+        }
+        fused.push(rm);
+        let add = self.first_child(session, rmn, "Add")?;
+        let an = &g.nodes[add];
+        if !is_op(an, "Add", &[7, 13, 14])
+            || !same(an)
+            || !self.edges_are(session, an, 1)
+            || !self.norm_types_ok(session, an, None)
+        {
+            return None;
+        }
+        fused.push(add);
+        let sqrt = self.first_child(session, an, "Sqrt")?;
+        let sq = &g.nodes[sqrt];
+        if !is_op(sq, "Sqrt", &[6, 13])
+            || !same(sq)
+            || !self.edges_are(session, sq, 1)
+            || !self.norm_types_ok(session, sq, None)
+        {
+            return None;
+        }
+        fused.push(sqrt);
+        let div = self.first_child(session, sq, "Div")?;
+        let dn = &g.nodes[div];
+        if !is_op(dn, "Div", &[7, 13, 14])
+            || !same(dn)
+            || !self.edges_are(session, dn, 1)
+            || !self.norm_types_ok(session, dn, None)
+        {
+            return None;
+        }
+        fused.push(div);
+        let x = pn.inputs.first()?;
+        if dn.inputs.first() != Some(x) {
+            return None;
+        }
+        let gpu = ep == Some(Ep::Cuda);
+        let mut leading_cast = None;
+        if gpu && let Some(c) = self.producer_of(session, x) {
+            let cn = &g.nodes[c];
+            if is_op(cn, "Cast", CAST_SINCE) && same(cn) && self.edges_are(session, cn, 2) {
+                leading_cast = Some(c);
+                fused.insert(0, c);
+            }
+        }
+        let mut next = *self.children(session, dn).first()?;
+        let nn = &g.nodes[next];
+        if is_op(nn, "Cast", CAST_SINCE) && self.edges_are(session, nn, 1) {
+            if !gpu {
+                return None;
+            }
+            fused.push(next);
+            next = *self.children(session, nn).first()?;
+        }
+        let mul = &g.nodes[next];
+        if !is_op(mul, "Mul", &[7, 13, 14]) || !same(mul) || !self.norm_types_ok(session, mul, None)
+        {
+            return None;
+        }
+        fused.push(next);
+        let axes = self.norm_axes(session, rmn)?;
+        if axes.len() != 1 {
+            return None;
+        }
+        let scale = mul
+            .inputs
+            .iter()
+            .rfind(|i| self.rank_of(session, i) == Some(1))?
+            .clone();
+        let x_in = match leading_cast {
+            Some(c) => g.nodes[c].inputs.first()?.clone(),
+            None => x.clone(),
+        };
+        if ep == Some(Ep::Cpu) && self.is_fp16(session, &x_in) {
+            return None;
+        }
+        let mut node = fused_node(mul, "SimplifiedLayerNormalization");
+        node.domain = "ai.onnx".to_string();
+        node.since = Some(1);
+        node.inputs = vec![x_in, scale];
+        node.outputs = vec![mul.outputs.first()?.clone()];
+        node.attrs = vec![int_attr("axis", axes[0]), float_attr("epsilon")];
+        let base = format!("{}/SimplifiedLayerNormFusion/", mul.name);
+        node.name = self.node_name(session, &base);
+        Some((fused, node))
+    }
+}
+
+/// A scalar (`[]` or `[1]`) int64 constant initializer: its value and rank.
+fn scalar_i64(session: &Session, gi: usize, v: &str) -> Option<(i64, usize)> {
+    let init = session.initializer(gi, v).filter(|i| !i.overridable)?;
+    if init.elem != D::Int64 as i32 || !(init.dims.is_empty() || init.dims == [1]) {
+        return None;
+    }
+    let values = crate::placer::ir::int_values(&init.tensor)?;
+    (values.len() == 1).then(|| (values[0], init.dims.len()))
+}
+
+/// A 1-D int64 initializer holding `values`.
+fn i64_init(name: &str, values: &[i64]) -> crate::placer::ir::Init {
+    let t = crate::model::proto::TensorProto {
+        name: Some(name.to_string()),
+        dims: vec![values.len() as i64],
+        data_type: Some(D::Int64 as i32),
+        int64_data: values.to_vec(),
+        ..Default::default()
+    };
+    crate::placer::ir::init_of(&t, false)
+}
+
+impl Fuser {
+    /// Adds an initializer the fusion created.
+    fn add_initializer(&self, session: &mut Session, name: &str, values: &[i64]) {
+        let g = &mut session.graphs[self.gi];
+        g.initializers
+            .insert(name.to_string(), i64_init(name, values));
+        g.types
+            .insert(name.to_string(), Type::Tensor(D::Int64 as i32));
+        g.shapes
+            .insert(name.to_string(), vec![Some(values.len() as i64)]);
+    }
+
+    // ------------------------------------------------------------------ GatherSliceToSplitFusion
+
+    /// Gathers (scalar constant indices) and Slices (constant start/end, step 1) of one value
+    /// along one axis that together cover the whole axis → one `Split`, named
+    /// `<last of them>/GatherSliceToSplitFusion`, plus a `Squeeze` (named `Squeeze`) for each
+    /// Gather with 0-D indices.
+    ///
+    /// Follows `GatherSliceToSplitFusion::ApplyImpl` in `onnxruntime/core/optimizer/gather_fusion.cc`
+    /// (1.23–1.31): ai.onnx opset 13 or later; Gather-13 and Slice-13 only, on CPU or CUDA;
+    /// the candidates are graph inputs and initializers read more than once and the single
+    /// output of every non-`Shape` node with more than one output edge; consumers that are
+    /// neither Gather nor Slice do not stop it. The new nodes take the first fused node's
+    /// provider. Per Squeeze ORT generates a value name `split_output` and an initializer
+    /// name `squeeze_axes`, then one `splits`, which advance the name counter as it does.
+    fn gather_slice_to_split(&mut self, session: &mut Session) {
+        let g = &session.graphs[self.gi];
+        // Only values read by two or more Gathers/Slices can fuse: count those first, so the
+        // pass costs a hash lookup per node.
+        let mut sliced: HashMap<u64, usize> = HashMap::default();
+        for (_, n) in g.live_nodes() {
+            if (n.op == "Gather" || n.op == "Slice")
+                && let Some(x) = n.inputs.first()
+            {
+                *sliced.entry(key(x)).or_default() += 1;
+            }
+        }
+        let many = |v: &str| sliced.get(&key(v)).is_some_and(|&k| k >= 2);
+        if !sliced.values().any(|&k| k >= 2) {
+            return;
+        }
+        let mut candidates: Vec<String> = Vec::new();
+        for i in &g.inputs {
+            if many(i) {
+                candidates.push(i.clone());
+            }
+        }
+        let mut inits: Vec<&String> = g.initializers.keys().filter(|i| many(i)).collect();
+        inits.sort();
+        candidates.extend(inits.into_iter().cloned());
+        for ni in self.pass_order(session) {
+            let n = &g.nodes[ni];
+            if n.op == "Shape" || n.outputs.len() != 1 || !many(&n.outputs[0]) {
+                continue;
+            }
+            if self.out_edges(session, n) > 1 {
+                candidates.push(n.outputs[0].clone());
+            }
+        }
+        for v in candidates {
+            if let Some(plan) = self.match_split(session, &v) {
+                self.apply_split(session, &v, plan);
+            }
+        }
+    }
+
+    fn match_split(&self, session: &Session, v: &str) -> Option<SplitPlan> {
+        let g = &session.graphs[self.gi];
+        let shape = session.shape_of(self.gi, v)?;
+        let rank = shape.len() as i64;
+        let mut consumers: Vec<usize> = self
+            .readers(session, v)
+            .filter(|&c| {
+                let n = &g.nodes[c];
+                n.inputs.first().is_some_and(|i| i == v) && (n.op == "Gather" || n.op == "Slice")
+            })
+            .collect();
+        consumers.sort_unstable();
+        consumers.dedup();
+        if consumers.len() < 2 {
+            return None;
+        }
+        let norm = |a: i64| if a < 0 { a + rank } else { a };
+        let axis_of = |n: &SNode| -> Option<i64> {
+            match n.op.as_str() {
+                "Gather" => Some(norm(n.attr_i("axis").unwrap_or(0))),
+                _ => Some(norm(scalar_i64(session, self.gi, n.inputs.get(3)?)?.0)),
+            }
+        };
+        let axis = axis_of(&g.nodes[consumers[0]])?;
+        let dim = (*shape.get(usize::try_from(axis).ok()?)?)?;
+        let size = usize::try_from(dim)
+            .ok()
+            .filter(|&d| d > 0 && d <= 1 << 20)?;
+        let mut consumed = vec![false; size];
+        // (start, node, split length, needs a Squeeze)
+        let mut parts: Vec<(i64, usize, i64, bool)> = Vec::new();
+        for &c in &consumers {
+            let n = &g.nodes[c];
+            if !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
+                || n.domain != "ai.onnx"
+                || n.since != Some(13)
+            {
+                return None;
+            }
+            if axis_of(n)? != axis {
+                return None;
+            }
+            if n.op == "Gather" {
+                let (mut i, r) = scalar_i64(session, self.gi, n.inputs.get(1)?)?;
+                if i < 0 {
+                    i += dim;
+                }
+                let k = usize::try_from(i).ok().filter(|&k| k < size)?;
+                if consumed[k] {
+                    return None;
+                }
+                consumed[k] = true;
+                parts.push((i, c, 1, r == 0));
+            } else {
+                let (mut s, _) = scalar_i64(session, self.gi, n.inputs.get(1)?)?;
+                let (mut e, _) = scalar_i64(session, self.gi, n.inputs.get(2)?)?;
+                if s < 0 {
+                    s += dim;
+                }
+                if e < 0 {
+                    e += dim;
+                }
+                let (s, e) = (s.clamp(0, dim), e.clamp(0, dim));
+                if s >= e {
+                    return None;
+                }
+                if let Some(step) = n.inputs.get(4).filter(|x| !x.is_empty())
+                    && scalar_i64(session, self.gi, step)?.0 != 1
+                {
+                    return None;
+                }
+                for k in s..e {
+                    let k = k as usize;
+                    if consumed[k] {
+                        return None;
+                    }
+                    consumed[k] = true;
+                }
+                parts.push((s, c, e - s, false));
+            }
+        }
+        if consumed.iter().any(|c| !c) {
+            return None;
+        }
+        Some(SplitPlan {
+            axis,
+            consumers,
+            parts,
+        })
+    }
+
+    fn apply_split(&mut self, session: &mut Session, v: &str, mut plan: SplitPlan) {
+        plan.parts.sort_by_key(|p| p.0);
+        let g = &session.graphs[self.gi];
+        let first = plan.consumers[0];
+        let ep = g.nodes[first].ep;
+        let value_type = session.type_of(self.gi, v).cloned();
+        let shape = session.shape_of(self.gi, v).cloned().unwrap_or_default();
+        let mut squeezes: Vec<SNode> = Vec::new();
+        let mut split_outputs: Vec<String> = Vec::new();
+        let mut splits: Vec<i64> = Vec::new();
+        let mut new_values: Vec<(String, Vec<Option<i64>>)> = Vec::new();
+        let mut new_inits: Vec<(String, i64)> = Vec::new();
+        for &(_, c, len, squeeze) in &plan.parts {
+            let out = g.nodes[c].outputs.first().cloned().unwrap_or_default();
+            splits.push(len);
+            if !squeeze {
+                split_outputs.push(out);
+                continue;
+            }
+            let arg = self.arg_name(session, "split_output");
+            let axes = self.node_name(session, "squeeze_axes");
+            let name = self.node_name(session, "Squeeze");
+            let mut dims = shape.clone();
+            if let Some(d) = dims.get_mut(plan.axis as usize) {
+                *d = Some(len);
+            }
+            new_values.push((arg.clone(), dims));
+            new_inits.push((axes.clone(), plan.axis));
+            squeezes.push(SNode {
+                name,
+                op: "Squeeze".to_string(),
+                domain: "ai.onnx".to_string(),
+                since: Some(13),
+                inputs: vec![arg.clone(), axes],
+                outputs: vec![out],
+                attrs: Vec::new(),
+                subgraphs: Vec::new(),
+                implicit_inputs: Vec::new(),
+                ep,
+                origin: g.nodes[c].origin,
+                removed: false,
+            });
+            split_outputs.push(arg);
+        }
+        let splits_name = self.node_name(session, "splits");
+        let last = plan.consumers.last().copied().unwrap_or(first);
+        let base = format!("{}/GatherSliceToSplitFusion", g.nodes[last].name);
+        let name = self.node_name(session, &base);
+        let mut split = fused_node(&g.nodes[first], "Split");
+        split.domain = "ai.onnx".to_string();
+        split.since = Some(if self.opset >= 18 { 18 } else { 13 });
+        split.name = name;
+        split.inputs = vec![v.to_string(), splits_name.clone()];
+        split.outputs = split_outputs;
+        split.attrs = vec![int_attr("axis", plan.axis)];
+        for (name, dims) in new_values {
+            let gm = &mut session.graphs[self.gi];
+            if let Some(t) = &value_type {
+                gm.types.insert(name.clone(), t.clone());
+            }
+            gm.shapes.insert(name, dims);
+        }
+        for (name, axis) in new_inits {
+            self.add_initializer(session, &name, &[axis]);
+        }
+        self.add_initializer(session, &splits_name, &splits);
+        let new = self.fuse(session, &plan.consumers, first, split);
+        for sq in squeezes {
+            let k = self.add(session, sq);
+            self.pos.resize(k + 1, usize::MAX);
+            self.attach(new, k);
+        }
+    }
+
+    // ------------------------------------------------------------------ GatherToSliceFusion
+
+    /// `Range → Gather(indices = the range)` → three `Unsqueeze` nodes (named `Unsqueeze_0`,
+    /// `Unsqueeze_1`, `Unsqueeze_2`, on the Range's provider, reading the Range's inputs) and
+    /// a `Slice` named `Slice` on the Gather's provider.
+    ///
+    /// Follows `GatherToSliceFusion::ApplyImpl` in `onnxruntime/core/optimizer/gather_fusion.cc`
+    /// (1.23–1.31): Range-11 with one output edge, Gather-1/11/13, both on CPU or CUDA. The
+    /// Unsqueezes can put a CUDA node on values the CPU computed, adding copies.
+    fn gather_to_slice(&mut self, session: &mut Session) {
+        for ni in self.pass_order(session) {
+            let g = &session.graphs[self.gi];
+            let rn = &g.nodes[ni];
+            if rn.removed
+                || !is_op(rn, "Range", &[11])
+                || !matches!(rn.ep, Some(Ep::Cuda | Ep::Cpu))
+                || self.out_edges(session, rn) != 1
+                || rn.inputs.len() != 3
+                || rn.outputs.first().is_none_or(String::is_empty)
+            {
+                continue;
+            }
+            let Some(gather) = self.children(session, rn).first().copied() else {
+                continue;
+            };
+            let gn = &g.nodes[gather];
+            if !is_op(gn, "Gather", &[1, 11, 13])
+                || !matches!(gn.ep, Some(Ep::Cuda | Ep::Cpu))
+                || gn.inputs.get(1) != rn.outputs.first()
+            {
+                continue;
+            }
+            let range_ep = rn.ep;
+            let range_inputs = rn.inputs.clone();
+            let elem = session.type_of(self.gi, &rn.outputs[0]).cloned();
+            let axis = gn.attr_i("axis").unwrap_or(0);
+            let origin = gn.origin;
+            let mut outs = Vec::new();
+            for i in 0..3 {
+                outs.push(self.arg_name(session, &format!("unsqueeze_output_{i}")));
+            }
+            let axes =
+                (self.opset >= 13).then(|| self.node_name(session, "UnsqueezeAxesInitializer"));
+            let mut unsqueezes = Vec::new();
+            for (i, input) in range_inputs.iter().enumerate() {
+                let name = self.node_name(session, &format!("Unsqueeze_{i}"));
+                let mut inputs = vec![input.clone()];
+                inputs.extend(axes.clone());
+                unsqueezes.push(SNode {
+                    name,
+                    op: "Unsqueeze".to_string(),
+                    domain: "ai.onnx".to_string(),
+                    since: Some(if self.opset >= 13 { 13 } else { 11 }),
+                    inputs,
+                    outputs: vec![outs[i].clone()],
+                    attrs: if self.opset >= 13 {
+                        Vec::new()
+                    } else {
+                        vec![AttributeProto {
+                            name: Some("axes".to_string()),
+                            r#type: Some(AttributeType::Ints as i32),
+                            ints: vec![0],
+                            ..Default::default()
+                        }]
+                    },
+                    subgraphs: Vec::new(),
+                    implicit_inputs: Vec::new(),
+                    ep: range_ep,
+                    origin,
+                    removed: false,
+                });
+            }
+            let slice_axes = self.node_name(session, "SliceAxesInitializer");
+            let slice_name = self.node_name(session, "Slice");
+            for o in &outs {
+                let gm = &mut session.graphs[self.gi];
+                if let Some(t) = &elem {
+                    gm.types.insert(o.clone(), t.clone());
+                }
+                gm.shapes.insert(o.clone(), vec![Some(1)]);
+            }
+            if let Some(a) = &axes {
+                self.add_initializer(session, a, &[0]);
+            }
+            self.add_initializer(session, &slice_axes, &[axis]);
+            let gn = &session.graphs[self.gi].nodes[gather];
+            let mut slice = fused_node(gn, "Slice");
+            slice.domain = "ai.onnx".to_string();
+            slice.since = Some(13);
+            slice.name = slice_name;
+            slice.inputs = vec![
+                gn.inputs[0].clone(),
+                outs[0].clone(),
+                outs[1].clone(),
+                slice_axes,
+                outs[2].clone(),
+            ];
+            slice.outputs = gn.outputs.clone();
+            self.fuse(session, &[ni, gather], gather, slice);
+            // The Unsqueezes come before the Slice in later passes: put them after the
+            // Range's place, which the Slice does not take.
+            for u in unsqueezes {
+                let k = self.add(session, u);
+                self.pos.resize(k + 1, usize::MAX);
+                self.attach(ni, k);
+            }
+        }
+    }
+}
+
+/// A planned `GatherSliceToSplitFusion`.
+struct SplitPlan {
+    axis: i64,
+    /// The fused Gathers and Slices, in node order.
+    consumers: Vec<usize>,
+    /// (start, node, length along the axis, needs a Squeeze).
+    parts: Vec<(i64, usize, i64, bool)>,
 }

@@ -250,7 +250,8 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
             return placement;
         }
     }
-    fusions::run(&mut session, model, options.level);
+    fusions::run(&mut session, model, options.level, &table.release().ort);
+    bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {
             cuda_miss,
@@ -425,6 +426,33 @@ fn no_kernel_message(table: &KernelTable, n: &ir::SNode) -> String {
             "no-kernel: Could not find an implementation for {}({since}) node with name '{}'",
             n.op, n.name
         )
+    }
+}
+
+/// The nodes the fusions created carry their provider but no kernel yet: ORT looks their
+/// kernels up when it plans the copies, and a kernel's host-memory arguments (a CUDA `Slice`'s
+/// starts and ends, say) decide copies. Binds each to its schema's since-version and kernel.
+fn bind_fused_kernels(
+    session: &mut Session,
+    table: &KernelTable,
+    decisions: &mut HashMap<(usize, usize), Decision>,
+) {
+    let versions = infer::domain_versions(session, table);
+    for gi in 0..session.graphs.len() {
+        for ni in 0..session.graphs[gi].nodes.len() {
+            let node = &session.graphs[gi].nodes[ni];
+            if node.removed || node.ep != Some(Ep::Cuda) || decisions.contains_key(&(gi, ni)) {
+                continue;
+            }
+            let Ok(schema) = infer::resolve_schema(table, &versions, &node.domain, &node.op) else {
+                continue;
+            };
+            session.graphs[gi].nodes[ni].since = Some(schema.since);
+            let node = &session.graphs[gi].nodes[ni];
+            if let Ok(kd) = lookup(table, Ep::Cuda, session, gi, node, Some(schema)) {
+                decisions.insert((gi, ni), Decision::Cuda(Box::new(kd.clone())));
+            }
+        }
     }
 }
 

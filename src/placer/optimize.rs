@@ -32,6 +32,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         values: Values::default(),
         versions: infer::domain_versions(session, table),
         indices: HashMap::default(),
+        reinfer: HashSet::default(),
     };
     shapes::infer_graph(session, 0, &mut opt.values);
     for _ in 0..MAX_STEPS {
@@ -61,6 +62,8 @@ struct Optimizer<'t> {
     versions: HashMap<String, i64>,
     /// Per graph: the index and the two node orders, built once per step.
     indices: HashMap<usize, (Index, Vec<usize>, Vec<usize>, usize)>,
+    /// Graphs whose shapes to infer again in the next folding pass.
+    reinfer: HashSet<usize>,
 }
 
 /// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
@@ -228,7 +231,9 @@ impl Optimizer<'_> {
             ),
         };
         let mut cse: FxMap<Vec<u8>, usize> = FxMap::default();
-        let mut updated = false;
+        // After a ReshapeFusion, ORT's next Resolve infers the graph's shapes again (the
+        // Reshapes now have constant shapes); the next folding pass does the same here.
+        let mut updated = pass == Pass::Fold && self.reinfer.remove(&gi);
         let order = if pass == Pass::Cse { &dfs } else { &kahn };
         let skip = pass == Pass::ReshapeFusion
             && !session.graphs[gi]
@@ -258,7 +263,13 @@ impl Optimizer<'_> {
                     updated |= d;
                     d
                 }
-                Pass::ReshapeFusion => self.reshape_fusion(session, gi, ni, &mut idx),
+                Pass::ReshapeFusion => {
+                    let d = self.reshape_fusion(session, gi, ni, &mut idx);
+                    if d {
+                        self.reinfer.insert(gi);
+                    }
+                    d
+                }
             };
             changed |= did;
         }

@@ -3,7 +3,9 @@
 //! `tests/fixtures/oracle/<set>-<ort>-<level>.jsonl.gz` are ORT's own answers, recorded with the
 //! stubbed-GPU oracle (`tools/oracle/refresh.sh`), for the public corpus (`models`, read from
 //! `../shared/corpus/models`) and the ONNX backend node-test models (`node`, read from
-//! `$ONNX_LINT_NODE_CORPUS`). Every record is compared as `../shared/oracle/compare.py` does:
+//! `$ONNX_LINT_NODE_CORPUS`), and our own probe models (`probes`, `tests/fixtures/probes/`:
+//! transformer layers written as real exporters write them, see `tools/probes/`). Every record
+//! is compared as `../shared/oracle/compare.py` does:
 //! load outcome, copies per graph, node placements.
 //!
 //! Known differences are listed in `tests/fixtures/oracle/known-differences.txt`; the test fails
@@ -133,6 +135,8 @@ fn placer_agrees_with_the_oracle() {
         );
         let root = match set {
             "models" => shared.join("corpus/models"),
+            // Our own transformer layers written as exporters write them (tools/probes/).
+            "probes" => support::repo().join("tests/fixtures/probes"),
             _ => match &node_corpus {
                 Some(d) => d.clone(),
                 None => {
@@ -149,7 +153,11 @@ fn placer_agrees_with_the_oracle() {
         let (mut n, mut copies_ok, mut outcome_ok, mut place_ok) = (0, 0, 0, 0);
         for truth in records(&file) {
             let name = truth["model"].as_str().unwrap();
-            let path = root.join(name.strip_prefix("node/").unwrap_or(name));
+            let path = root.join(
+                name.strip_prefix("node/")
+                    .or_else(|| name.strip_prefix("probes/"))
+                    .unwrap_or(name),
+            );
             let mine = match onnx_lint::model::load(&path) {
                 Ok(m) => onnx_lint::cli::placement_json(name, &placer::place(&m, table, &options)),
                 Err(e) => {
@@ -195,7 +203,8 @@ fn placer_agrees_with_the_oracle() {
         .map(str::to_string)
         .collect();
     let new: Vec<_> = differences.difference(&known).collect();
-    let ran = |d: &String| node_corpus.is_some() || d.starts_with("models-");
+    let ran =
+        |d: &String| node_corpus.is_some() || d.starts_with("models-") || d.starts_with("probes-");
     let fixed: Vec<_> = known.difference(&differences).filter(|d| ran(d)).collect();
     assert!(
         new.is_empty(),
