@@ -7,11 +7,16 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+/// The declared attributes of one schema version: (name, required).
+type Declared = Vec<(String, bool)>;
+/// domain → op → (since, attributes).
+type ByDomain = HashMap<String, HashMap<String, Vec<(i64, Declared)>>>;
+
 /// Attributes per (domain, op, since-version).
 #[derive(Debug, Default)]
 pub struct SchemaAttributes {
     /// domain → op → (since, attributes); looked up by `&str` without allocating.
-    map: HashMap<String, HashMap<String, Vec<(i64, Vec<(String, bool)>)>>>,
+    map: ByDomain,
     len: usize,
 }
 
@@ -28,8 +33,7 @@ impl SchemaAttributes {
     /// Parses the text form; malformed lines are skipped (the file is generated and checked by
     /// `tests/it/tables.rs`).
     pub fn parse(text: &str) -> Self {
-        let mut map: HashMap<String, HashMap<String, Vec<(i64, Vec<(String, bool)>)>>> =
-            HashMap::default();
+        let mut map = ByDomain::default();
         let mut len = 0;
         for line in text.lines() {
             if line.starts_with('#') || line.trim().is_empty() {
