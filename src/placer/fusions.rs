@@ -582,33 +582,24 @@ impl Fuser {
             if !is_matmul {
                 continue;
             }
-            let mut trans: [Option<usize>; 2] = [None, None];
-            for (slot, t) in trans.iter_mut().enumerate() {
-                let Some(p) = self.producer_of(session, &n.inputs[slot]) else {
-                    continue;
-                };
-                let pn = &session.graphs[self.gi].nodes[p];
-                // ORT does not compare the Transpose's provider.
-                if pn.op != "Transpose" || pn.domain != "ai.onnx" || self.produces_graph_output(pn)
-                {
-                    continue;
-                }
-                let Some(perm) = self.effective_perm(session, p) else {
-                    continue;
-                };
-                let r = perm.len();
-                let last_two = r >= 2
-                    && perm[..r - 2]
-                        .iter()
-                        .enumerate()
-                        .all(|(i, &p)| p == i as i64)
-                    && perm[r - 2] == r as i64 - 1
-                    && perm[r - 1] == r as i64 - 2;
-                if last_two {
-                    *t = Some(p);
+            if !self.matmul_types_ok(session, n) {
+                continue;
+            }
+            let mut trans: [Option<usize>; 2] = [
+                self.last_two_transpose(session, &n.inputs[0]),
+                self.last_two_transpose(session, &n.inputs[1]),
+            ];
+            // `ReorderCastAndTranspose`: Transpose → Cast → MatMul becomes Cast → Transpose →
+            // MatMul, so that the Transpose fuses.
+            let base = format!("{}/MatmulTransposeFusion/", n.name);
+            for slot in 0..2 {
+                if trans[slot].is_none() {
+                    let value = session.graphs[self.gi].nodes[ni].inputs[slot].clone();
+                    trans[slot] = self.reorder_cast_and_transpose(session, &value, &base);
                 }
             }
-            if trans == [None, None] || !self.matmul_types_ok(session, n) {
+            let n = &session.graphs[self.gi].nodes[ni];
+            if trans == [None, None] {
                 continue;
             }
             let mut node = fused_node(n, "FusedMatMul");
@@ -640,9 +631,84 @@ impl Fuser {
                     }
                 }
             }
-            node.name = self.node_name(session, &format!("{}/MatmulTransposeFusion/", n.name));
+            node.name = self.node_name(session, &base);
             self.fuse(session, &fused, ni, node);
         }
+    }
+
+    /// `GetTransposeNodeFromOutput`: the live `Transpose` producing `value` when it swaps the
+    /// last two dims and produces no graph output (ORT does not compare its provider).
+    fn last_two_transpose(&self, session: &Session, value: &str) -> Option<usize> {
+        let p = self.producer_of(session, value)?;
+        let pn = &session.graphs[self.gi].nodes[p];
+        if pn.op != "Transpose" || pn.domain != "ai.onnx" || self.produces_graph_output(pn) {
+            return None;
+        }
+        let perm = self.effective_perm(session, p)?;
+        let r = perm.len();
+        let last_two = r >= 2
+            && perm[..r - 2]
+                .iter()
+                .enumerate()
+                .all(|(i, &p)| p == i as i64)
+            && perm[r - 2] == r as i64 - 1
+            && perm[r - 1] == r as i64 - 2;
+        last_two.then_some(p)
+    }
+
+    /// `ReorderCastAndTranspose`: when `value` comes from a `Cast` of a last-two-dims
+    /// `Transpose`, a new Cast (named `base`, output `<cast output>/MatmulTransposeFusion/`)
+    /// reads the Transpose's input and a new Transpose (named `base` with a token) produces the
+    /// Cast's output; the old Cast goes, and the old Transpose too once nothing else reads it.
+    /// Returns the new Transpose.
+    fn reorder_cast_and_transpose(
+        &mut self,
+        session: &mut Session,
+        value: &str,
+        base: &str,
+    ) -> Option<usize> {
+        let c = self.producer_of(session, value)?;
+        let cast = session.graphs[self.gi].nodes[c].clone();
+        if cast.op != "Cast" || cast.domain != "ai.onnx" {
+            return None;
+        }
+        let t = self.last_two_transpose(session, cast.inputs.first()?)?;
+        let transpose = session.graphs[self.gi].nodes[t].clone();
+        let t_in = transpose.inputs.first()?.clone();
+        let t_out = transpose.outputs.first()?.clone();
+        let cast_out = cast.outputs.first()?.clone();
+        let new_value = self.arg_name(session, &format!("{cast_out}/MatmulTransposeFusion/"));
+        let g = &mut session.graphs[self.gi];
+        if let Some(ty) = g.types.get(&cast_out).cloned() {
+            g.types.insert(new_value.clone(), ty);
+        }
+        if let Some(shape) = g.shapes.get(&t_in).cloned() {
+            g.shapes.insert(new_value.clone(), shape);
+        }
+        let mut new_cast = cast.clone();
+        new_cast.name = self.node_name(session, base);
+        new_cast.inputs = vec![t_in];
+        new_cast.outputs = vec![new_value.clone()];
+        let mut new_transpose = transpose.clone();
+        new_transpose.name = self.node_name(session, base);
+        new_transpose.inputs = vec![new_value];
+        new_transpose.outputs = vec![cast_out];
+        new_transpose.ep = cast.ep;
+        let others = self.readers(session, &t_out).filter(|&k| k != c).count();
+        self.remove(session, c);
+        if others == 0 {
+            self.remove(session, t);
+        }
+        let at = self.pos.get(c).copied().unwrap_or(usize::MAX);
+        let nc = self.add(session, new_cast);
+        let nt = self.add(session, new_transpose);
+        self.pos.resize(nt + 1, usize::MAX);
+        if at < self.order.len() {
+            self.order[at] = nc;
+            self.pos[nc] = at;
+        }
+        self.attach(nc, nt);
+        Some(nt)
     }
 
     /// The permutation of Transpose `t` as ORT sees it at level 2: the level-1 transpose
@@ -650,8 +716,15 @@ impl Fuser {
     /// single-input `Concat`s, each read only on this path), composing the two perms.
     fn effective_perm(&self, session: &Session, t: usize) -> Option<Vec<i64>> {
         let g = &session.graphs[self.gi];
-        let mut perm = g.nodes[t].attr_ints("perm")?.to_vec();
         let mut value = g.nodes[t].inputs.first()?.clone();
+        // Without `perm` a Transpose reverses the dims (`GetTransposePerms`), which needs the rank.
+        let mut perm = match g.nodes[t].attr_ints("perm") {
+            Some(p) => p.to_vec(),
+            None => {
+                let rank = session.shape_of(self.gi, &value)?.len() as i64;
+                (0..rank).rev().collect()
+            }
+        };
         // A few steps suffice: the chains the optimiser merges are short.
         for _ in 0..4 {
             let Some(p) = self.producer_of(session, &value) else {
