@@ -592,10 +592,10 @@ impl Fuser {
             // `ReorderCastAndTranspose`: Transpose → Cast → MatMul becomes Cast → Transpose →
             // MatMul, so that the Transpose fuses.
             let base = format!("{}/MatmulTransposeFusion/", n.name);
-            for slot in 0..2 {
-                if trans[slot].is_none() {
+            for (slot, t) in trans.iter_mut().enumerate() {
+                if t.is_none() {
                     let value = session.graphs[self.gi].nodes[ni].inputs[slot].clone();
-                    trans[slot] = self.reorder_cast_and_transpose(session, &value, &base);
+                    *t = self.reorder_cast_and_transpose(session, &value, &base);
                 }
             }
             let n = &session.graphs[self.gi].nodes[ni];
