@@ -453,6 +453,10 @@ pub fn type_conflict(
     ni: usize,
 ) -> Option<String> {
     let node = &session.graphs[gi].nodes[ni];
+    // One input cannot disagree with itself.
+    if node.inputs.iter().filter(|i| !i.is_empty()).count() < 2 {
+        return None;
+    }
     let schema = resolve_schema(table, versions, &node.domain, &node.op).ok()?;
     let positions = formal_input_positions(schema, node.inputs.len());
     let mut bound: Vec<(&str, &Type)> = Vec::new();
