@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::placer::ir::{SGraph, SNode, Session};
+use crate::placer::ir::{NameGen, SGraph, SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
 const FLOAT16: i32 = D::Float16 as i32;
@@ -99,6 +99,8 @@ fn insert_casts(
     moved: &mut Vec<(usize, usize)>,
 ) {
     force_single_node_fp32(session, cx, gi);
+    // One name generator per graph: building it reads every name of the graph.
+    let mut names: Option<NameGen> = None;
     for ni in crate::infer::topological_order(session, gi) {
         let node = &session.graphs[gi].nodes[ni];
         let mut replacements: Vec<(String, String, bool)> = Vec::new();
@@ -112,7 +114,7 @@ fn insert_casts(
                 let dst = match updates.get(&input) {
                     Some(d) => d.clone(),
                     None => {
-                        let name = add_cast(session, gi, &input, true);
+                        let name = add_cast(session, gi, &mut names, &input, true);
                         updates.insert(input.clone(), name.clone());
                         name
                     }
@@ -124,7 +126,7 @@ fn insert_casts(
             let outputs = session.graphs[gi].nodes[ni].outputs.clone();
             for out in outputs {
                 if is_fp16(session, gi, &out) {
-                    let src = add_cast(session, gi, &out, false);
+                    let src = add_cast(session, gi, &mut names, &out, false);
                     replacements.push((out, src, false));
                 }
             }
@@ -155,8 +157,19 @@ fn insert_casts(
 
 /// Adds a CPU Cast for `value`: on an input, fp16 → float producing a new value; on an output,
 /// float (new value) → fp16 producing `value`. Returns the new value's name.
-fn add_cast(session: &mut Session, gi: usize, value: &str, on_input: bool) -> String {
-    let name = session.graphs[gi].generate_node_name(&format!("InsertedPrecisionFreeCast_{value}"));
+fn add_cast(
+    session: &mut Session,
+    gi: usize,
+    names: &mut Option<NameGen>,
+    value: &str,
+    on_input: bool,
+) -> String {
+    let g = &mut session.graphs[gi];
+    let gen_ = names.get_or_insert_with(|| NameGen::new(g));
+    // ORT's `GenerateNodeName`, through the graph's shared counter.
+    let name = gen_.node(&format!("InsertedPrecisionFreeCast_{value}"));
+    g.name_counter = gen_.counter;
+    g.generated_names.insert(name.clone());
     let (input, output, to) = if on_input {
         (value.to_string(), name.clone(), FLOAT)
     } else {
