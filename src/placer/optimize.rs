@@ -36,7 +36,14 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
     shapes::infer_graph(session, 0, &mut opt.values);
     for _ in 0..MAX_STEPS {
         let mut changed = false;
-        for pass in [Pass::Rules, Pass::Cse, Pass::Fold, Pass::ReshapeFusion] {
+        for pass in [
+            Pass::Rules,
+            Pass::Sharing,
+            Pass::Cse,
+            Pass::Fold,
+            Pass::MatMulAdd,
+            Pass::ReshapeFusion,
+        ] {
             changed |= opt.pass(session, 0, pass);
         }
         changed |= opt.transpose(session, 0);
@@ -50,8 +57,11 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pass {
     Rules,
+    /// `ConstantSharing`: main graph only, not per node.
+    Sharing,
     Cse,
     Fold,
+    MatMulAdd,
     ReshapeFusion,
 }
 
@@ -219,9 +229,20 @@ impl Optimizer<'_> {
                 ort_topological_order(session, gi),
             ),
         };
+        if pass == Pass::Sharing {
+            let changed = self.constant_sharing(session, gi, &mut idx);
+            self.indices.insert(gi, (idx, kahn, dfs, len));
+            return changed;
+        }
         let mut cse: FxMap<Vec<u8>, usize> = FxMap::default();
         let mut updated = false;
-        let order = if pass == Pass::Cse { &dfs } else { &kahn };
+        let order = if matches!(pass, Pass::Cse | Pass::MatMulAdd) {
+            &dfs
+        } else {
+            &kahn
+        };
+        // Built on first use: generated names are checked against every name of the graph.
+        let mut names: Option<NameGen> = None;
         let skip = pass == Pass::ReshapeFusion
             && !session.graphs[gi]
                 .live_nodes()
@@ -250,9 +271,17 @@ impl Optimizer<'_> {
                     updated |= d;
                     d
                 }
-                Pass::ReshapeFusion => self.reshape_fusion(session, gi, ni, &mut idx),
+                Pass::ReshapeFusion => {
+                    self.reshape_fusion(session, gi, ni, &mut idx)
+                        || self.fuse_contiguous_reshapes(session, gi, ni, &mut idx, &mut names)
+                }
+                Pass::MatMulAdd => self.matmul_add_fusion(session, gi, ni, &mut idx, &mut names),
+                Pass::Sharing => false,
             };
             changed |= did;
+        }
+        if let Some(n) = names {
+            session.graphs[gi].name_counter = n.counter;
         }
         // Orders built before nodes were appended (`If` inlining) miss them: keep the length
         // they were built for, so that the next pass rebuilds them.
@@ -440,6 +469,7 @@ impl Optimizer<'_> {
             name.to_string(),
             dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
         );
+        g.init_order.push(name.to_string());
         g.types.insert(name.to_string(), Type::Tensor(elem));
         g.initializers.insert(
             name.to_string(),
@@ -1054,6 +1084,7 @@ impl Optimizer<'_> {
                 init.dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
             );
             self.values.forget(gi, &new);
+            g.init_order.push(new.clone());
             g.initializers.insert(new, init);
         }
         for (name, t) in &sub.types {
@@ -1160,6 +1191,297 @@ impl Optimizer<'_> {
         true
     }
 
+    // ---------------------------------------------------------------- ConstantSharing
+
+    /// `ConstantSharing` (`core/optimizer/constant_sharing.cc`), main graph only: constant
+    /// initializers holding one value (shape `[]` or `[1]`) of type float, float16, double,
+    /// int32 or int64 that are equal in type, value and rank are merged into one, so that CSE
+    /// can merge the nodes reading them. Initializers read by a subgraph or that are graph
+    /// outputs are left alone. The releases keep one of the original names: the oracle shows
+    /// the one ORT registered last (its initializer map iterates newest first), which is what
+    /// is kept here.
+    fn constant_sharing(&mut self, session: &mut Session, gi: usize, idx: &mut Index) -> bool {
+        if session.graphs[gi].parent.is_some() {
+            return false;
+        }
+        let mut seen: HashSet<&str> = HashSet::default();
+        let mut order: Vec<String> = Vec::new();
+        let g = &session.graphs[gi];
+        for name in g.init_order.iter().rev() {
+            if g.initializers.contains_key(name) && seen.insert(name.as_str()) {
+                order.push(name.clone());
+            }
+        }
+        if order.len() < g.initializers.len() {
+            let mut rest: Vec<&String> = g
+                .initializers
+                .keys()
+                .filter(|k| !seen.contains(k.as_str()))
+                .collect();
+            rest.sort_unstable();
+            order.extend(rest.into_iter().cloned());
+        }
+        let mut shared: FxMap<(i32, u64, usize), String> = FxMap::default();
+        let mut changed = false;
+        for name in order {
+            let Some(init) = session.graphs[gi].initializers.get(&name) else {
+                continue;
+            };
+            let rank = init.dims.len();
+            if init.overridable || !(init.dims.is_empty() || init.dims == [1]) {
+                continue;
+            }
+            let elem = init.elem;
+            let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
+            let float =
+                elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
+            if !(int || float) || idx.outputs.contains(&name) {
+                continue;
+            }
+            let users = idx.users(session, gi, &name);
+            if users.is_empty()
+                || users.iter().any(|&u| {
+                    session.graphs[gi].nodes[u]
+                        .implicit_inputs
+                        .iter()
+                        .any(|i| *i == name)
+                })
+            {
+                continue;
+            }
+            let Some(v) = self.constant(session, gi, &name).filter(|v| v.len() == 1) else {
+                continue;
+            };
+            let bits = if int {
+                v.as_i64()[0] as u64
+            } else {
+                let x = v.as_f64()[0];
+                if x.is_nan() {
+                    // NaN equals nothing: never shared.
+                    continue;
+                }
+                // -0.0 == 0.0 in ORT's comparison.
+                (x + 0.0).to_bits()
+            };
+            match shared.get(&(elem, bits, rank)) {
+                None => {
+                    shared.insert((elem, bits, rank), name);
+                }
+                Some(rep) => {
+                    let rep = rep.clone();
+                    Self::replace_uses(session, gi, idx, &name, &rep);
+                    let g = &mut session.graphs[gi];
+                    g.initializers.remove(&name);
+                    self.values.forget(gi, &name);
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    // ---------------------------------------------------------------- MatMulAddFusion
+
+    /// `MatMulAddFusion` (`core/optimizer/matmul_add_fusion.cc`, the same in 1.23–1.31 by the
+    /// oracle): a float/float16/bfloat16 `MatMul` (since 1, 9, 13) whose only edge goes to an
+    /// `Add` (since 7, 13, 14) of the same type, with a rank-2 second input, becomes a `Gemm`
+    /// named `GenerateNodeName(<matmul>/MatMulAddFusion)` reading the Add's other input as bias.
+    /// The bias must be `[N]`, or for a 2-D first input also `[1, N]`, `[M, 1]` or `[M, N]`.
+    /// Another rank of the first input needs its shape and the weight's fully known: the Gemm
+    /// then sits between two new Reshapes, `gemm_input_reshape` (to `[M, K]`) and
+    /// `gemm_output_reshape` (back), each with a shape initializer and a new value, all named
+    /// by `GenerateNodeName`/`GenerateNodeArgName`. At level 1 nothing is kept for attention.
+    fn matmul_add_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+        names: &mut Option<NameGen>,
+    ) -> bool {
+        let mm = &session.graphs[gi].nodes[ni];
+        if mm.op != "MatMul"
+            || mm.domain != "ai.onnx"
+            || !matches!(mm.since, Some(1 | 9 | 13))
+            || mm.inputs.len() != 2
+            || mm.outputs.len() != 1
+        {
+            return false;
+        }
+        let out = mm.outputs[0].clone();
+        if idx.outputs.contains(&out) {
+            return false;
+        }
+        let users = idx.users(session, gi, &out);
+        let [add] = users[..] else {
+            return false;
+        };
+        let an = &session.graphs[gi].nodes[add];
+        let edges = an.inputs.iter().filter(|i| **i == out).count()
+            + an.implicit_inputs.iter().filter(|i| **i == out).count();
+        if edges != 1
+            || an.op != "Add"
+            || an.domain != "ai.onnx"
+            || !matches!(an.since, Some(7 | 13 | 14))
+            || an.inputs.len() != 2
+            || an.outputs.len() != 1
+        {
+            return false;
+        }
+        let a = mm.inputs[0].clone();
+        let w = mm.inputs[1].clone();
+        let ty = session.type_of(gi, &a).cloned();
+        let float_ok = matches!(ty, Some(Type::Tensor(e)) if e == D::Float as i32 || e == D::Float16 as i32 || e == D::Bfloat16 as i32);
+        if !float_ok || session.type_of(gi, &an.inputs[0]) != ty.as_ref() {
+            return false;
+        }
+        let (Some(a_shape), Some(w_shape)) = (
+            session.shape_of(gi, &a).cloned(),
+            session.shape_of(gi, &w).cloned(),
+        ) else {
+            return false;
+        };
+        if w_shape.len() != 2 {
+            return false;
+        }
+        let need_reshape = a_shape.len() != 2;
+        let dim_n = w_shape[1];
+        let mut reshape: Option<(i64, i64, Vec<i64>)> = None;
+        if need_reshape {
+            let Some(dims) = a_shape.iter().copied().collect::<Option<Vec<i64>>>() else {
+                return false;
+            };
+            let (Some(k), Some(n)) = (w_shape[0], w_shape[1]) else {
+                return false;
+            };
+            let m: i64 = dims[..dims.len().saturating_sub(1)].iter().product();
+            let mut back = dims;
+            if let Some(last) = back.last_mut() {
+                *last = n;
+            }
+            reshape = Some((m, k, back));
+        }
+        let bias_idx = usize::from(an.inputs[0] == out);
+        let bias = an.inputs[bias_idx].clone();
+        let Some(b_shape) = session.shape_of(gi, &bias).cloned() else {
+            return false;
+        };
+        let eq = |x: Option<i64>, y: Option<i64>| x.is_some() && x == y;
+        let valid = (b_shape.len() == 1 && eq(b_shape[0], dim_n))
+            || (!need_reshape
+                && b_shape.len() == 2
+                && b_shape[0] == Some(1)
+                && eq(b_shape[1], dim_n))
+            || (!need_reshape
+                && b_shape.len() == 2
+                && eq(b_shape[0], a_shape[0])
+                && (b_shape[1] == Some(1) || eq(b_shape[1], dim_n)));
+        if !valid {
+            return false;
+        }
+        let add_out = an.outputs[0].clone();
+        let mm_name = mm.name.clone();
+        let elem = match ty {
+            Some(Type::Tensor(e)) => e,
+            _ => return false,
+        };
+        let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
+        let reshape_since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Reshape")
+            .ok()
+            .map(|s| s.since);
+        let gemm_since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Gemm")
+            .ok()
+            .map(|s| s.since);
+        let mut new_nodes: Vec<SNode> = Vec::new();
+        let mut gemm_in = a.clone();
+        let mut gemm_out = add_out.clone();
+        if let Some((m, k, back)) = reshape {
+            for (is_input, shape) in [(true, vec![m, k]), (false, back)] {
+                let base = if is_input { "gemm_input" } else { "gemm_output" };
+                let shape_name = names.node(&format!("{base}_shape"));
+                names.reserve_value(&shape_name);
+                let arg = names.value(&format!("{base}_reshape_arg"));
+                let node_name = names.node(&format!("{base}_reshape"));
+                let g = &mut session.graphs[gi];
+                g.generated_names.insert(node_name.clone());
+                g.types.insert(arg.clone(), Type::Tensor(elem));
+                g.shapes.insert(
+                    arg.clone(),
+                    vec![Some(m), if is_input { Some(k) } else { dim_n }],
+                );
+                self.add_initializer(session, gi, &shape_name, Some(Tensor::i64_1d(shape)));
+                let (input, output) = if is_input {
+                    gemm_in = arg.clone();
+                    (a.clone(), arg)
+                } else {
+                    gemm_out = arg.clone();
+                    (arg, add_out.clone())
+                };
+                new_nodes.push(SNode {
+                    name: node_name,
+                    op: "Reshape".into(),
+                    domain: "ai.onnx".into(),
+                    since: reshape_since,
+                    inputs: vec![input, shape_name],
+                    outputs: vec![output],
+                    attrs: Vec::new(),
+                    subgraphs: Vec::new(),
+                    implicit_inputs: Vec::new(),
+                    ep: None,
+                    origin: None,
+                    removed: false,
+                });
+            }
+        }
+        let gemm_name = names.node(&format!("{mm_name}/MatMulAddFusion"));
+        session.graphs[gi].generated_names.insert(gemm_name.clone());
+        let gemm = SNode {
+            name: gemm_name,
+            op: "Gemm".into(),
+            domain: "ai.onnx".into(),
+            since: gemm_since,
+            inputs: vec![gemm_in, w, bias],
+            outputs: vec![gemm_out],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: session.graphs[gi].nodes[ni].origin,
+            removed: false,
+        };
+        new_nodes.push(gemm);
+        Self::remove(session, gi, ni);
+        Self::remove(session, gi, add);
+        self.append_nodes(session, gi, idx, new_nodes);
+        true
+    }
+
+    /// The ops and since-versions `FuseContiguousReshapes` chains: Reshape 5, 13, 14 and
+    /// Squeeze/Unsqueeze 1, 11, 13 up to 1.24; from 1.25 also Reshape 19, 21 and
+    /// Squeeze/Unsqueeze 21 (oracle probes: opset-19/21 chains fuse from 1.25.1 on).
+    fn reshape_like(table: &KernelTable, op: &str, since: Option<i64>) -> bool {
+        let new = table.release_at_least(1, 25);
+        match (op, since) {
+            ("Reshape", Some(5 | 13 | 14)) | ("Squeeze" | "Unsqueeze", Some(1 | 11 | 13)) => true,
+            ("Reshape", Some(19 | 21)) | ("Squeeze" | "Unsqueeze", Some(21)) => new,
+            _ => false,
+        }
+    }
+
+    /// Appends new nodes to graph `gi`, keeping the index up to date.
+    fn append_nodes(&mut self, session: &mut Session, gi: usize, idx: &mut Index, nodes: Vec<SNode>) {
+        for n in nodes {
+            let k = session.graphs[gi].nodes.len();
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                idx.producer.insert(o.clone(), k);
+            }
+            for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+                idx.uses.entry(i.clone()).or_default().push(k);
+            }
+            session.graphs[gi].nodes.push(n);
+        }
+    }
+
     // ---------------------------------------------------------------- ReshapeFusion
 
     /// `Reshape(x, Concat(parts))` where every part is a constant or the gathered dim of
@@ -1238,6 +1560,100 @@ impl Optimizer<'_> {
         self.add_initializer(session, gi, &shape_in, Some(Tensor::i64_1d(value)));
         Self::remove_dead_inputs(session, gi, concat, idx);
         Self::remove(session, gi, concat);
+        true
+    }
+
+    /// `ReshapeFusion::FuseContiguousReshapes` (`core/optimizer/reshape_fusion.cc`): from a
+    /// `Reshape`, follow single-edge, non-graph-output links through `Reshape`/`Squeeze`/
+    /// `Unsqueeze` (the since-versions of [`Self::reshape_like`]); cut the chain after its last node
+    /// with a fully known output shape; two or more nodes become one `Reshape` named
+    /// `GenerateNodeName(<first>_new_reshape)` with the shape initializer
+    /// `GenerateNodeArgName(<first>_new_shape)`.
+    fn fuse_contiguous_reshapes(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+        names: &mut Option<NameGen>,
+    ) -> bool {
+        let first = &session.graphs[gi].nodes[ni];
+        if first.removed
+            || first.op != "Reshape"
+            || first.domain != "ai.onnx"
+            || !Self::reshape_like(self.table, "Reshape", first.since)
+        {
+            return false;
+        }
+        let mut chain = vec![ni];
+        loop {
+            let cur = &session.graphs[gi].nodes[chain[chain.len() - 1]];
+            let Some(out) = cur.outputs.first().filter(|o| !o.is_empty()) else {
+                break;
+            };
+            if idx.outputs.contains(out) || cur.outputs.len() != 1 {
+                break;
+            }
+            let users = idx.users(session, gi, out);
+            let [next] = users[..] else {
+                break;
+            };
+            let nn = &session.graphs[gi].nodes[next];
+            let edges = nn.inputs.iter().filter(|i| *i == out).count()
+                + nn.implicit_inputs.iter().filter(|i| *i == out).count();
+            let ok = edges == 1
+                && nn.domain == "ai.onnx"
+                && Self::reshape_like(self.table, &nn.op, nn.since);
+            if !ok || chain.contains(&next) {
+                break;
+            }
+            chain.push(next);
+        }
+        let mut shape: Option<Vec<i64>> = None;
+        while let Some(&last) = chain.last() {
+            let out = session.graphs[gi].nodes[last].outputs.first().cloned();
+            if let Some(s) = out
+                .and_then(|o| session.shape_of(gi, &o).cloned())
+                .and_then(|s| s.into_iter().collect::<Option<Vec<i64>>>())
+            {
+                shape = Some(s);
+                break;
+            }
+            chain.pop();
+        }
+        let Some(shape) = shape.filter(|_| chain.len() >= 2) else {
+            return false;
+        };
+        let first = &session.graphs[gi].nodes[ni];
+        let base = first.name.clone();
+        let data = first.inputs.first().cloned().unwrap_or_default();
+        let since = first.since;
+        let last = chain[chain.len() - 1];
+        let out = session.graphs[gi].nodes[last].outputs[0].clone();
+        let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
+        let shape_name = names.value(&format!("{base}_new_shape"));
+        let name = names.node(&format!("{base}_new_reshape"));
+        session.graphs[gi].generated_names.insert(name.clone());
+        self.add_initializer(session, gi, &shape_name, Some(Tensor::i64_1d(shape)));
+        let origin = session.graphs[gi].nodes[ni].origin;
+        for &k in &chain {
+            Self::remove(session, gi, k);
+        }
+        let node = SNode {
+            name,
+            op: "Reshape".into(),
+            domain: "ai.onnx".into(),
+            since,
+            inputs: vec![data, shape_name],
+            outputs: vec![out],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin,
+            removed: false,
+        };
+        self.append_nodes(session, gi, idx, vec![node]);
         true
     }
 }
