@@ -19,6 +19,9 @@ use crate::tables::{Ep, KernelTable};
 
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
+/// The largest initializer `ConstantSharing` merges (oracle: 8 elements are, 9 are not).
+const SHARING_MAX_ELEMENTS: u64 = 8;
+
 /// ORT's `max_num_graph_transformation_steps`.
 const MAX_STEPS: usize = 10;
 
@@ -835,6 +838,17 @@ impl Optimizer<'_> {
             key.extend_from_slice(i.as_bytes());
             key.push(1);
         }
+        // Up to 1.24 a tensor attribute whose data is not in `raw_data` (e.g. `float_data`)
+        // never compares equal, so its node is never merged (oracle: ConstantOfShape with a
+        // `float_data` value merges from 1.25.1 on only).
+        if !self.table.release_at_least(1, 25)
+            && node.attrs.iter().any(|a| {
+                a.t.as_ref()
+                    .is_some_and(|t| t.raw_data.as_ref().is_none_or(|r| r.is_empty()))
+            })
+        {
+            return false;
+        }
         let mut attrs: Vec<_> = node.attrs.iter().collect();
         attrs.sort_by(|a, b| a.name().cmp(b.name()));
         for a in attrs {
@@ -1194,12 +1208,13 @@ impl Optimizer<'_> {
     // ---------------------------------------------------------------- ConstantSharing
 
     /// `ConstantSharing` (`core/optimizer/constant_sharing.cc`), main graph only: constant
-    /// initializers holding one value (shape `[]` or `[1]`) of type float, float16, double,
-    /// int32 or int64 that are equal in type, value and rank are merged into one, so that CSE
-    /// can merge the nodes reading them. Initializers read by a subgraph or that are graph
-    /// outputs are left alone. The releases keep one of the original names: the oracle shows
-    /// the one ORT registered last (its initializer map iterates newest first), which is what
-    /// is kept here.
+    /// initializers of type float, float16, double, int32 or int64 with at most
+    /// [`SHARING_MAX_ELEMENTS`] elements that are equal in type, shape and values are merged
+    /// into one, so that CSE can merge the nodes reading them. Initializers read by a subgraph
+    /// or that are graph outputs are left alone. The oracle (1.23.2–1.31.1) shows what the
+    /// released code does beyond the public source: tensors up to 8 elements of any rank are
+    /// shared (9 are not), and one of the original names is kept, the one ORT registered last
+    /// (its initializer map iterates newest first).
     fn constant_sharing(&mut self, session: &mut Session, gi: usize, idx: &mut Index) -> bool {
         if session.graphs[gi].parent.is_some() {
             return false;
@@ -1221,17 +1236,20 @@ impl Optimizer<'_> {
             rest.sort_unstable();
             order.extend(rest.into_iter().cloned());
         }
-        let mut shared: FxMap<(i32, u64, usize), String> = FxMap::default();
+        let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), String> = FxMap::default();
         let mut changed = false;
         for name in order {
             let Some(init) = session.graphs[gi].initializers.get(&name) else {
                 continue;
             };
-            let rank = init.dims.len();
-            if init.overridable || !(init.dims.is_empty() || init.dims == [1]) {
+            if init.overridable
+                || init.dims.iter().any(|&d| d < 0)
+                || init.elements().is_none_or(|n| n > SHARING_MAX_ELEMENTS)
+            {
                 continue;
             }
             let elem = init.elem;
+            let dims = init.dims.clone();
             let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
             let float =
                 elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
@@ -1249,29 +1267,28 @@ impl Optimizer<'_> {
             {
                 continue;
             }
-            let Some(v) = self.constant(session, gi, &name).filter(|v| v.len() == 1) else {
+            let Some(v) = self.constant(session, gi, &name) else {
                 continue;
             };
-            let bits = if int {
-                v.as_i64()[0] as u64
+            let bits: Vec<u64> = if int {
+                v.as_i64().into_iter().map(|x| x as u64).collect()
             } else {
-                let x = v.as_f64()[0];
-                if x.is_nan() {
+                let f = v.as_f64();
+                if f.iter().any(|x| x.is_nan()) {
                     // NaN equals nothing: never shared.
                     continue;
                 }
                 // -0.0 == 0.0 in ORT's comparison.
-                (x + 0.0).to_bits()
+                f.into_iter().map(|x| (x + 0.0).to_bits()).collect()
             };
-            match shared.get(&(elem, bits, rank)) {
+            match shared.get(&(elem, dims.clone(), bits.clone())) {
                 None => {
-                    shared.insert((elem, bits, rank), name);
+                    shared.insert((elem, dims, bits), name);
                 }
                 Some(rep) => {
                     let rep = rep.clone();
                     Self::replace_uses(session, gi, idx, &name, &rep);
-                    let g = &mut session.graphs[gi];
-                    g.initializers.remove(&name);
+                    session.graphs[gi].initializers.remove(&name);
                     self.values.forget(gi, &name);
                     changed = true;
                 }
@@ -1397,7 +1414,11 @@ impl Optimizer<'_> {
         let mut gemm_out = add_out.clone();
         if let Some((m, k, back)) = reshape {
             for (is_input, shape) in [(true, vec![m, k]), (false, back)] {
-                let base = if is_input { "gemm_input" } else { "gemm_output" };
+                let base = if is_input {
+                    "gemm_input"
+                } else {
+                    "gemm_output"
+                };
                 let shape_name = names.node(&format!("{base}_shape"));
                 names.reserve_value(&shape_name);
                 let arg = names.value(&format!("{base}_reshape_arg"));
@@ -1469,7 +1490,13 @@ impl Optimizer<'_> {
     }
 
     /// Appends new nodes to graph `gi`, keeping the index up to date.
-    fn append_nodes(&mut self, session: &mut Session, gi: usize, idx: &mut Index, nodes: Vec<SNode>) {
+    fn append_nodes(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        idx: &mut Index,
+        nodes: Vec<SNode>,
+    ) {
         for n in nodes {
             let k = session.graphs[gi].nodes.len();
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
@@ -1558,8 +1585,10 @@ impl Optimizer<'_> {
             return false;
         }
         self.add_initializer(session, gi, &shape_in, Some(Tensor::i64_1d(value)));
-        Self::remove_dead_inputs(session, gi, concat, idx);
+        // The Concat goes first, so that the Shape/Gather/Unsqueeze chains it alone read are
+        // seen dead and removed with it, as ORT removes the matched subgraph.
         Self::remove(session, gi, concat);
+        Self::remove_dead_inputs(session, gi, concat, idx);
         true
     }
 
