@@ -35,6 +35,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         values: Values::default(),
         versions: infer::domain_versions(session, table),
         indices: HashMap::default(),
+        shareable: session.graphs[0].initializers.keys().cloned().collect(),
     };
     shapes::infer_graph(session, 0, &mut opt.values);
     for _ in 0..MAX_STEPS {
@@ -74,6 +75,10 @@ struct Optimizer<'t> {
     versions: HashMap<String, i64>,
     /// Per graph: the index and the two node orders, built once per step.
     indices: HashMap<usize, (Index, Vec<usize>, Vec<usize>, usize)>,
+    /// Main-graph initializers held as tensor protos (the model's, and those an inlined `If`
+    /// branch brought): the only ones `ConstantSharing` merges. Those the optimiser creates
+    /// (folded values, fusion shapes) live in memory in ORT and are never shared.
+    shareable: HashSet<String>,
 }
 
 /// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
@@ -1098,6 +1103,9 @@ impl Optimizer<'_> {
                 init.dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
             );
             self.values.forget(gi, &new);
+            if gi == 0 {
+                self.shareable.insert(new.clone());
+            }
             g.init_order.push(new.clone());
             g.initializers.insert(new, init);
         }
@@ -1213,8 +1221,9 @@ impl Optimizer<'_> {
     /// into one, so that CSE can merge the nodes reading them. Initializers read by a subgraph
     /// or that are graph outputs are left alone. The oracle (1.23.2–1.31.1) shows what the
     /// released code does beyond the public source: tensors up to 8 elements of any rank are
-    /// shared (9 are not), and one of the original names is kept, the one ORT registered last
-    /// (its initializer map iterates newest first).
+    /// shared (9 are not), values compare bit for bit, only initializers held as tensor protos
+    /// take part (not those folding or fusions created), and one of the original names is
+    /// kept, the one ORT registered last (its initializer map iterates newest first).
     fn constant_sharing(&mut self, session: &mut Session, gi: usize, idx: &mut Index) -> bool {
         if session.graphs[gi].parent.is_some() {
             return false;
@@ -1242,7 +1251,8 @@ impl Optimizer<'_> {
             let Some(init) = session.graphs[gi].initializers.get(&name) else {
                 continue;
             };
-            if init.overridable
+            if !self.shareable.contains(&name)
+                || init.overridable
                 || init.dims.iter().any(|&d| d < 0)
                 || init.elements().is_none_or(|n| n > SHARING_MAX_ELEMENTS)
             {
@@ -1273,13 +1283,8 @@ impl Optimizer<'_> {
             let bits: Vec<u64> = if int {
                 v.as_i64().into_iter().map(|x| x as u64).collect()
             } else {
-                let f = v.as_f64();
-                if f.iter().any(|x| x.is_nan()) {
-                    // NaN equals nothing: never shared.
-                    continue;
-                }
-                // -0.0 == 0.0 in ORT's comparison.
-                f.into_iter().map(|x| (x + 0.0).to_bits()).collect()
+                // Compared bit for bit (oracle: NaNs merge, -0.0 and 0.0 do not).
+                v.as_f64().into_iter().map(f64::to_bits).collect()
             };
             match shared.get(&(elem, dims.clone(), bits.clone())) {
                 None => {
