@@ -1268,12 +1268,9 @@ impl Optimizer<'_> {
             }
             let users = idx.users(session, gi, &name);
             if users.is_empty()
-                || users.iter().any(|&u| {
-                    session.graphs[gi].nodes[u]
-                        .implicit_inputs
-                        .iter()
-                        .any(|i| *i == name)
-                })
+                || users
+                    .iter()
+                    .any(|&u| session.graphs[gi].nodes[u].implicit_inputs.contains(&name))
             {
                 continue;
             }
