@@ -1,10 +1,14 @@
 //! The graph optimisations that run before partitioning and move the CPU/CUDA boundary
-//! (ORT's level-1 transformers), simulated per level: the rewrite rules (`EliminateIdentity`,
-//! `EliminateSlice`, `EliminateDropout`, `ExpandElimination`, `CastElimination`,
-//! `PreShapeNodeElimination`, `NoopElimination`, `NotWhereFusion`), common subexpression
-//! elimination, `ConstantFolding` (incl. `Shape` over static shapes and `If` with a constant
-//! condition) and `ReshapeFusion`, repeated until nothing changes (at most 10 steps).
-
+//! (ORT's level-1 transformers), simulated per level, in ORT's order: the rewrite rules
+//! (`EliminateIdentity`, `EliminateSlice`, `EliminateDropout`, `ExpandElimination`,
+//! `CastElimination`, `PreShapeNodeElimination`, `NoopElimination`, `DivMulFusion`,
+//! `FuseReluClip`, `NotWhereFusion`, `ConvAddFusion`, `ConvMulFusion`, `ConvBNFusion`),
+//! `ConstantSharing`, common subexpression elimination, `ConstantFolding` (incl. `Shape` over
+//! static shapes and `If` with a constant condition), `MatMulAddFusion`, `ReshapeFusion` (the
+//! Shape/Gather/Concat subgraph and `FuseContiguousReshapes`) and the `TransposeOptimizer`,
+//! repeated until nothing changes (at most 10 steps). What the released builds do where the
+//! public source is silent or differs was measured with the oracle; `tools/probes/l1.py`
+//! records those probes as the `probes_l1` fixtures.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use prost::Message;
@@ -522,6 +526,7 @@ impl Optimizer<'_> {
                 | "Div"
                 | "Where"
                 | "Conv"
+                | "Relu"
         );
         if node.domain != "ai.onnx" || !has_rule {
             return false;
@@ -628,7 +633,12 @@ impl Optimizer<'_> {
                 }
                 false
             }
-            "Add" | "Sub" | "Mul" | "Div" => self.noop_elimination(session, gi, ni, idx),
+            "Div" => {
+                self.noop_elimination(session, gi, ni, idx)
+                    || self.div_mul_fusion(session, gi, ni, idx)
+            }
+            "Add" | "Sub" | "Mul" => self.noop_elimination(session, gi, ni, idx),
+            "Relu" => self.fuse_relu_clip(session, gi, ni, idx),
             "Conv" => self.conv_fusion(session, gi, ni, idx),
             "Where" => {
                 // NotWhereFusion: Where(Not(c), a, b) -> Where(c, b, a).
@@ -660,6 +670,183 @@ impl Optimizer<'_> {
             }
             _ => false,
         }
+    }
+
+    /// The single consumer of output `out` of a node, reading it through one edge, when `out`
+    /// is not a graph output.
+    fn only_edge(session: &Session, gi: usize, idx: &Index, out: &str) -> Option<usize> {
+        if out.is_empty() || idx.outputs.contains(out) {
+            return None;
+        }
+        let users = idx.users(session, gi, out);
+        let [next] = users[..] else {
+            return None;
+        };
+        let n = &session.graphs[gi].nodes[next];
+        let edges = n.inputs.iter().filter(|i| *i == out).count()
+            + n.implicit_inputs.iter().filter(|i| *i == out).count();
+        (edges == 1).then_some(next)
+    }
+
+    /// `DivMulFusion` (`core/optimizer/div_mul_fusion.cc`): `Mul(x, Div(1, b))` becomes
+    /// `Div(x, b)`: a `Div` (since 7, 13, 14) with a one-element constant 1 (float, float16,
+    /// double, int32, int64) as numerator, whose only edge goes to a `Mul` (since 7, 13, 14),
+    /// reads the Mul's other input and takes its output; the Div keeps its name, the Mul goes.
+    fn div_mul_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let div = &session.graphs[gi].nodes[ni];
+        if !matches!(div.since, Some(7 | 13 | 14))
+            || div.inputs.len() != 2
+            || div.outputs.len() != 1
+        {
+            return false;
+        }
+        let out = div.outputs[0].clone();
+        let a = div.inputs[0].clone();
+        let Some(mul) = Self::only_edge(session, gi, idx, &out) else {
+            return false;
+        };
+        let mn = &session.graphs[gi].nodes[mul];
+        if mn.op != "Mul"
+            || mn.domain != "ai.onnx"
+            || !matches!(mn.since, Some(7 | 13 | 14))
+            || mn.inputs.len() != 2
+            || mn.outputs.len() != 1
+        {
+            return false;
+        }
+        let Some(init) = session.initializer(gi, &a).filter(|i| !i.overridable) else {
+            return false;
+        };
+        let typed = [D::Float, D::Float16, D::Double, D::Int32, D::Int64]
+            .iter()
+            .any(|&t| init.elem == t as i32);
+        if !typed {
+            return false;
+        }
+        match self.constant(session, gi, &a) {
+            Some(v) if v.len() == 1 && v.as_f64()[0] == 1.0 => {}
+            _ => return false,
+        }
+        let mn = &session.graphs[gi].nodes[mul];
+        let other = if mn.inputs[0] == out {
+            mn.inputs[1].clone()
+        } else {
+            mn.inputs[0].clone()
+        };
+        let mul_out = mn.outputs[0].clone();
+        let div = &mut session.graphs[gi].nodes[ni];
+        div.inputs[0] = other.clone();
+        div.outputs[0] = mul_out.clone();
+        idx.uses.entry(other).or_default().push(ni);
+        idx.producer.insert(mul_out, ni);
+        Self::remove(session, gi, mul);
+        true
+    }
+
+    /// `FuseReluClip` (`core/optimizer/relu_clip_fusion.cc`): a `Relu` whose only edge goes
+    /// to a `Clip` (since 6, 11, 12, 13) is removed, the Clip reading its input. A negative or
+    /// missing minimum becomes 0: the attribute (Clip-6), or a new scalar initializer
+    /// `GenerateNodeArgName(FuseReluClip_<relu>_min_zero_constant)`; a minimum that is not a
+    /// constant initializer stops the fusion.
+    fn fuse_relu_clip(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let relu = &session.graphs[gi].nodes[ni];
+        if relu.inputs.len() != 1 || relu.outputs.len() != 1 || relu.inputs[0].is_empty() {
+            return false;
+        }
+        let (x, out, relu_name) = (
+            relu.inputs[0].clone(),
+            relu.outputs[0].clone(),
+            relu.name.clone(),
+        );
+        let Some(clip) = Self::only_edge(session, gi, idx, &out) else {
+            return false;
+        };
+        let cn = &session.graphs[gi].nodes[clip];
+        if cn.op != "Clip"
+            || cn.domain != "ai.onnx"
+            || !matches!(cn.since, Some(6 | 11 | 12 | 13))
+            || cn.inputs.first() != Some(&out)
+        {
+            return false;
+        }
+        let since6 = cn.since == Some(6);
+        let min_name = cn.inputs.get(1).filter(|m| !m.is_empty()).cloned();
+        let needs_zero = if since6 {
+            cn.attrs
+                .iter()
+                .find(|a| a.name() == "min")
+                .and_then(|a| a.f)
+                .is_none_or(|m| m < 0.0)
+        } else {
+            match &min_name {
+                None => true,
+                Some(m) => {
+                    if !Self::is_constant_init(session, gi, m) {
+                        return false;
+                    }
+                    match self.constant(session, gi, m) {
+                        Some(v) if v.len() == 1 => v.as_f64()[0] < 0.0,
+                        _ => return false,
+                    }
+                }
+            }
+        };
+        let elem = match session.type_of(gi, &x) {
+            Some(Type::Tensor(e)) => *e,
+            _ => return false,
+        };
+        if needs_zero {
+            if since6 {
+                let n = &mut session.graphs[gi].nodes[clip];
+                n.attrs.retain(|a| a.name() != "min");
+                n.attrs.push(crate::model::proto::AttributeProto {
+                    name: Some("min".into()),
+                    f: Some(0.0),
+                    r#type: Some(crate::model::proto::attribute_proto::AttributeType::Float as i32),
+                    ..Default::default()
+                });
+            } else {
+                let mut names = NameGen::new(&session.graphs[gi]);
+                let zero = names.value(&format!("FuseReluClip_{relu_name}_min_zero_constant"));
+                session.graphs[gi].name_counter = names.counter;
+                let float = [D::Float, D::Float16, D::Double, D::Bfloat16]
+                    .iter()
+                    .any(|&t| elem == t as i32);
+                let data = if float {
+                    eval::Data::Float(vec![0.0])
+                } else {
+                    eval::Data::Int(vec![0])
+                };
+                let t = Tensor {
+                    elem,
+                    dims: Vec::new(),
+                    data,
+                };
+                self.add_initializer(session, gi, &zero, Some(t));
+                let n = &mut session.graphs[gi].nodes[clip];
+                if n.inputs.len() < 2 {
+                    n.inputs.resize(2, String::new());
+                }
+                n.inputs[1] = zero.clone();
+                idx.uses.entry(zero).or_default().push(clip);
+            }
+        }
+        session.graphs[gi].nodes[clip].inputs[0] = x.clone();
+        idx.uses.entry(x).or_default().push(clip);
+        Self::remove(session, gi, ni);
+        true
     }
 
     /// `ConvAddFusion`, `ConvMulFusion`, `ConvBNFusion` (`core/optimizer/conv_add_fusion.cc`,

@@ -9,7 +9,8 @@ tests/it/placement.rs. Needs ../shared/oracle (ortstub.py, the stubbed onnxrunti
 and onnx + numpy. Every probe ends in a CPU-only `Hardmax`, so that the graph is split between
 CUDA and CPU and the oracle names every node: the names of fused and shared nodes are compared.
 
-What the probes pin down (ConstantSharing, CSE, ReshapeFusion, MatMulAddFusion):
+What the probes pin down (ConstantSharing, CSE, ReshapeFusion, MatMulAddFusion, DivMulFusion,
+FuseReluClip):
 - cs_*: equal constant initializers of up to 8 elements (any rank, float/float16/double/int32/
   int64) are merged, keeping the last registered name; 9 elements, other types, other shapes
   and NaN are not; CSE then merges the nodes reading them.
@@ -17,6 +18,7 @@ What the probes pin down (ConstantSharing, CSE, ReshapeFusion, MatMulAddFusion):
 - rs_*: FuseContiguousReshapes chains (Reshape/Squeeze/Unsqueeze; opset 19/21 from 1.25 on),
   cut after the last static shape, graph outputs, name collisions.
 - mm_*: MatMulAddFusion with 2-D, N-D (Reshape pair) and dynamic inputs, bias shapes, types.
+- dm_*: DivMulFusion (`Mul(x, Div(1, b))` -> `Div(x, b)`), rc_*: FuseReluClip.
 """
 import gzip
 import json
@@ -179,6 +181,34 @@ ln += [h.make_node("Add", ["aq", "ak"], ["s1"], name="s1"), h.make_node("Add", [
        h.make_node("Add", ["ao", "x"], ["res"], name="resadd"), h.make_node("Add", ["res", "ln"], ["y"], name="lnadd")]
 probe("mm_attention_block", ln, [vi("x", [2, 4, 8])],
       [f32("g", 8), f32("bb", 8)] + sum([[f32("W" + q, 8, 8), f32("B" + q, 8)] for q in "qkvo"], []), "y")
+
+
+# ---------------------------------------------------------------- DivMulFusion, FuseReluClip
+rms = [h.make_node("Pow", ["x", "two"], ["p"], name="pow"), h.make_node("ReduceMean", ["p"], ["rm"], name="rmean", axes=[-1]),
+       h.make_node("Add", ["rm", "eps"], ["ae"], name="addeps"), h.make_node("Sqrt", ["ae"], ["sq"], name="sqrt"),
+       h.make_node("Div", ["one", "sq"], ["rs"], name="div"), h.make_node("Mul", ["x", "rs"], ["n"], name="mul"),
+       h.make_node("Add", ["n", "w"], ["y"], name="addw")]  # Add, not Mul: no level-2 SimplifiedLayerNorm
+probe("dm_rms_norm", rms, [vi("x", [2, 4, 8])], [const("two", 2.0, np.float32), const("eps", 1e-6, np.float32),
+                                                  const("one", 1.0, np.float32), const("w", np.ones(8), np.float32)], "y")
+probe("dm_not_one", [h.make_node("Div", ["one", "x"], ["rs"], name="div"), h.make_node("Mul", ["rs", "x"], ["y"], name="mul")],
+      [vi("x", [2, 3])], [const("one", 2.0, np.float32)], "y")
+probe("dm_one_1d", [h.make_node("Div", ["one", "x"], ["rs"], name="div"), h.make_node("Mul", ["rs", "x"], ["y"], name="mul")],
+      [vi("x", [2, 3])], [const("one", [1.0], np.float32)], "y")
+probe("dm_two_uses", [h.make_node("Div", ["one", "x"], ["rs"], name="div"), h.make_node("Mul", ["rs", "x"], ["m"], name="mul"),
+                      h.make_node("Add", ["m", "rs"], ["y"], name="add")], [vi("x", [2, 3])], [const("one", 1.0, np.float32)], "y")
+probe("dm_int64", [h.make_node("Div", ["one", "x"], ["rs"], name="div"), h.make_node("Mul", ["x", "rs"], ["y"], name="mul")],
+      [vi("x", [2, 3], T.INT64)], [const("one", 1, np.int64)], "y", out_type=T.INT64)
+for nm, lo in (("rc_negative_min", -1.0), ("rc_positive_min", 1.0)):
+    probe(nm, [h.make_node("Relu", ["x"], ["r"], name="relu"), h.make_node("Clip", ["r", "lo", "hi"], ["y"], name="clip")],
+          [vi("x", [2, 3])], [const("lo", lo, np.float32), const("hi", 6.0, np.float32)], "y")
+probe("rc_no_min", [h.make_node("Relu", ["x"], ["r"], name="relu"), h.make_node("Clip", ["r", "", "hi"], ["y"], name="clip")],
+      [vi("x", [2, 3])], [const("hi", 6.0, np.float32)], "y")
+probe("rc_clip6", [h.make_node("Relu", ["x"], ["r"], name="relu"), h.make_node("Clip", ["r"], ["y"], name="clip", min=-1.0, max=6.0)],
+      [vi("x", [2, 3])], [], "y", opset=6)
+probe("rc_min_input", [h.make_node("Relu", ["x"], ["r"], name="relu"), h.make_node("Clip", ["r", "lo"], ["y"], name="clip")],
+      [vi("x", [2, 3]), vi("lo", [])], [], "y")
+probe("rc_two_uses", [h.make_node("Relu", ["x"], ["r"], name="relu"), h.make_node("Clip", ["r", "lo"], ["c"], name="clip"),
+                      h.make_node("Add", ["c", "r"], ["y"], name="add")], [vi("x", [2, 3])], [const("lo", -1.0, np.float32)], "y")
 
 
 def main():
