@@ -2,7 +2,7 @@
 //! (ORT's level-1 transformers), simulated per level, in ORT's order: the rewrite rules
 //! (`EliminateIdentity`, `EliminateSlice`, `EliminateDropout`, `ExpandElimination`,
 //! `CastElimination`, `PreShapeNodeElimination`, `NoopElimination`, `DivMulFusion`,
-//! `FuseReluClip`, `NotWhereFusion`, `ConvAddFusion`, `ConvMulFusion`, `ConvBNFusion`),
+//! `FuseReluClip`, `GemmSumFusion`, `GemmTransposeFusion`, `NotWhereFusion`, `ConvAddFusion`, `ConvMulFusion`, `ConvBNFusion`),
 //! `ConstantSharing`, common subexpression elimination, `ConstantFolding` (incl. `Shape` over
 //! static shapes and `If` with a constant condition), `MatMulAddFusion`, `ReshapeFusion` (the
 //! Shape/Gather/Concat subgraph and `FuseContiguousReshapes`) and the `TransposeOptimizer`,
@@ -527,6 +527,7 @@ impl Optimizer<'_> {
                 | "Where"
                 | "Conv"
                 | "Relu"
+                | "Gemm"
         );
         if node.domain != "ai.onnx" || !has_rule {
             return false;
@@ -639,6 +640,10 @@ impl Optimizer<'_> {
             }
             "Add" | "Sub" | "Mul" => self.noop_elimination(session, gi, ni, idx),
             "Relu" => self.fuse_relu_clip(session, gi, ni, idx),
+            "Gemm" => {
+                self.gemm_sum_fusion(session, gi, ni, idx)
+                    || self.gemm_transpose_fusion(session, gi, ni, idx)
+            }
             "Conv" => self.conv_fusion(session, gi, ni, idx),
             "Where" => {
                 // NotWhereFusion: Where(Not(c), a, b) -> Where(c, b, a).
@@ -846,6 +851,192 @@ impl Optimizer<'_> {
         session.graphs[gi].nodes[clip].inputs[0] = x.clone();
         idx.uses.entry(x).or_default().push(clip);
         Self::remove(session, gi, ni);
+        true
+    }
+
+    /// A copy of Gemm `like` named `name`, with `transA`/`transB` set as given.
+    fn fused_gemm(
+        like: &SNode,
+        name: String,
+        inputs: Vec<String>,
+        output: String,
+        ta: bool,
+        tb: bool,
+    ) -> SNode {
+        let mut attrs: Vec<_> = like
+            .attrs
+            .iter()
+            .filter(|a| a.name() != "transA" && a.name() != "transB")
+            .cloned()
+            .collect();
+        for (n, v) in [("transA", ta), ("transB", tb)] {
+            attrs.push(crate::model::proto::AttributeProto {
+                name: Some(n.into()),
+                i: Some(i64::from(v)),
+                r#type: Some(crate::model::proto::attribute_proto::AttributeType::Int as i32),
+                ..Default::default()
+            });
+        }
+        SNode {
+            name,
+            op: "Gemm".into(),
+            domain: "ai.onnx".into(),
+            since: like.since,
+            inputs,
+            outputs: vec![output],
+            attrs,
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: like.origin,
+            removed: false,
+        }
+    }
+
+    /// A `Transpose` (since 1, 13) swapping the two axes of a rank-2 tensor.
+    fn is_transpose_2d(session: &Session, gi: usize, n: &SNode) -> bool {
+        if n.op != "Transpose" || n.domain != "ai.onnx" || !matches!(n.since, Some(1 | 13)) {
+            return false;
+        }
+        match n.attr_ints("perm") {
+            Some(p) => p == [1, 0],
+            None => n
+                .inputs
+                .first()
+                .and_then(|i| session.shape_of(gi, i))
+                .is_some_and(|s| s.len() == 2),
+        }
+    }
+
+    /// `GemmTransposeFusion` (`core/optimizer/gemm_transpose_fusion.cc`): a `Gemm` (since 1, 6,
+    /// 7, 9, 11, 13) reading `A` or `B` through a 2-D `Transpose` that has no other consumer,
+    /// or (without `C`) whose only consumer is a 2-D `Transpose`, becomes one Gemm named
+    /// `GenerateNodeName(<gemm>/GemmTransposeFusion/)` with `transA`/`transB` flipped (for the
+    /// output Transpose: `Bᵀ·Aᵀ`, the inputs swapped); the Transposes are removed.
+    fn gemm_transpose_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let gemm = &session.graphs[gi].nodes[ni];
+        if !matches!(gemm.since, Some(1 | 6 | 7 | 9 | 11 | 13))
+            || gemm.inputs.len() < 2
+            || gemm.outputs.len() != 1
+        {
+            return false;
+        }
+        let mut inputs = gemm.inputs.clone();
+        let mut trans = [
+            gemm.attr_i("transA").unwrap_or(0) != 0,
+            gemm.attr_i("transB").unwrap_or(0) != 0,
+        ];
+        let mut gone: Vec<usize> = Vec::new();
+        for k in 0..2 {
+            let Some(p) = idx.producer(session, gi, &inputs[k]) else {
+                continue;
+            };
+            let pn = &session.graphs[gi].nodes[p];
+            if !Self::is_transpose_2d(session, gi, pn)
+                || Self::only_edge(session, gi, idx, &inputs[k]) != Some(ni)
+                || gone.contains(&p)
+            {
+                continue;
+            }
+            let Some(src) = pn.inputs.first().cloned() else {
+                continue;
+            };
+            inputs[k] = src;
+            trans[k] = !trans[k];
+            gone.push(p);
+        }
+        let has_c = inputs.get(2).is_some_and(|c| !c.is_empty());
+        let out = gemm.outputs[0].clone();
+        let mut output = out.clone();
+        if !has_c && let Some(t) = Self::only_edge(session, gi, idx, &out) {
+            let tn = &session.graphs[gi].nodes[t];
+            if Self::is_transpose_2d(session, gi, tn) && tn.outputs.len() == 1 {
+                output = tn.outputs[0].clone();
+                inputs.swap(0, 1);
+                trans = [!trans[1], !trans[0]];
+                gone.push(t);
+            }
+        }
+        if gone.is_empty() {
+            return false;
+        }
+        let gemm = session.graphs[gi].nodes[ni].clone();
+        let name =
+            session.graphs[gi].generate_node_name(&format!("{}/GemmTransposeFusion/", gemm.name));
+        let node = Self::fused_gemm(&gemm, name, inputs, output, trans[0], trans[1]);
+        for k in gone {
+            Self::remove(session, gi, k);
+        }
+        Self::remove(session, gi, ni);
+        self.append_nodes(session, gi, idx, vec![node]);
+        true
+    }
+
+    /// `GemmSumFusion` (`core/optimizer/gemm_sum_fusion.cc`): a `Gemm` (since 7, 9, 11, 13)
+    /// without `C` whose only consumer is a two-input `Sum` (since 6, 8, 13) becomes a Gemm
+    /// named `GenerateNodeName(<gemm>/GemmSumFusion/)` with the Sum's other input as `C`, when
+    /// that input broadcasts one way to the Gemm's output (rank at most 2, dims 1 or equal).
+    fn gemm_sum_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let gemm = &session.graphs[gi].nodes[ni];
+        if !matches!(gemm.since, Some(7 | 9 | 11 | 13))
+            || gemm.inputs.len() != 2
+            || gemm.outputs.len() != 1
+        {
+            return false;
+        }
+        let out = gemm.outputs[0].clone();
+        let Some(sum) = Self::only_edge(session, gi, idx, &out) else {
+            return false;
+        };
+        let sn = &session.graphs[gi].nodes[sum];
+        if sn.op != "Sum"
+            || sn.domain != "ai.onnx"
+            || !matches!(sn.since, Some(6 | 8 | 13))
+            || sn.inputs.len() != 2
+            || sn.outputs.len() != 1
+        {
+            return false;
+        }
+        let other = if sn.inputs[0] == out {
+            sn.inputs[1].clone()
+        } else {
+            sn.inputs[0].clone()
+        };
+        let (Some(c), Some(y)) = (session.shape_of(gi, &other), session.shape_of(gi, &out)) else {
+            return false;
+        };
+        let ok = c.len() <= 2
+            && y.len() == 2
+            && c.iter()
+                .rev()
+                .zip(y.iter().rev())
+                .all(|(a, b)| *a == Some(1) || (a.is_some() && a == b));
+        if !ok {
+            return false;
+        }
+        let sum_out = sn.outputs[0].clone();
+        let gemm = session.graphs[gi].nodes[ni].clone();
+        let name = session.graphs[gi].generate_node_name(&format!("{}/GemmSumFusion/", gemm.name));
+        let ta = gemm.attr_i("transA").unwrap_or(0) != 0;
+        let tb = gemm.attr_i("transB").unwrap_or(0) != 0;
+        let mut inputs = gemm.inputs.clone();
+        inputs.push(other);
+        let node = Self::fused_gemm(&gemm, name, inputs, sum_out, ta, tb);
+        Self::remove(session, gi, sum);
+        Self::remove(session, gi, ni);
+        self.append_nodes(session, gi, idx, vec![node]);
         true
     }
 

@@ -10,7 +10,7 @@ and onnx + numpy. Every probe ends in a CPU-only `Hardmax`, so that the graph is
 CUDA and CPU and the oracle names every node: the names of fused and shared nodes are compared.
 
 What the probes pin down (ConstantSharing, CSE, ReshapeFusion, MatMulAddFusion, DivMulFusion,
-FuseReluClip):
+FuseReluClip, GemmTransposeFusion, GemmSumFusion):
 - cs_*: equal constant initializers of up to 8 elements (any rank, float/float16/double/int32/
   int64) are merged, keeping the last registered name; 9 elements, other types, other shapes
   and NaN are not; CSE then merges the nodes reading them.
@@ -18,7 +18,8 @@ FuseReluClip):
 - rs_*: FuseContiguousReshapes chains (Reshape/Squeeze/Unsqueeze; opset 19/21 from 1.25 on),
   cut after the last static shape, graph outputs, name collisions.
 - mm_*: MatMulAddFusion with 2-D, N-D (Reshape pair) and dynamic inputs, bias shapes, types.
-- dm_*: DivMulFusion (`Mul(x, Div(1, b))` -> `Div(x, b)`), rc_*: FuseReluClip.
+- dm_*: DivMulFusion (`Mul(x, Div(1, b))` -> `Div(x, b)`), rc_*: FuseReluClip,
+  gt_*: GemmTransposeFusion (also after MatMulAddFusion), gs_*: GemmSumFusion.
 """
 import gzip
 import json
@@ -209,6 +210,30 @@ probe("rc_min_input", [h.make_node("Relu", ["x"], ["r"], name="relu"), h.make_no
       [vi("x", [2, 3]), vi("lo", [])], [], "y")
 probe("rc_two_uses", [h.make_node("Relu", ["x"], ["r"], name="relu"), h.make_node("Clip", ["r", "lo"], ["c"], name="clip"),
                       h.make_node("Add", ["c", "r"], ["y"], name="add")], [vi("x", [2, 3])], [const("lo", -1.0, np.float32)], "y")
+
+
+# ---------------------------------------------------------------- GemmTransposeFusion, GemmSumFusion
+ax1 = i64("ax1", [1])
+probe("gt_input_a", [h.make_node("Transpose", ["x"], ["xt"], name="tr", perm=[1, 0]), h.make_node("Gemm", ["xt", "W", "B"], ["y"], name="gemm")],
+      [vi("x", [8, 4])], [f32("W", 8, 16), f32("B", 16)], "y")
+probe("gt_output", [h.make_node("Gemm", ["x", "W"], ["g"], name="gemm"), h.make_node("Transpose", ["g"], ["y"], name="tr", perm=[1, 0])],
+      [vi("x", [4, 8])], [f32("W", 8, 16)], "y")
+probe("gt_after_matmul_add", [h.make_node("Transpose", ["x"], ["xt"], name="tr", perm=[1, 0]), h.make_node("MatMul", ["xt", "W"], ["m"], name="mm"),
+                              h.make_node("Add", ["m", "B"], ["y"], name="add")], [vi("x", [8, 4])], [f32("W", 8, 16), f32("B", 16)], "y")
+probe("gt_transpose_two_uses", [h.make_node("Transpose", ["x"], ["xt"], name="tr", perm=[1, 0]), h.make_node("Gemm", ["xt", "W", "B"], ["g"], name="gemm"),
+                                h.make_node("Relu", ["xt"], ["r"], name="relu"), h.make_node("ReduceSum", ["r", "ax1"], ["rs"], name="rsum"),
+                                h.make_node("ReduceSum", ["g", "ax1"], ["gs"], name="gsum"), h.make_node("Add", ["rs", "gs"], ["y"], name="add")],
+      [vi("x", [8, 4])], [f32("W", 8, 16), f32("B", 16), ax1], "y")
+probe("gt_all_three", [h.make_node("Transpose", ["x"], ["xt"], name="trx", perm=[1, 0]), h.make_node("Transpose", ["w"], ["wt"], name="trw", perm=[1, 0]),
+                       h.make_node("Gemm", ["xt", "wt"], ["g"], name="gemm"), h.make_node("Transpose", ["g"], ["y"], name="tro", perm=[1, 0])],
+      [vi("x", [8, 4]), vi("w", [16, 8])], [], "y")
+for nm, shape in (("gs_2d", [4, 16]), ("gs_1d", [16]), ("gs_3d", [2, 4, 16])):
+    probe(nm, [h.make_node("Gemm", ["x", "W"], ["g"], name="gemm"), h.make_node("Sum", ["g", "b"], ["y"], name="sum")],
+          [vi("x", [4, 8]), vi("b", shape)], [f32("W", 8, 16)], "y")
+probe("gs_with_c", [h.make_node("Gemm", ["x", "W", "B"], ["g"], name="gemm"), h.make_node("Sum", ["g", "b"], ["y"], name="sum")],
+      [vi("x", [4, 8]), vi("b", [4, 16])], [f32("W", 8, 16), f32("B", 16)], "y")
+probe("gs_three_inputs", [h.make_node("Gemm", ["x", "W"], ["g"], name="gemm"), h.make_node("Sum", ["g", "b", "b"], ["y"], name="sum")],
+      [vi("x", [4, 8]), vi("b", [4, 16])], [f32("W", 8, 16)], "y")
 
 
 def main():
