@@ -10,7 +10,7 @@ and onnx + numpy. Every probe ends in a CPU-only `Hardmax`, so that the graph is
 CUDA and CPU and the oracle names every node: the names of fused and shared nodes are compared.
 
 What the probes pin down (ConstantSharing, CSE, ReshapeFusion, MatMulAddFusion, DivMulFusion,
-FuseReluClip, GemmTransposeFusion, GemmSumFusion):
+FuseReluClip, GemmTransposeFusion, GemmSumFusion, PadFusion):
 - cs_*: equal constant initializers of up to 8 elements (any rank, float/float16/double/int32/
   int64) are merged, keeping the last registered name; 9 elements, other types, other shapes
   and NaN are not; CSE then merges the nodes reading them.
@@ -19,7 +19,7 @@ FuseReluClip, GemmTransposeFusion, GemmSumFusion):
   cut after the last static shape, graph outputs, name collisions.
 - mm_*: MatMulAddFusion with 2-D, N-D (Reshape pair) and dynamic inputs, bias shapes, types.
 - dm_*: DivMulFusion (`Mul(x, Div(1, b))` -> `Div(x, b)`), rc_*: FuseReluClip,
-  gt_*: GemmTransposeFusion (also after MatMulAddFusion), gs_*: GemmSumFusion.
+  gt_*: GemmTransposeFusion (also after MatMulAddFusion), gs_*: GemmSumFusion, pf_*: PadFusion.
 """
 import gzip
 import json
@@ -234,6 +234,27 @@ probe("gs_with_c", [h.make_node("Gemm", ["x", "W", "B"], ["g"], name="gemm"), h.
       [vi("x", [4, 8]), vi("b", [4, 16])], [f32("W", 8, 16), f32("B", 16)], "y")
 probe("gs_three_inputs", [h.make_node("Gemm", ["x", "W"], ["g"], name="gemm"), h.make_node("Sum", ["g", "b", "b"], ["y"], name="sum")],
       [vi("x", [4, 8]), vi("b", [4, 16])], [f32("W", 8, 16)], "y")
+
+
+# ---------------------------------------------------------------- PadFusion
+XC = vi("x", [1, 3, 8, 8])
+sp = [0, 0, 1, 1, 0, 0, 1, 1]
+probe("pf_conv", [h.make_node("Pad", ["x", "p"], ["xp"], name="pad"), h.make_node("Conv", ["xp", "W"], ["y"], name="conv")],
+      [XC], [f32("W", 4, 3, 3, 3), i64("p", sp)], "y")
+probe("pf_maxpool", [h.make_node("Pad", ["x", "p"], ["xp"], name="pad"), h.make_node("MaxPool", ["xp"], ["y"], name="mp", kernel_shape=[2, 2])],
+      [XC], [i64("p", sp)], "y")
+probe("pf_avgpool", [h.make_node("Pad", ["x", "p"], ["xp"], name="pad"), h.make_node("AveragePool", ["xp"], ["y"], name="ap", kernel_shape=[2, 2])],
+      [XC], [i64("p", sp)], "y")
+probe("pf_channel_pad", [h.make_node("Pad", ["x", "p"], ["xp"], name="pad"), h.make_node("Conv", ["xp", "W"], ["y"], name="conv")],
+      [XC], [f32("W", 4, 5, 3, 3), i64("p", [0, 1, 1, 1, 0, 1, 1, 1])], "y")
+probe("pf_value_one", [h.make_node("Pad", ["x", "p", "cv"], ["xp"], name="pad"), h.make_node("Conv", ["xp", "W"], ["y"], name="conv")],
+      [XC], [f32("W", 4, 3, 3, 3), i64("p", sp), const("cv", 1.0, np.float32)], "y")
+probe("pf_reflect", [h.make_node("Pad", ["x", "p"], ["xp"], name="pad", mode="reflect"), h.make_node("Conv", ["xp", "W"], ["y"], name="conv")],
+      [XC], [f32("W", 4, 3, 3, 3), i64("p", sp)], "y")
+probe("pf_auto_pad", [h.make_node("Pad", ["x", "p"], ["xp"], name="pad"), h.make_node("Conv", ["xp", "W"], ["y"], name="conv", auto_pad="SAME_UPPER")],
+      [XC], [f32("W", 4, 3, 3, 3), i64("p", sp)], "y")
+probe("pf_opset2", [h.make_node("Pad", ["x"], ["xp"], name="pad", pads=sp), h.make_node("Conv", ["xp", "W"], ["y"], name="conv")],
+      [XC], [f32("W", 4, 3, 3, 3)], "y", opset=9)
 
 
 def main():
