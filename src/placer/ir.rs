@@ -104,6 +104,9 @@ pub struct SGraph {
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
     pub initializers: HashMap<String, Init>,
+    /// Initializer names in the order ORT registers them (the graph's initializers, then the
+    /// `Constant` nodes); names added by the optimiser are appended. Entries may be stale.
+    pub init_order: Vec<String>,
     /// Declared or inferred types of values defined in this graph.
     pub types: HashMap<String, Type>,
     /// Declared or inferred shapes (`None` dims are unknown or symbolic).
@@ -214,6 +217,7 @@ impl Session {
         graph.shapes.reserve(values);
         for t in &g.initializer {
             let overridable = ir4 && input_names.contains(t.name());
+            graph.init_order.push(t.name().to_string());
             graph
                 .initializers
                 .insert(t.name().to_string(), init_of(t, overridable));
@@ -222,6 +226,7 @@ impl Session {
             if let Some(v) = &sp.values {
                 let mut t = v.clone();
                 t.dims = sp.dims.clone();
+                graph.init_order.push(v.name().to_string());
                 graph
                     .initializers
                     .insert(v.name().to_string(), init_of(&t, false));
@@ -253,6 +258,7 @@ impl Session {
                 && let Some(t) = constant_tensor(np)
             {
                 let name = np.output.first().cloned().unwrap_or_default();
+                graph.init_order.push(name.clone());
                 graph.initializers.insert(name, init_of(&t, false));
                 removed = true;
             }

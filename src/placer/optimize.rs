@@ -1,10 +1,14 @@
 //! The graph optimisations that run before partitioning and move the CPU/CUDA boundary
-//! (ORT's level-1 transformers), simulated per level: the rewrite rules (`EliminateIdentity`,
-//! `EliminateSlice`, `EliminateDropout`, `ExpandElimination`, `CastElimination`,
-//! `PreShapeNodeElimination`, `NoopElimination`, `NotWhereFusion`), common subexpression
-//! elimination, `ConstantFolding` (incl. `Shape` over static shapes and `If` with a constant
-//! condition) and `ReshapeFusion`, repeated until nothing changes (at most 10 steps).
-
+//! (ORT's level-1 transformers), simulated per level, in ORT's order: the rewrite rules
+//! (`EliminateIdentity`, `EliminateSlice`, `EliminateDropout`, `ExpandElimination`,
+//! `CastElimination`, `PreShapeNodeElimination`, `NoopElimination`, `DivMulFusion`,
+//! `FuseReluClip`, `GemmSumFusion`, `GemmTransposeFusion`, `NotWhereFusion`, `PadFusion`, `ConvAddFusion`, `ConvMulFusion`, `ConvBNFusion`),
+//! `ConstantSharing`, common subexpression elimination, `ConstantFolding` (incl. `Shape` over
+//! static shapes and `If` with a constant condition), `MatMulAddFusion`, `ReshapeFusion` (the
+//! Shape/Gather/Concat subgraph and `FuseContiguousReshapes`) and the `TransposeOptimizer`,
+//! repeated until nothing changes (at most 10 steps). What the released builds do where the
+//! public source is silent or differs was measured with the oracle; `tools/probes/l1.py`
+//! records those probes as the `probes_l1` fixtures.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use prost::Message;
@@ -18,6 +22,9 @@ use crate::placer::{OptLevel, transpose};
 use crate::tables::{Ep, KernelTable};
 
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
+
+/// The largest initializer `ConstantSharing` merges (oracle: 8 elements are, 9 are not).
+const SHARING_MAX_ELEMENTS: u64 = 8;
 
 /// ORT's `max_num_graph_transformation_steps`.
 const MAX_STEPS: usize = 10;
@@ -33,11 +40,19 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         versions: infer::domain_versions(session, table),
         indices: HashMap::default(),
         reinfer: HashSet::default(),
+        shareable: session.graphs[0].initializers.keys().cloned().collect(),
     };
     shapes::infer_graph(session, 0, &mut opt.values);
     for _ in 0..MAX_STEPS {
         let mut changed = false;
-        for pass in [Pass::Rules, Pass::Cse, Pass::Fold, Pass::ReshapeFusion] {
+        for pass in [
+            Pass::Rules,
+            Pass::Sharing,
+            Pass::Cse,
+            Pass::Fold,
+            Pass::MatMulAdd,
+            Pass::ReshapeFusion,
+        ] {
             changed |= opt.pass(session, 0, pass);
         }
         changed |= opt.transpose(session, 0);
@@ -51,8 +66,11 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pass {
     Rules,
+    /// `ConstantSharing`: main graph only, not per node.
+    Sharing,
     Cse,
     Fold,
+    MatMulAdd,
     ReshapeFusion,
 }
 
@@ -64,6 +82,10 @@ struct Optimizer<'t> {
     indices: HashMap<usize, (Index, Vec<usize>, Vec<usize>, usize)>,
     /// Graphs whose shapes to infer again in the next folding pass.
     reinfer: HashSet<usize>,
+    /// Main-graph initializers held as tensor protos (the model's, and those an inlined `If`
+    /// branch brought): the only ones `ConstantSharing` merges. Those the optimiser creates
+    /// (folded values, fusion shapes) live in memory in ORT and are never shared.
+    shareable: HashSet<String>,
 }
 
 /// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
@@ -230,11 +252,22 @@ impl Optimizer<'_> {
                 ort_topological_order(session, gi),
             ),
         };
+        if pass == Pass::Sharing {
+            let changed = self.constant_sharing(session, gi, &mut idx);
+            self.indices.insert(gi, (idx, kahn, dfs, len));
+            return changed;
+        }
         let mut cse: FxMap<Vec<u8>, usize> = FxMap::default();
         // After a ReshapeFusion, ORT's next Resolve infers the graph's shapes again (the
         // Reshapes now have constant shapes); the next folding pass does the same here.
         let mut updated = pass == Pass::Fold && self.reinfer.remove(&gi);
-        let order = if pass == Pass::Cse { &dfs } else { &kahn };
+        let order = if matches!(pass, Pass::Cse | Pass::MatMulAdd) {
+            &dfs
+        } else {
+            &kahn
+        };
+        // Built on first use: generated names are checked against every name of the graph.
+        let mut names: Option<NameGen> = None;
         let skip = pass == Pass::ReshapeFusion
             && !session.graphs[gi]
                 .live_nodes()
@@ -264,14 +297,20 @@ impl Optimizer<'_> {
                     d
                 }
                 Pass::ReshapeFusion => {
-                    let d = self.reshape_fusion(session, gi, ni, &mut idx);
+                    let d = self.reshape_fusion(session, gi, ni, &mut idx)
+                        || self.fuse_contiguous_reshapes(session, gi, ni, &mut idx, &mut names);
                     if d {
                         self.reinfer.insert(gi);
                     }
                     d
                 }
+                Pass::MatMulAdd => self.matmul_add_fusion(session, gi, ni, &mut idx, &mut names),
+                Pass::Sharing => false,
             };
             changed |= did;
+        }
+        if let Some(n) = names {
+            session.graphs[gi].name_counter = n.counter;
         }
         // Orders built before nodes were appended (`If` inlining) miss them: keep the length
         // they were built for, so that the next pass rebuilds them.
@@ -459,6 +498,7 @@ impl Optimizer<'_> {
             name.to_string(),
             dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
         );
+        g.init_order.push(name.to_string());
         g.types.insert(name.to_string(), Type::Tensor(elem));
         g.initializers.insert(
             name.to_string(),
@@ -503,6 +543,9 @@ impl Optimizer<'_> {
                 | "Div"
                 | "Where"
                 | "Conv"
+                | "Relu"
+                | "Gemm"
+                | "Pad"
         );
         if node.domain != "ai.onnx" || !has_rule {
             return false;
@@ -609,7 +652,17 @@ impl Optimizer<'_> {
                 }
                 false
             }
-            "Add" | "Sub" | "Mul" | "Div" => self.noop_elimination(session, gi, ni, idx),
+            "Div" => {
+                self.noop_elimination(session, gi, ni, idx)
+                    || self.div_mul_fusion(session, gi, ni, idx)
+            }
+            "Add" | "Sub" | "Mul" => self.noop_elimination(session, gi, ni, idx),
+            "Relu" => self.fuse_relu_clip(session, gi, ni, idx),
+            "Pad" => self.pad_fusion(session, gi, ni, idx),
+            "Gemm" => {
+                self.gemm_sum_fusion(session, gi, ni, idx)
+                    || self.gemm_transpose_fusion(session, gi, ni, idx)
+            }
             "Conv" => self.conv_fusion(session, gi, ni, idx),
             "Where" => {
                 // NotWhereFusion: Where(Not(c), a, b) -> Where(c, b, a).
@@ -641,6 +694,458 @@ impl Optimizer<'_> {
             }
             _ => false,
         }
+    }
+
+    /// The single consumer of output `out` of a node, reading it through one edge, when `out`
+    /// is not a graph output.
+    fn only_edge(session: &Session, gi: usize, idx: &Index, out: &str) -> Option<usize> {
+        if out.is_empty() || idx.outputs.contains(out) {
+            return None;
+        }
+        let users = idx.users(session, gi, out);
+        let [next] = users[..] else {
+            return None;
+        };
+        let n = &session.graphs[gi].nodes[next];
+        let edges = n.inputs.iter().filter(|i| *i == out).count()
+            + n.implicit_inputs.iter().filter(|i| *i == out).count();
+        (edges == 1).then_some(next)
+    }
+
+    /// `DivMulFusion` (`core/optimizer/div_mul_fusion.cc`): `Mul(x, Div(1, b))` becomes
+    /// `Div(x, b)`: a `Div` (since 7, 13, 14) with a one-element constant 1 (float, float16,
+    /// double, int32, int64) as numerator, whose only edge goes to a `Mul` (since 7, 13, 14),
+    /// reads the Mul's other input and takes its output; the Div keeps its name, the Mul goes.
+    fn div_mul_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let div = &session.graphs[gi].nodes[ni];
+        if !matches!(div.since, Some(7 | 13 | 14))
+            || div.inputs.len() != 2
+            || div.outputs.len() != 1
+        {
+            return false;
+        }
+        let out = div.outputs[0].clone();
+        let a = div.inputs[0].clone();
+        let Some(mul) = Self::only_edge(session, gi, idx, &out) else {
+            return false;
+        };
+        let mn = &session.graphs[gi].nodes[mul];
+        if mn.op != "Mul"
+            || mn.domain != "ai.onnx"
+            || !matches!(mn.since, Some(7 | 13 | 14))
+            || mn.inputs.len() != 2
+            || mn.outputs.len() != 1
+        {
+            return false;
+        }
+        let Some(init) = session.initializer(gi, &a).filter(|i| !i.overridable) else {
+            return false;
+        };
+        let typed = [D::Float, D::Float16, D::Double, D::Int32, D::Int64]
+            .iter()
+            .any(|&t| init.elem == t as i32);
+        if !typed {
+            return false;
+        }
+        match self.constant(session, gi, &a) {
+            Some(v) if v.len() == 1 && v.as_f64()[0] == 1.0 => {}
+            _ => return false,
+        }
+        let mn = &session.graphs[gi].nodes[mul];
+        let other = if mn.inputs[0] == out {
+            mn.inputs[1].clone()
+        } else {
+            mn.inputs[0].clone()
+        };
+        let mul_out = mn.outputs[0].clone();
+        let div = &mut session.graphs[gi].nodes[ni];
+        div.inputs[0] = other.clone();
+        div.outputs[0] = mul_out.clone();
+        idx.uses.entry(other).or_default().push(ni);
+        idx.producer.insert(mul_out, ni);
+        Self::remove(session, gi, mul);
+        true
+    }
+
+    /// `FuseReluClip` (`core/optimizer/relu_clip_fusion.cc`): a `Relu` whose only edge goes
+    /// to a `Clip` (since 6, 11, 12, 13) is removed, the Clip reading its input. A negative or
+    /// missing minimum becomes 0: the attribute (Clip-6), or a new scalar initializer
+    /// `GenerateNodeArgName(FuseReluClip_<relu>_min_zero_constant)`; a minimum that is not a
+    /// constant initializer stops the fusion.
+    fn fuse_relu_clip(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let relu = &session.graphs[gi].nodes[ni];
+        if relu.inputs.len() != 1 || relu.outputs.len() != 1 || relu.inputs[0].is_empty() {
+            return false;
+        }
+        let (x, out, relu_name) = (
+            relu.inputs[0].clone(),
+            relu.outputs[0].clone(),
+            relu.name.clone(),
+        );
+        let Some(clip) = Self::only_edge(session, gi, idx, &out) else {
+            return false;
+        };
+        let cn = &session.graphs[gi].nodes[clip];
+        if cn.op != "Clip"
+            || cn.domain != "ai.onnx"
+            || !matches!(cn.since, Some(6 | 11 | 12 | 13))
+            || cn.inputs.first() != Some(&out)
+        {
+            return false;
+        }
+        let since6 = cn.since == Some(6);
+        let min_name = cn.inputs.get(1).filter(|m| !m.is_empty()).cloned();
+        let needs_zero = if since6 {
+            cn.attrs
+                .iter()
+                .find(|a| a.name() == "min")
+                .and_then(|a| a.f)
+                .is_none_or(|m| m < 0.0)
+        } else {
+            match &min_name {
+                None => true,
+                Some(m) => {
+                    if !Self::is_constant_init(session, gi, m) {
+                        return false;
+                    }
+                    match self.constant(session, gi, m) {
+                        Some(v) if v.len() == 1 => v.as_f64()[0] < 0.0,
+                        _ => return false,
+                    }
+                }
+            }
+        };
+        let elem = match session.type_of(gi, &x) {
+            Some(Type::Tensor(e)) => *e,
+            _ => return false,
+        };
+        if needs_zero {
+            if since6 {
+                let n = &mut session.graphs[gi].nodes[clip];
+                n.attrs.retain(|a| a.name() != "min");
+                n.attrs.push(crate::model::proto::AttributeProto {
+                    name: Some("min".into()),
+                    f: Some(0.0),
+                    r#type: Some(crate::model::proto::attribute_proto::AttributeType::Float as i32),
+                    ..Default::default()
+                });
+            } else {
+                let mut names = NameGen::new(&session.graphs[gi]);
+                let zero = names.value(&format!("FuseReluClip_{relu_name}_min_zero_constant"));
+                session.graphs[gi].name_counter = names.counter;
+                let float = [D::Float, D::Float16, D::Double, D::Bfloat16]
+                    .iter()
+                    .any(|&t| elem == t as i32);
+                let data = if float {
+                    eval::Data::Float(vec![0.0])
+                } else {
+                    eval::Data::Int(vec![0])
+                };
+                let t = Tensor {
+                    elem,
+                    dims: Vec::new(),
+                    data,
+                };
+                self.add_initializer(session, gi, &zero, Some(t));
+                let n = &mut session.graphs[gi].nodes[clip];
+                if n.inputs.len() < 2 {
+                    n.inputs.resize(2, String::new());
+                }
+                n.inputs[1] = zero.clone();
+                idx.uses.entry(zero).or_default().push(clip);
+            }
+        }
+        session.graphs[gi].nodes[clip].inputs[0] = x.clone();
+        idx.uses.entry(x).or_default().push(clip);
+        Self::remove(session, gi, ni);
+        true
+    }
+
+    /// A copy of Gemm `like` named `name`, with `transA`/`transB` set as given.
+    fn fused_gemm(
+        like: &SNode,
+        name: String,
+        inputs: Vec<String>,
+        output: String,
+        ta: bool,
+        tb: bool,
+    ) -> SNode {
+        let mut attrs: Vec<_> = like
+            .attrs
+            .iter()
+            .filter(|a| a.name() != "transA" && a.name() != "transB")
+            .cloned()
+            .collect();
+        for (n, v) in [("transA", ta), ("transB", tb)] {
+            attrs.push(crate::model::proto::AttributeProto {
+                name: Some(n.into()),
+                i: Some(i64::from(v)),
+                r#type: Some(crate::model::proto::attribute_proto::AttributeType::Int as i32),
+                ..Default::default()
+            });
+        }
+        SNode {
+            name,
+            op: "Gemm".into(),
+            domain: "ai.onnx".into(),
+            since: like.since,
+            inputs,
+            outputs: vec![output],
+            attrs,
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: like.origin,
+            removed: false,
+        }
+    }
+
+    /// A `Transpose` (since 1, 13) swapping the two axes of a rank-2 tensor.
+    fn is_transpose_2d(session: &Session, gi: usize, n: &SNode) -> bool {
+        if n.op != "Transpose" || n.domain != "ai.onnx" || !matches!(n.since, Some(1 | 13)) {
+            return false;
+        }
+        match n.attr_ints("perm") {
+            Some(p) => p == [1, 0],
+            None => n
+                .inputs
+                .first()
+                .and_then(|i| session.shape_of(gi, i))
+                .is_some_and(|s| s.len() == 2),
+        }
+    }
+
+    /// `GemmTransposeFusion` (`core/optimizer/gemm_transpose_fusion.cc`): a `Gemm` (since 1, 6,
+    /// 7, 9, 11, 13) reading `A` or `B` through a 2-D `Transpose` that has no other consumer,
+    /// or (without `C`) whose only consumer is a 2-D `Transpose`, becomes one Gemm named
+    /// `GenerateNodeName(<gemm>/GemmTransposeFusion/)` with `transA`/`transB` flipped (for the
+    /// output Transpose: `Bᵀ·Aᵀ`, the inputs swapped); the Transposes are removed.
+    fn gemm_transpose_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let gemm = &session.graphs[gi].nodes[ni];
+        if !matches!(gemm.since, Some(1 | 6 | 7 | 9 | 11 | 13))
+            || gemm.inputs.len() < 2
+            || gemm.outputs.len() != 1
+        {
+            return false;
+        }
+        let mut inputs = gemm.inputs.clone();
+        let mut trans = [
+            gemm.attr_i("transA").unwrap_or(0) != 0,
+            gemm.attr_i("transB").unwrap_or(0) != 0,
+        ];
+        let mut gone: Vec<usize> = Vec::new();
+        for k in 0..2 {
+            let Some(p) = idx.producer(session, gi, &inputs[k]) else {
+                continue;
+            };
+            let pn = &session.graphs[gi].nodes[p];
+            if !Self::is_transpose_2d(session, gi, pn)
+                || Self::only_edge(session, gi, idx, &inputs[k]) != Some(ni)
+                || gone.contains(&p)
+            {
+                continue;
+            }
+            let Some(src) = pn.inputs.first().cloned() else {
+                continue;
+            };
+            inputs[k] = src;
+            trans[k] = !trans[k];
+            gone.push(p);
+        }
+        let has_c = inputs.get(2).is_some_and(|c| !c.is_empty());
+        let out = gemm.outputs[0].clone();
+        let mut output = out.clone();
+        if !has_c && let Some(t) = Self::only_edge(session, gi, idx, &out) {
+            let tn = &session.graphs[gi].nodes[t];
+            if Self::is_transpose_2d(session, gi, tn) && tn.outputs.len() == 1 {
+                output = tn.outputs[0].clone();
+                inputs.swap(0, 1);
+                trans = [!trans[1], !trans[0]];
+                gone.push(t);
+            }
+        }
+        if gone.is_empty() {
+            return false;
+        }
+        let gemm = session.graphs[gi].nodes[ni].clone();
+        let name =
+            session.graphs[gi].generate_node_name(&format!("{}/GemmTransposeFusion/", gemm.name));
+        let node = Self::fused_gemm(&gemm, name, inputs, output, trans[0], trans[1]);
+        for k in gone {
+            Self::remove(session, gi, k);
+        }
+        Self::remove(session, gi, ni);
+        self.append_nodes(session, gi, idx, vec![node]);
+        true
+    }
+
+    /// `GemmSumFusion` (`core/optimizer/gemm_sum_fusion.cc`): a `Gemm` (since 7, 9, 11, 13)
+    /// without `C` whose only consumer is a two-input `Sum` (since 6, 8, 13) becomes a Gemm
+    /// named `GenerateNodeName(<gemm>/GemmSumFusion/)` with the Sum's other input as `C`, when
+    /// that input broadcasts one way to the Gemm's output (rank at most 2, dims 1 or equal).
+    fn gemm_sum_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let gemm = &session.graphs[gi].nodes[ni];
+        if !matches!(gemm.since, Some(7 | 9 | 11 | 13))
+            || gemm.inputs.len() != 2
+            || gemm.outputs.len() != 1
+        {
+            return false;
+        }
+        let out = gemm.outputs[0].clone();
+        let Some(sum) = Self::only_edge(session, gi, idx, &out) else {
+            return false;
+        };
+        let sn = &session.graphs[gi].nodes[sum];
+        if sn.op != "Sum"
+            || sn.domain != "ai.onnx"
+            || !matches!(sn.since, Some(6 | 8 | 13))
+            || sn.inputs.len() != 2
+            || sn.outputs.len() != 1
+        {
+            return false;
+        }
+        let other = if sn.inputs[0] == out {
+            sn.inputs[1].clone()
+        } else {
+            sn.inputs[0].clone()
+        };
+        let (Some(c), Some(y)) = (session.shape_of(gi, &other), session.shape_of(gi, &out)) else {
+            return false;
+        };
+        let ok = c.len() <= 2
+            && y.len() == 2
+            && c.iter()
+                .rev()
+                .zip(y.iter().rev())
+                .all(|(a, b)| *a == Some(1) || (a.is_some() && a == b));
+        if !ok {
+            return false;
+        }
+        let sum_out = sn.outputs[0].clone();
+        let gemm = session.graphs[gi].nodes[ni].clone();
+        let name = session.graphs[gi].generate_node_name(&format!("{}/GemmSumFusion/", gemm.name));
+        let ta = gemm.attr_i("transA").unwrap_or(0) != 0;
+        let tb = gemm.attr_i("transB").unwrap_or(0) != 0;
+        let mut inputs = gemm.inputs.clone();
+        inputs.push(other);
+        let node = Self::fused_gemm(&gemm, name, inputs, sum_out, ta, tb);
+        Self::remove(session, gi, sum);
+        Self::remove(session, gi, ni);
+        self.append_nodes(session, gi, idx, vec![node]);
+        true
+    }
+
+    /// `PadFusion` (`core/optimizer/pad_fusion.cc`): a constant-mode `Pad` (since 2, 11, 13,
+    /// 18, 19; no `axes`) with constant non-negative pads on the spatial axes only and a zero
+    /// (or absent) pad value, whose only edge goes to the data input of a `Conv` (since 1, 11),
+    /// `AveragePool` (since 7, 10, 11, 19) or `MaxPool` (since 1, 8, 10, 11, 12) with
+    /// `auto_pad` NOTSET, is folded into that node's `pads` (oracle-checked: the follower
+    /// keeps its name, the Pad goes).
+    fn pad_fusion(&mut self, session: &mut Session, gi: usize, ni: usize, idx: &mut Index) -> bool {
+        let pad = &session.graphs[gi].nodes[ni];
+        let since = pad.since.unwrap_or(0);
+        if !matches!(since, 2 | 11 | 13 | 18 | 19)
+            || pad.outputs.len() != 1
+            || pad.inputs.is_empty()
+        {
+            return false;
+        }
+        if pad.attr_s("mode").is_some_and(|m| m != "constant") {
+            return false;
+        }
+        let x = pad.inputs[0].clone();
+        let out = pad.outputs[0].clone();
+        let (pads, value_zero) = if since < 11 {
+            let Some(p) = pad.attr_ints("pads") else {
+                return false;
+            };
+            let v = pad
+                .attrs
+                .iter()
+                .find(|a| a.name() == "value")
+                .and_then(|a| a.f);
+            (p.to_vec(), v.is_none_or(|v| v == 0.0))
+        } else {
+            if pad.inputs.get(3).is_some_and(|a| !a.is_empty()) {
+                return false;
+            }
+            let Some(pn) = pad.inputs.get(1).filter(|p| !p.is_empty()).cloned() else {
+                return false;
+            };
+            if !Self::is_constant_init(session, gi, &pn) {
+                return false;
+            }
+            let Some(p) = self.constant(session, gi, &pn) else {
+                return false;
+            };
+            let value_zero = match pad.inputs.get(2).filter(|v| !v.is_empty()).cloned() {
+                None => true,
+                Some(v) => {
+                    Self::is_constant_init(session, gi, &v)
+                        && self
+                            .constant(session, gi, &v)
+                            .is_some_and(|t| t.len() == 1 && t.as_f64()[0] == 0.0)
+                }
+            };
+            (p.as_i64(), value_zero)
+        };
+        let rank = pads.len() / 2;
+        if !value_zero
+            || pads.len() % 2 != 0
+            || rank < 2
+            || pads.iter().any(|&p| p < 0)
+            || pads[0] != 0
+            || pads[1] != 0
+            || pads[rank] != 0
+            || pads[rank + 1] != 0
+        {
+            return false;
+        }
+        let Some(next) = Self::only_edge(session, gi, idx, &out) else {
+            return false;
+        };
+        let nn = &session.graphs[gi].nodes[next];
+        let ok = nn.domain == "ai.onnx"
+            && nn.inputs.first() == Some(&out)
+            && match nn.op.as_str() {
+                "Conv" => matches!(nn.since, Some(1 | 11)),
+                "AveragePool" => matches!(nn.since, Some(7 | 10 | 11 | 19)),
+                "MaxPool" => matches!(nn.since, Some(1 | 8 | 10 | 11 | 12)),
+                _ => false,
+            }
+            && nn.attr_s("auto_pad").is_none_or(|a| a == "NOTSET");
+        if !ok {
+            return false;
+        }
+        let n = &mut session.graphs[gi].nodes[next];
+        n.inputs[0] = x.clone();
+        idx.uses.entry(x).or_default().push(next);
+        Self::remove(session, gi, ni);
+        true
     }
 
     /// `ConvAddFusion`, `ConvMulFusion`, `ConvBNFusion` (`core/optimizer/conv_add_fusion.cc`,
@@ -823,6 +1328,17 @@ impl Optimizer<'_> {
         for i in &node.inputs {
             key.extend_from_slice(i.as_bytes());
             key.push(1);
+        }
+        // Up to 1.24 a tensor attribute whose data is not in `raw_data` (e.g. `float_data`)
+        // never compares equal, so its node is never merged (oracle: ConstantOfShape with a
+        // `float_data` value merges from 1.25.1 on only).
+        if !self.table.release_at_least(1, 25)
+            && node.attrs.iter().any(|a| {
+                a.t.as_ref()
+                    .is_some_and(|t| t.raw_data.as_ref().is_none_or(|r| r.is_empty()))
+            })
+        {
+            return false;
         }
         let mut attrs: Vec<_> = node.attrs.iter().collect();
         attrs.sort_by(|a, b| a.name().cmp(b.name()));
@@ -1073,6 +1589,10 @@ impl Optimizer<'_> {
                 init.dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
             );
             self.values.forget(gi, &new);
+            if gi == 0 {
+                self.shareable.insert(new.clone());
+            }
+            g.init_order.push(new.clone());
             g.initializers.insert(new, init);
         }
         for (name, t) in &sub.types {
@@ -1179,6 +1699,304 @@ impl Optimizer<'_> {
         true
     }
 
+    // ---------------------------------------------------------------- ConstantSharing
+
+    /// `ConstantSharing` (`core/optimizer/constant_sharing.cc`), main graph only: constant
+    /// initializers of type float, float16, double, int32 or int64 with at most
+    /// [`SHARING_MAX_ELEMENTS`] elements that are equal in type, shape and values are merged
+    /// into one, so that CSE can merge the nodes reading them. Initializers read by a subgraph
+    /// or that are graph outputs are left alone. The oracle (1.23.2–1.31.1) shows what the
+    /// released code does beyond the public source: tensors up to 8 elements of any rank are
+    /// shared (9 are not), values compare bit for bit, only initializers held as tensor protos
+    /// take part (not those folding or fusions created), and one of the original names is
+    /// kept, the one ORT registered last (its initializer map iterates newest first).
+    fn constant_sharing(&mut self, session: &mut Session, gi: usize, idx: &mut Index) -> bool {
+        if session.graphs[gi].parent.is_some() {
+            return false;
+        }
+        let mut seen: HashSet<&str> = HashSet::default();
+        let mut order: Vec<String> = Vec::new();
+        let g = &session.graphs[gi];
+        for name in g.init_order.iter().rev() {
+            if g.initializers.contains_key(name) && seen.insert(name.as_str()) {
+                order.push(name.clone());
+            }
+        }
+        if order.len() < g.initializers.len() {
+            let mut rest: Vec<&String> = g
+                .initializers
+                .keys()
+                .filter(|k| !seen.contains(k.as_str()))
+                .collect();
+            rest.sort_unstable();
+            order.extend(rest.into_iter().cloned());
+        }
+        let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), String> = FxMap::default();
+        let mut changed = false;
+        for name in order {
+            let Some(init) = session.graphs[gi].initializers.get(&name) else {
+                continue;
+            };
+            if !self.shareable.contains(&name)
+                || init.overridable
+                || init.dims.iter().any(|&d| d < 0)
+                || init.elements().is_none_or(|n| n > SHARING_MAX_ELEMENTS)
+            {
+                continue;
+            }
+            let elem = init.elem;
+            let dims = init.dims.clone();
+            let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
+            let float =
+                elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
+            if !(int || float) || idx.outputs.contains(&name) {
+                continue;
+            }
+            let users = idx.users(session, gi, &name);
+            if users.is_empty()
+                || users
+                    .iter()
+                    .any(|&u| session.graphs[gi].nodes[u].implicit_inputs.contains(&name))
+            {
+                continue;
+            }
+            let Some(v) = self.constant(session, gi, &name) else {
+                continue;
+            };
+            let bits: Vec<u64> = if int {
+                v.as_i64().into_iter().map(|x| x as u64).collect()
+            } else {
+                // Compared bit for bit (oracle: NaNs merge, -0.0 and 0.0 do not).
+                v.as_f64().into_iter().map(f64::to_bits).collect()
+            };
+            match shared.get(&(elem, dims.clone(), bits.clone())) {
+                None => {
+                    shared.insert((elem, dims, bits), name);
+                }
+                Some(rep) => {
+                    let rep = rep.clone();
+                    Self::replace_uses(session, gi, idx, &name, &rep);
+                    session.graphs[gi].initializers.remove(&name);
+                    self.values.forget(gi, &name);
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+
+    // ---------------------------------------------------------------- MatMulAddFusion
+
+    /// `MatMulAddFusion` (`core/optimizer/matmul_add_fusion.cc`, the same in 1.23–1.31 by the
+    /// oracle): a float/float16/bfloat16 `MatMul` (since 1, 9, 13) whose only edge goes to an
+    /// `Add` (since 7, 13, 14) of the same type, with a rank-2 second input, becomes a `Gemm`
+    /// named `GenerateNodeName(<matmul>/MatMulAddFusion)` reading the Add's other input as bias.
+    /// The bias must be `[N]`, or for a 2-D first input also `[1, N]`, `[M, 1]` or `[M, N]`.
+    /// Another rank of the first input needs its shape and the weight's fully known: the Gemm
+    /// then sits between two new Reshapes, `gemm_input_reshape` (to `[M, K]`) and
+    /// `gemm_output_reshape` (back), each with a shape initializer and a new value, all named
+    /// by `GenerateNodeName`/`GenerateNodeArgName`. At level 1 nothing is kept for attention.
+    fn matmul_add_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+        names: &mut Option<NameGen>,
+    ) -> bool {
+        let mm = &session.graphs[gi].nodes[ni];
+        if mm.op != "MatMul"
+            || mm.domain != "ai.onnx"
+            || !matches!(mm.since, Some(1 | 9 | 13))
+            || mm.inputs.len() != 2
+            || mm.outputs.len() != 1
+        {
+            return false;
+        }
+        let out = mm.outputs[0].clone();
+        if idx.outputs.contains(&out) {
+            return false;
+        }
+        let users = idx.users(session, gi, &out);
+        let [add] = users[..] else {
+            return false;
+        };
+        let an = &session.graphs[gi].nodes[add];
+        let edges = an.inputs.iter().filter(|i| **i == out).count()
+            + an.implicit_inputs.iter().filter(|i| **i == out).count();
+        if edges != 1
+            || an.op != "Add"
+            || an.domain != "ai.onnx"
+            || !matches!(an.since, Some(7 | 13 | 14))
+            || an.inputs.len() != 2
+            || an.outputs.len() != 1
+        {
+            return false;
+        }
+        let a = mm.inputs[0].clone();
+        let w = mm.inputs[1].clone();
+        let ty = session.type_of(gi, &a).cloned();
+        let float_ok = matches!(ty, Some(Type::Tensor(e)) if e == D::Float as i32 || e == D::Float16 as i32 || e == D::Bfloat16 as i32);
+        if !float_ok || session.type_of(gi, &an.inputs[0]) != ty.as_ref() {
+            return false;
+        }
+        let (Some(a_shape), Some(w_shape)) = (
+            session.shape_of(gi, &a).cloned(),
+            session.shape_of(gi, &w).cloned(),
+        ) else {
+            return false;
+        };
+        if w_shape.len() != 2 {
+            return false;
+        }
+        let need_reshape = a_shape.len() != 2;
+        let dim_n = w_shape[1];
+        let mut reshape: Option<(i64, i64, Vec<i64>)> = None;
+        if need_reshape {
+            let Some(dims) = a_shape.iter().copied().collect::<Option<Vec<i64>>>() else {
+                return false;
+            };
+            let (Some(k), Some(n)) = (w_shape[0], w_shape[1]) else {
+                return false;
+            };
+            let m: i64 = dims[..dims.len().saturating_sub(1)].iter().product();
+            let mut back = dims;
+            if let Some(last) = back.last_mut() {
+                *last = n;
+            }
+            reshape = Some((m, k, back));
+        }
+        let bias_idx = usize::from(an.inputs[0] == out);
+        let bias = an.inputs[bias_idx].clone();
+        let Some(b_shape) = session.shape_of(gi, &bias).cloned() else {
+            return false;
+        };
+        let eq = |x: Option<i64>, y: Option<i64>| x.is_some() && x == y;
+        let valid = (b_shape.len() == 1 && eq(b_shape[0], dim_n))
+            || (!need_reshape
+                && b_shape.len() == 2
+                && b_shape[0] == Some(1)
+                && eq(b_shape[1], dim_n))
+            || (!need_reshape
+                && b_shape.len() == 2
+                && eq(b_shape[0], a_shape[0])
+                && (b_shape[1] == Some(1) || eq(b_shape[1], dim_n)));
+        if !valid {
+            return false;
+        }
+        let add_out = an.outputs[0].clone();
+        let mm_name = mm.name.clone();
+        let elem = match ty {
+            Some(Type::Tensor(e)) => e,
+            _ => return false,
+        };
+        let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
+        let reshape_since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Reshape")
+            .ok()
+            .map(|s| s.since);
+        let gemm_since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Gemm")
+            .ok()
+            .map(|s| s.since);
+        let mut new_nodes: Vec<SNode> = Vec::new();
+        let mut gemm_in = a.clone();
+        let mut gemm_out = add_out.clone();
+        if let Some((m, k, back)) = reshape {
+            for (is_input, shape) in [(true, vec![m, k]), (false, back)] {
+                let base = if is_input {
+                    "gemm_input"
+                } else {
+                    "gemm_output"
+                };
+                let shape_name = names.node(&format!("{base}_shape"));
+                names.reserve_value(&shape_name);
+                let arg = names.value(&format!("{base}_reshape_arg"));
+                let node_name = names.node(&format!("{base}_reshape"));
+                let g = &mut session.graphs[gi];
+                g.generated_names.insert(node_name.clone());
+                g.types.insert(arg.clone(), Type::Tensor(elem));
+                g.shapes.insert(
+                    arg.clone(),
+                    vec![Some(m), if is_input { Some(k) } else { dim_n }],
+                );
+                self.add_initializer(session, gi, &shape_name, Some(Tensor::i64_1d(shape)));
+                let (input, output) = if is_input {
+                    gemm_in = arg.clone();
+                    (a.clone(), arg)
+                } else {
+                    gemm_out = arg.clone();
+                    (arg, add_out.clone())
+                };
+                new_nodes.push(SNode {
+                    name: node_name,
+                    op: "Reshape".into(),
+                    domain: "ai.onnx".into(),
+                    since: reshape_since,
+                    inputs: vec![input, shape_name],
+                    outputs: vec![output],
+                    attrs: Vec::new(),
+                    subgraphs: Vec::new(),
+                    implicit_inputs: Vec::new(),
+                    ep: None,
+                    origin: None,
+                    removed: false,
+                });
+            }
+        }
+        let gemm_name = names.node(&format!("{mm_name}/MatMulAddFusion"));
+        session.graphs[gi].generated_names.insert(gemm_name.clone());
+        let gemm = SNode {
+            name: gemm_name,
+            op: "Gemm".into(),
+            domain: "ai.onnx".into(),
+            since: gemm_since,
+            inputs: vec![gemm_in, w, bias],
+            outputs: vec![gemm_out],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: session.graphs[gi].nodes[ni].origin,
+            removed: false,
+        };
+        new_nodes.push(gemm);
+        Self::remove(session, gi, ni);
+        Self::remove(session, gi, add);
+        self.append_nodes(session, gi, idx, new_nodes);
+        true
+    }
+
+    /// The ops and since-versions `FuseContiguousReshapes` chains: Reshape 5, 13, 14 and
+    /// Squeeze/Unsqueeze 1, 11, 13 up to 1.24; from 1.25 also Reshape 19, 21 and
+    /// Squeeze/Unsqueeze 21 (oracle probes: opset-19/21 chains fuse from 1.25.1 on).
+    fn reshape_like(table: &KernelTable, op: &str, since: Option<i64>) -> bool {
+        let new = table.release_at_least(1, 25);
+        match (op, since) {
+            ("Reshape", Some(5 | 13 | 14)) | ("Squeeze" | "Unsqueeze", Some(1 | 11 | 13)) => true,
+            ("Reshape", Some(19 | 21)) | ("Squeeze" | "Unsqueeze", Some(21)) => new,
+            _ => false,
+        }
+    }
+
+    /// Appends new nodes to graph `gi`, keeping the index up to date.
+    fn append_nodes(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        idx: &mut Index,
+        nodes: Vec<SNode>,
+    ) {
+        for n in nodes {
+            let k = session.graphs[gi].nodes.len();
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                idx.producer.insert(o.clone(), k);
+            }
+            for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+                idx.uses.entry(i.clone()).or_default().push(k);
+            }
+            session.graphs[gi].nodes.push(n);
+        }
+    }
+
     // ---------------------------------------------------------------- ReshapeFusion
 
     /// `Reshape(x, Concat(parts))` where every part is a constant or the gathered dim of
@@ -1255,8 +2073,104 @@ impl Optimizer<'_> {
             return false;
         }
         self.add_initializer(session, gi, &shape_in, Some(Tensor::i64_1d(value)));
-        Self::remove_dead_inputs(session, gi, concat, idx);
+        // The Concat goes first, so that the Shape/Gather/Unsqueeze chains it alone read are
+        // seen dead and removed with it, as ORT removes the matched subgraph.
         Self::remove(session, gi, concat);
+        Self::remove_dead_inputs(session, gi, concat, idx);
+        true
+    }
+
+    /// `ReshapeFusion::FuseContiguousReshapes` (`core/optimizer/reshape_fusion.cc`): from a
+    /// `Reshape`, follow single-edge, non-graph-output links through `Reshape`/`Squeeze`/
+    /// `Unsqueeze` (the since-versions of [`Self::reshape_like`]); cut the chain after its last node
+    /// with a fully known output shape; two or more nodes become one `Reshape` named
+    /// `GenerateNodeName(<first>_new_reshape)` with the shape initializer
+    /// `GenerateNodeArgName(<first>_new_shape)`.
+    fn fuse_contiguous_reshapes(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+        names: &mut Option<NameGen>,
+    ) -> bool {
+        let first = &session.graphs[gi].nodes[ni];
+        if first.removed
+            || first.op != "Reshape"
+            || first.domain != "ai.onnx"
+            || !Self::reshape_like(self.table, "Reshape", first.since)
+        {
+            return false;
+        }
+        let mut chain = vec![ni];
+        loop {
+            let cur = &session.graphs[gi].nodes[chain[chain.len() - 1]];
+            let Some(out) = cur.outputs.first().filter(|o| !o.is_empty()) else {
+                break;
+            };
+            if idx.outputs.contains(out) || cur.outputs.len() != 1 {
+                break;
+            }
+            let users = idx.users(session, gi, out);
+            let [next] = users[..] else {
+                break;
+            };
+            let nn = &session.graphs[gi].nodes[next];
+            let edges = nn.inputs.iter().filter(|i| *i == out).count()
+                + nn.implicit_inputs.iter().filter(|i| *i == out).count();
+            let ok = edges == 1
+                && nn.domain == "ai.onnx"
+                && Self::reshape_like(self.table, &nn.op, nn.since);
+            if !ok || chain.contains(&next) {
+                break;
+            }
+            chain.push(next);
+        }
+        let mut shape: Option<Vec<i64>> = None;
+        while let Some(&last) = chain.last() {
+            let out = session.graphs[gi].nodes[last].outputs.first().cloned();
+            if let Some(s) = out
+                .and_then(|o| session.shape_of(gi, &o).cloned())
+                .and_then(|s| s.into_iter().collect::<Option<Vec<i64>>>())
+            {
+                shape = Some(s);
+                break;
+            }
+            chain.pop();
+        }
+        let Some(shape) = shape.filter(|_| chain.len() >= 2) else {
+            return false;
+        };
+        let first = &session.graphs[gi].nodes[ni];
+        let base = first.name.clone();
+        let data = first.inputs.first().cloned().unwrap_or_default();
+        let since = first.since;
+        let last = chain[chain.len() - 1];
+        let out = session.graphs[gi].nodes[last].outputs[0].clone();
+        let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
+        let shape_name = names.value(&format!("{base}_new_shape"));
+        let name = names.node(&format!("{base}_new_reshape"));
+        session.graphs[gi].generated_names.insert(name.clone());
+        self.add_initializer(session, gi, &shape_name, Some(Tensor::i64_1d(shape)));
+        let origin = session.graphs[gi].nodes[ni].origin;
+        for &k in &chain {
+            Self::remove(session, gi, k);
+        }
+        let node = SNode {
+            name,
+            op: "Reshape".into(),
+            domain: "ai.onnx".into(),
+            since,
+            inputs: vec![data, shape_name],
+            outputs: vec![out],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin,
+            removed: false,
+        };
+        self.append_nodes(session, gi, idx, vec![node]);
         true
     }
 }

@@ -505,6 +505,7 @@ impl Opt<'_> {
         g.types.insert(name.clone(), Type::Tensor(t.elem));
         g.shapes
             .insert(name.clone(), t.dims.iter().map(|&d| Some(d)).collect());
+        g.init_order.push(name.clone());
         g.initializers.insert(
             name.clone(),
             Init {

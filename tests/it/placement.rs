@@ -3,10 +3,10 @@
 //! `tests/fixtures/oracle/<set>-<ort>-<level>.jsonl.gz` are ORT's own answers, recorded with the
 //! stubbed-GPU oracle (`tools/oracle/refresh.sh`), for the public corpus (`models`, read from
 //! `../shared/corpus/models`) and the ONNX backend node-test models (`node`, read from
-//! `$ONNX_LINT_NODE_CORPUS`), and our own probe models (`probes`, `tests/fixtures/probes/`:
-//! transformer layers written as real exporters write them, see `tools/probes/`). Every record
-//! is compared as `../shared/oracle/compare.py` does:
-//! load outcome, copies per graph, node placements.
+//! `$ONNX_LINT_NODE_CORPUS`), and for probe models kept in this repository (sets named
+//! `probes*`, e.g. `probes_l1`, read from `tests/fixtures/probes`; each is written, with its
+//! records, by a script under `tools/probes/`). Every record is compared as
+//! `../shared/oracle/compare.py` does: load outcome, copies per graph, node placements.
 //!
 //! Known differences are listed in `tests/fixtures/oracle/known-differences.txt`; the test fails
 //! on any difference not listed there (a regression) and on any listed one that now agrees (a
@@ -135,8 +135,7 @@ fn placer_agrees_with_the_oracle() {
         );
         let root = match set {
             "models" => shared.join("corpus/models"),
-            // Our own transformer layers written as exporters write them (tools/probes/).
-            "probes" => support::repo().join("tests/fixtures/probes"),
+            _ if set.starts_with("probes") => support::repo().join("tests/fixtures/probes"),
             _ => match &node_corpus {
                 Some(d) => d.clone(),
                 None => {
@@ -204,7 +203,7 @@ fn placer_agrees_with_the_oracle() {
         .collect();
     let new: Vec<_> = differences.difference(&known).collect();
     let ran =
-        |d: &String| node_corpus.is_some() || d.starts_with("models-") || d.starts_with("probes-");
+        |d: &String| node_corpus.is_some() || d.starts_with("models-") || d.starts_with("probes");
     let fixed: Vec<_> = known.difference(&differences).filter(|d| ran(d)).collect();
     assert!(
         new.is_empty(),
