@@ -2009,7 +2009,14 @@ impl Optimizer<'_> {
         idx: &mut Index,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
-        if node.op != "Reshape" || node.domain != "ai.onnx" || node.inputs.len() < 2 {
+        // The same since-versions as `FuseContiguousReshapes`: a Reshape-19/21 (opset 19+) is
+        // fused only from 1.25 on (oracle probes: bert at opset 20 keeps its shape chain on
+        // 1.24.4, loses it on 1.31.1).
+        if node.op != "Reshape"
+            || node.domain != "ai.onnx"
+            || node.inputs.len() < 2
+            || !Self::reshape_like(self.table, "Reshape", node.since)
+        {
             return false;
         }
         let data = node.inputs[0].clone();
@@ -2041,7 +2048,7 @@ impl Optimizer<'_> {
             let un = &session.graphs[gi].nodes[u];
             let pos = value.len() as i64;
             let ok = (|| -> Option<bool> {
-                if un.op != "Unsqueeze" {
+                if un.op != "Unsqueeze" || !Self::reshape_like(self.table, "Unsqueeze", un.since) {
                     return Some(false);
                 }
                 let g = idx.producer(session, gi, un.inputs.first()?)?;
