@@ -383,6 +383,17 @@ pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
             producer.insert(o.as_str(), i);
         }
     }
+    topological_order_by(session, gi, &|v| producer.get(v).copied())
+}
+
+/// [`topological_order`] with the producer of each value given (a caller that keeps an index
+/// of the graph's producers saves building another).
+pub fn topological_order_by(
+    session: &Session,
+    gi: usize,
+    producer: &dyn Fn(&str) -> Option<usize>,
+) -> Vec<usize> {
+    let g = &session.graphs[gi];
     // Edges producer -> user, deduplicated per user, as a flat adjacency list (CSR): users of
     // `d` are `users[start[d]..start[d + 1]]`, in ascending order (the order the users were met).
     let mut indegree = vec![0u32; g.nodes.len()];
@@ -394,7 +405,7 @@ pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
             n.inputs
                 .iter()
                 .chain(&n.implicit_inputs)
-                .filter_map(|v| producer.get(v.as_str()).copied())
+                .filter_map(|v| producer(v.as_str()))
                 .filter(|&p| p != i),
         );
         deps.sort_unstable();

@@ -165,29 +165,55 @@ impl Index {
 /// reads), inputs visited in index order from the top of a stack, nodes emitted on leaving.
 fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
     let g = &session.graphs[gi];
-    let mut producer: FxMap<&str, usize> = FxMap::default();
+    let mut producer: FxMap<&str, usize> =
+        FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
     for (i, n) in g.live_nodes() {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
             producer.insert(o.as_str(), i);
         }
     }
-    let mut inputs: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
+    ort_topological_order_by(session, gi, &|v| producer.get(v).copied())
+}
+
+/// [`ort_topological_order`] with the producer of each value given.
+fn ort_topological_order_by(
+    session: &Session,
+    gi: usize,
+    producer: &dyn Fn(&str) -> Option<usize>,
+) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    // Each node's producers, deduplicated and ascending, as one flat list (CSR): those of
+    // node `i` are `deps[start[i]..start[i + 1]]`.
+    let mut start: Vec<usize> = Vec::with_capacity(g.nodes.len() + 1);
+    let mut deps: Vec<usize> = Vec::with_capacity(g.nodes.len() * 2);
     let mut has_output_node = vec![false; g.nodes.len()];
-    for (i, n) in g.live_nodes() {
-        let mut deps: Vec<usize> = n
-            .inputs
-            .iter()
-            .chain(&n.implicit_inputs)
-            .filter_map(|v| producer.get(v.as_str()).copied())
-            .filter(|&p| p != i)
-            .collect();
-        deps.sort_unstable();
-        deps.dedup();
-        for &d in &deps {
+    for (i, n) in g.nodes.iter().enumerate() {
+        start.push(deps.len());
+        if n.removed {
+            continue;
+        }
+        let from = deps.len();
+        deps.extend(
+            n.inputs
+                .iter()
+                .chain(&n.implicit_inputs)
+                .filter_map(|v| producer(v.as_str()))
+                .filter(|&p| p != i),
+        );
+        deps[from..].sort_unstable();
+        let mut w = from;
+        for r in from..deps.len() {
+            if w == from || deps[w - 1] != deps[r] {
+                deps[w] = deps[r];
+                w += 1;
+            }
+        }
+        deps.truncate(w);
+        for &d in &deps[from..] {
             has_output_node[d] = true;
         }
-        inputs[i] = deps;
     }
+    start.push(deps.len());
     let mut stack: Vec<(usize, bool)> = g
         .live_nodes()
         .filter(|(i, _)| !has_output_node[*i])
@@ -205,7 +231,7 @@ fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
         }
         visited[n] = true;
         stack.push((n, true));
-        for &d in &inputs[n] {
+        for &d in &deps[start[n]..start[n + 1]] {
             if !visited[d] {
                 stack.push((d, false));
             }
@@ -246,11 +272,14 @@ impl Optimizer<'_> {
         let len = session.graphs[gi].nodes.len();
         let (mut idx, kahn, dfs) = match self.indices.remove(&gi) {
             Some((idx, kahn, dfs, n)) if n == len => (idx, kahn, dfs),
-            _ => (
-                Index::build(session, gi),
-                infer::topological_order(session, gi),
-                ort_topological_order(session, gi),
-            ),
+            _ => {
+                // One producer index serves both orders.
+                let idx = Index::build(session, gi);
+                let kahn =
+                    infer::topological_order_by(session, gi, &|v| idx.producer.get(v).copied());
+                let dfs = ort_topological_order_by(session, gi, &|v| idx.producer.get(v).copied());
+                (idx, kahn, dfs)
+            }
         };
         if pass == Pass::Sharing {
             let changed = self.constant_sharing(session, gi, &mut idx);

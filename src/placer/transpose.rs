@@ -285,7 +285,8 @@ struct Opt<'s> {
     versions: &'s HashMap<String, i64>,
     values: &'s mut Values,
     opset: i64,
-    names: NameGen,
+    /// Built on first use: it reads every name of the graph, and most passes add nothing.
+    names: Option<NameGen>,
     generated: Vec<String>,
     producer: HashMap<String, usize>,
     uses: HashMap<String, Vec<usize>>,
@@ -309,15 +310,13 @@ pub fn run(
             .live_nodes()
             .any(|(_, n)| n.op == "Transpose")
     {
-        let mut names = NameGen::new(&session.graphs[gi]);
-        names.reserve_value("");
         let mut opt = Opt {
             gi,
             table,
             versions,
             values,
             opset,
-            names,
+            names: None,
             generated: Vec::new(),
             producer: HashMap::default(),
             uses: HashMap::default(),
@@ -327,7 +326,9 @@ pub fn run(
         opt.index();
         changed = opt.optimize(order);
         let g = &mut opt.session.graphs[gi];
-        g.name_counter = opt.names.counter;
+        if let Some(names) = &opt.names {
+            g.name_counter = names.counter;
+        }
         g.generated_names.extend(opt.generated);
     }
     changed
@@ -351,6 +352,16 @@ impl Opt<'_> {
                 }
             }
         }
+    }
+
+    /// The graph's name generator (ORT's `GenerateNodeName`/`GenerateNodeArgName`).
+    fn names(&mut self) -> &mut NameGen {
+        let (session, gi) = (&*self.session, self.gi);
+        self.names.get_or_insert_with(|| {
+            let mut names = NameGen::new(&session.graphs[gi]);
+            names.reserve_value("");
+            names
+        })
     }
 
     fn node(&self, n: usize) -> &SNode {
@@ -500,7 +511,7 @@ impl Opt<'_> {
     }
 
     fn add_initializer(&mut self, t: Tensor) -> String {
-        let name = self.names.value("const_transpose_optimizer");
+        let name = self.names().value("const_transpose_optimizer");
         let g = &mut self.session.graphs[self.gi];
         g.types.insert(name.clone(), Type::Tensor(t.elem));
         g.shapes
@@ -573,10 +584,10 @@ impl Opt<'_> {
     /// ORT's `ApiGraph::AddNode`: a node named `GenerateNodeName(op)` with outputs
     /// `GenerateNodeArgName(<name>_out<i>)`, appended to the graph.
     fn add_node(&mut self, op: &str, inputs: &[&str], outputs: usize) -> usize {
-        let name = self.names.node(op);
+        let name = self.names().node(op);
         self.generated.push(name.clone());
         let outs: Vec<String> = (0..outputs)
-            .map(|i| self.names.value(&format!("{name}_out{i}")))
+            .map(|i| self.names().value(&format!("{name}_out{i}")))
             .collect();
         let since = infer::resolve_schema(self.table, self.versions, "ai.onnx", op)
             .ok()
@@ -622,7 +633,7 @@ impl Opt<'_> {
         let name = self.node(src).outputs[si].clone();
         let fresh = {
             let base = self.node(src).name.clone();
-            self.names.value(&base)
+            self.names().value(&base)
         };
         let d = self.node_mut(dst);
         while d.outputs.len() <= di {
