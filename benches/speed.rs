@@ -127,7 +127,17 @@ fn decoder(nodes: usize) -> ModelProto {
         g.node.push(n("Shape", &[&q], &[&s]));
         g.node.push(n("Gather", &[&s, "idx0"], &[&b]));
         g.node.push(n("Unsqueeze", &[&b, "axes0"], &[&bu]));
-        g.node.push(n("Concat", &[&bu, "idx1", "heads"], &[&shape]));
+        let mut concat = n("Concat", &[&bu, "idx1", "heads"], &[&shape]);
+        // `axis` is required: ORT refuses a Concat without it at load.
+        concat
+            .attribute
+            .push(onnx_lint::model::proto::AttributeProto {
+                name: Some("axis".into()),
+                i: Some(0),
+                r#type: Some(onnx_lint::model::proto::attribute_proto::AttributeType::Int as i32),
+                ..Default::default()
+            });
+        g.node.push(concat);
         g.node.push(n("Reshape", &[&q, &shape], &[&q4]));
         let (qf, att, probs, ctx, o, res, h1, a1, out) = (
             p("qf"),
@@ -242,6 +252,12 @@ fn child(args: &[String]) {
         };
         let t = Instant::now();
         let p = onnx_lint::placer::place(&m, table, &options);
+        // A model the placer refuses is not a placement to time.
+        assert!(
+            p.outcome == onnx_lint::placer::Outcome::Ok,
+            "the bench model must place: {:?}",
+            p.outcome
+        );
         std::hint::black_box(&p);
         println!("{} {}", t.elapsed().as_secs_f64(), peak_kib());
         return;
@@ -255,6 +271,13 @@ fn measure(exe: &Path, args: &[&str], runs: usize) -> Option<(f64, u64)> {
     let mut peak = 0;
     for _ in 0..runs {
         let out = Command::new(exe).arg("--child").args(args).output().ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "measuring {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
         let text = String::from_utf8_lossy(&out.stdout);
         let mut it = text.split_whitespace();
         times.push(it.next()?.parse::<f64>().ok()?);
