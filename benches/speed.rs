@@ -1,4 +1,9 @@
-#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 //! `cargo bench --bench speed`: load time and peak memory, placement time, and the ratio against
 //! peers measured in the same run.
 //!
