@@ -658,8 +658,8 @@ impl Fuser {
 
     /// `ReorderCastAndTranspose`: when `value` comes from a `Cast` of a last-two-dims
     /// `Transpose`, a new Cast (named `base`, output `<cast output>/MatmulTransposeFusion/`)
-    /// reads the Transpose's input and a new Transpose (named `base` with a token) produces the
-    /// Cast's output; the old Cast goes, and the old Transpose too once nothing else reads it.
+    /// reads the Transpose's input and the Transpose, moved after it, produces the Cast's
+    /// output; the old Cast goes, and the old Transpose too once nothing else reads it.
     /// Returns the new Transpose.
     fn reorder_cast_and_transpose(
         &mut self,
@@ -689,8 +689,9 @@ impl Fuser {
         new_cast.name = self.node_name(session, base);
         new_cast.inputs = vec![t_in];
         new_cast.outputs = vec![new_value.clone()];
+        // The Transpose keeps its name: ORT's optimised graphs show no name generated for it
+        // (the FusedMatMul's token follows the Cast's directly).
         let mut new_transpose = transpose.clone();
-        new_transpose.name = self.node_name(session, base);
         new_transpose.inputs = vec![new_value];
         new_transpose.outputs = vec![cast_out];
         new_transpose.ep = cast.ep;
