@@ -1255,6 +1255,44 @@ impl Fuser {
                         .find_map(|x| from(x, i))
                 }
             }
+            "Gather" => {
+                // data[:axis] ++ indices.shape ++ data[axis + 1:]
+                let (data, indices) = (n.inputs.first()?, n.inputs.get(1)?);
+                let rd = rank(data)? as i64;
+                let axis = n.attr_i("axis").unwrap_or(0);
+                let axis = usize::try_from(if axis < 0 { axis + rd } else { axis }).ok()?;
+                let ri = rank(indices)?;
+                if i < axis {
+                    from(data, i)
+                } else if i < axis + ri {
+                    from(indices, i - axis)
+                } else {
+                    from(data, i + 1 - ri)
+                }
+            }
+            "Unsqueeze" => {
+                // Axes from the input (opset 13+) or the attribute; the other dims shift.
+                let axes: Vec<i64> = match n.inputs.get(1).filter(|a| !a.is_empty()) {
+                    Some(a) => {
+                        crate::placer::ir::int_values(&session.initializer(self.gi, a)?.tensor)?
+                    }
+                    None => n.attr_ints("axes")?.to_vec(),
+                };
+                let rank = out_rank as i64;
+                let mut axes: Vec<usize> = axes
+                    .iter()
+                    .map(|&a| usize::try_from(if a < 0 { a + rank } else { a }).ok())
+                    .collect::<Option<_>>()?;
+                axes.sort_unstable();
+                if axes.contains(&i) {
+                    None
+                } else {
+                    from(
+                        n.inputs.first()?,
+                        i - axes.iter().filter(|&&a| a < i).count(),
+                    )
+                }
+            }
             "Conv" | "MaxPool" | "AveragePool" if i == 0 => from(n.inputs.first()?, 0),
             "Expand" => {
                 // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
@@ -1600,7 +1638,16 @@ impl Fuser {
             if axis < 0 || axis >= rank || (since >= 13 && axis != rank - 1) {
                 continue;
             }
-            if !bias_softmax_shapes_ok(a, b, axis as usize) {
+            // Dims without a value compare equal when ONNX inference gives both the same
+            // `dim_param`, as ORT compares them.
+            let (va, vb) = (n.inputs[0].clone(), n.inputs[1].clone());
+            let sym_eq = |i: usize, j: usize| {
+                matches!(
+                    (self.dim_symbol(session, &va, i, 0), self.dim_symbol(session, &vb, j, 0)),
+                    (Some(x), Some(y)) if x == y
+                )
+            };
+            if !bias_softmax_shapes_ok(a, b, axis as usize, &sym_eq) {
                 continue;
             }
             let mut node = fused_node(s, "BiasSoftmax");
@@ -1615,22 +1662,32 @@ impl Fuser {
 
 /// ORT's `TrySelectInputAndBiasWithAlignment` for softmax axis `k`: the dims from `k` on
 /// match on both Add inputs; the mask either is 1 on the dims between the first mismatch and
-/// `k` (inner broadcast, equal ranks) or on its leading dims (outer broadcast). Unknown dims
-/// (symbolic ones included) never compare equal here.
-fn bias_softmax_shapes_ok(a: &[Option<i64>], b: &[Option<i64>], k: usize) -> bool {
+/// `k` (inner broadcast, equal ranks) or on its leading dims (outer broadcast). Dims without a
+/// value are equal when `sym_eq(i, j)` says dim `i` of `a` and dim `j` of `b` carry the same
+/// symbol.
+fn bias_softmax_shapes_ok(
+    a: &[Option<i64>],
+    b: &[Option<i64>],
+    k: usize,
+    sym_eq: &dyn Fn(usize, usize) -> bool,
+) -> bool {
     let (n1, n2) = (a.len(), b.len());
     let single = n1.max(n2).saturating_sub(k);
     if single > n1 || single > n2 {
         return false;
     }
-    let same = |x: Option<i64>, y: Option<i64>| matches!((x, y), (Some(x), Some(y)) if x == y);
-    if (1..=single).any(|i| !same(a[n1 - i], b[n2 - i])) {
+    let same_at = |i: usize, j: usize| match (a[i], b[j]) {
+        (Some(x), Some(y)) => x == y,
+        (None, None) => sym_eq(i, j),
+        _ => false,
+    };
+    if (1..=single).any(|i| !same_at(n1 - i, n2 - i)) {
         return false;
     }
     let one = |d: Option<i64>| d == Some(1);
     if n1 == n2 {
         let mut pos = 0;
-        while pos < k && same(a[pos], b[pos]) {
+        while pos < k && same_at(pos, pos) {
             pos += 1;
         }
         let mask = if pos == k || !one(a[pos]) { b } else { a };
@@ -1640,7 +1697,7 @@ fn bias_softmax_shapes_ok(a: &[Option<i64>], b: &[Option<i64>], k: usize) -> boo
     }
     // Outer broadcast, from the dim before the softmax dims backwards.
     let (mut p1, mut p2) = (n1 as i64 - single as i64 - 1, n2 as i64 - single as i64 - 1);
-    while p1 >= 0 && p2 >= 0 && same(a[p1 as usize], b[p2 as usize]) {
+    while p1 >= 0 && p2 >= 0 && same_at(p1 as usize, p2 as usize) {
         p1 -= 1;
         p2 -= 1;
     }
