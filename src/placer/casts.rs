@@ -249,12 +249,23 @@ fn isolated_fp16_node_on_cpu(
         return false;
     };
     let mut constraint_types: Vec<(String, String)> = Vec::new();
-    let mut bind = |key: &str, ty: String| match constraint_types.iter_mut().find(|(k, _)| k == key)
-    {
-        Some(slot) => slot.1 = ty,
-        None => constraint_types.push((key.to_string(), ty)),
-    };
     let float = Type::Tensor(FLOAT).to_string();
+    // Binds a type parameter to an argument's type, fp16 read as float; true for an fp16 one.
+    let mut bind_arg = |key: &str, name: &str| {
+        let fp16 = is_fp16(session, gi, name);
+        let ty = if fp16 {
+            float.clone()
+        } else if let Some(t) = session.type_of(gi, name) {
+            t.to_string()
+        } else {
+            return false;
+        };
+        match constraint_types.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = ty,
+            None => constraint_types.push((key.to_string(), ty)),
+        }
+        fp16
+    };
     let mut fp16_inputs: Vec<usize> = Vec::new();
     let positions = crate::infer::formal_input_positions(schema, node.inputs.len());
     for (k, formal) in schema.inputs.iter().enumerate() {
@@ -272,11 +283,8 @@ fn isolated_fp16_node_on_cpu(
         if name.is_empty() {
             continue;
         }
-        if is_fp16(session, gi, name) {
+        if bind_arg(&formal.type_str, name) {
             fp16_inputs.push(idx);
-            bind(&formal.type_str, float.clone());
-        } else if let Some(t) = session.type_of(gi, name) {
-            bind(&formal.type_str, t.to_string());
         }
     }
     if fp16_inputs.is_empty() {
@@ -297,11 +305,8 @@ fn isolated_fp16_node_on_cpu(
         let Some(name) = node.outputs.get(k).filter(|n| !n.is_empty()) else {
             continue;
         };
-        if is_fp16(session, gi, name) {
+        if bind_arg(&formal.type_str, name) {
             fp16_outputs.push(k);
-            bind(&formal.type_str, float.clone());
-        } else if let Some(t) = session.type_of(gi, name) {
-            bind(&formal.type_str, t.to_string());
         }
     }
     if fp16_outputs.is_empty() {
