@@ -1979,6 +1979,22 @@ impl Fuser {
 
     /// The layer-norm fusions' type check: the first `first_n` inputs (all when `None`) are
     /// float16/float/double/bfloat16 tensors.
+    /// One link of a normalisation pattern: op `op` at one of `since`, on provider `ep`, with a
+    /// single output edge and the types the fusion takes.
+    fn norm_link(
+        &self,
+        session: &Session,
+        n: &SNode,
+        op: &str,
+        since: &[i64],
+        ep: Option<Ep>,
+    ) -> bool {
+        is_op(n, op, since)
+            && n.ep == ep
+            && self.edges_are(session, n, 1)
+            && self.norm_types_ok(session, n, None)
+    }
+
     fn norm_types_ok(&self, session: &Session, n: &SNode, first_n: Option<usize>) -> bool {
         n.inputs
             .iter()
@@ -2121,31 +2137,19 @@ impl Fuser {
         }
         let div = div?;
         let dn = &g.nodes[div];
-        if !is_op(dn, "Div", &[7, 13, 14])
-            || !same(dn)
-            || !self.edges_are(session, dn, 1)
-            || !self.norm_types_ok(session, dn, None)
-        {
+        if !self.norm_link(session, dn, "Div", &[7, 13, 14], ep) {
             return None;
         }
         fused.push(div);
         let sqrt = self.first_parent(session, dn, "Sqrt")?;
         let sq = &g.nodes[sqrt];
-        if !is_op(sq, "Sqrt", &[6, 13])
-            || !same(sq)
-            || !self.edges_are(session, sq, 1)
-            || !self.norm_types_ok(session, sq, None)
-        {
+        if !self.norm_link(session, sq, "Sqrt", &[6, 13], ep) {
             return None;
         }
         fused.push(sqrt);
         let add2 = *self.parents(session, sq).first()?;
         let an = &g.nodes[add2];
-        if !is_op(an, "Add", &[7, 13, 14])
-            || !same(an)
-            || !self.edges_are(session, an, 1)
-            || !self.norm_types_ok(session, an, None)
-        {
+        if !self.norm_link(session, an, "Add", &[7, 13, 14], ep) {
             return None;
         }
         fused.push(add2);
@@ -2161,11 +2165,7 @@ impl Fuser {
         fused.push(rm2);
         let pow = *self.parents(session, rm2n).first()?;
         let pn = &g.nodes[pow];
-        if !is_op(pn, "Pow", &[7, 12, 13, 15])
-            || !same(pn)
-            || !self.edges_are(session, pn, 1)
-            || !self.norm_types_ok(session, pn, None)
-        {
+        if !self.norm_link(session, pn, "Pow", &[7, 12, 13, 15], ep) {
             return None;
         }
         fused.push(pow);
@@ -2193,11 +2193,7 @@ impl Fuser {
             next = *self.children(session, nn).first()?;
         }
         let mul = &g.nodes[next];
-        if !is_op(mul, "Mul", &[7, 13, 14])
-            || !same(mul)
-            || !self.edges_are(session, mul, 1)
-            || !self.norm_types_ok(session, mul, None)
-        {
+        if !self.norm_link(session, mul, "Mul", &[7, 13, 14], ep) {
             return None;
         }
         fused.push(next);
@@ -2307,31 +2303,19 @@ impl Fuser {
         fused.push(rm);
         let add = self.first_child(session, rmn, "Add")?;
         let an = &g.nodes[add];
-        if !is_op(an, "Add", &[7, 13, 14])
-            || !same(an)
-            || !self.edges_are(session, an, 1)
-            || !self.norm_types_ok(session, an, None)
-        {
+        if !self.norm_link(session, an, "Add", &[7, 13, 14], ep) {
             return None;
         }
         fused.push(add);
         let sqrt = self.first_child(session, an, "Sqrt")?;
         let sq = &g.nodes[sqrt];
-        if !is_op(sq, "Sqrt", &[6, 13])
-            || !same(sq)
-            || !self.edges_are(session, sq, 1)
-            || !self.norm_types_ok(session, sq, None)
-        {
+        if !self.norm_link(session, sq, "Sqrt", &[6, 13], ep) {
             return None;
         }
         fused.push(sqrt);
         let div = self.first_child(session, sq, "Div")?;
         let dn = &g.nodes[div];
-        if !is_op(dn, "Div", &[7, 13, 14])
-            || !same(dn)
-            || !self.edges_are(session, dn, 1)
-            || !self.norm_types_ok(session, dn, None)
-        {
+        if !self.norm_link(session, dn, "Div", &[7, 13, 14], ep) {
             return None;
         }
         fused.push(div);
