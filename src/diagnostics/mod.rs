@@ -3,7 +3,10 @@
 //!
 //! Knows nothing about how findings are computed.
 
+pub mod fix;
 pub mod render;
+
+pub use fix::{Fix, FixSafety};
 
 use std::fmt;
 
@@ -74,8 +77,12 @@ pub struct Finding {
     pub evidence: Vec<String>,
     /// Findings with the same cause are grouped in the output.
     pub cause: String,
-    /// Bytes moved per run, when shapes are known (copies).
+    /// Bytes moved per run, evaluated at the configured dims (`--dim`, `dims`), when known.
     pub bytes: Option<u64>,
+    /// The same size as a symbolic expression over the model's dim names (`2·batch·seq·64 B`).
+    pub bytes_expr: Option<String>,
+    /// The machine-readable edit that fixes the finding, applied by `--fix`.
+    pub fix: Option<Fix>,
     /// Python source location from the node's metadata (`pkg.torch.onnx.stack_trace`, ...).
     pub source_location: Option<String>,
 }
@@ -101,6 +108,8 @@ impl Finding {
             evidence: Vec::new(),
             cause: String::new(),
             bytes: None,
+            bytes_expr: None,
+            fix: None,
             source_location: None,
         }
     }
