@@ -18,11 +18,13 @@
 //! - Loading never reads external data and never copies weights.
 
 pub mod alloc;
+pub mod analysis;
 pub mod cache;
 pub mod cargo;
 pub mod cli;
 pub mod config;
 pub mod diagnostics;
+pub mod fix;
 pub mod infer;
 pub mod memcpy;
 pub mod model;

@@ -267,6 +267,7 @@ pub fn finding_json(model: &Model, listing: Option<&Listing>, f: &Finding) -> Va
         "evidence": f.evidence,
         "cause": f.cause,
         "bytes": f.bytes,
+        "fix": f.fix,
         "source_location": f.source_location,
         "text_span": span_json(model, listing, f),
     })

@@ -10,6 +10,7 @@ mod cpu_preferred;
 mod cuda_graph_blocker;
 mod cumsum_int64_chain;
 mod float_attention_bias;
+mod function_opset_mismatch;
 mod memcpy;
 mod no_kernel;
 mod registration_gap;
@@ -87,10 +88,11 @@ macro_rules! declare_rule {
 }
 
 /// Every rule, in code order.
-pub fn all() -> [&'static RuleMeta; 10] {
+pub fn all() -> [&'static RuleMeta; 11] {
     [
         &unsupported_opset::RULE,
         &no_kernel::RULE,
+        &function_opset_mismatch::RULE,
         &registration_gap::RULE,
         &cpu_fallback::RULE,
         &cpu_preferred::RULE,

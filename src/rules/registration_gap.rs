@@ -1,8 +1,10 @@
 //! OL101 registration-gap.
 
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::analysis::opset_lowering::{self, Lowering, Verdict};
 use crate::declare_rule;
-use crate::diagnostics::Finding;
-use crate::infer::{Type, formal_input_positions};
+use crate::diagnostics::{Finding, Fix, FixSafety};
 use crate::placer::ir::SNode;
 use crate::placer::{Decision, Miss, lookup};
 use crate::rules::{Context, nodes};
@@ -39,11 +41,17 @@ declare_rule! {
     /// move to the first bundled ORT release whose CUDA table has the kernel (also named).
     ///
     /// ## Fix safety
-    /// Lowering the opset import is safe when, for every node, the schema at the lower opset has the
-    /// same formal inputs and outputs and accepts the types the node uses: the newer version only
-    /// added types. The finding says which node breaks that when one does. Attribute changes
-    /// between versions are not in the tables; re-export with the exporter's `opset_version` rather
-    /// than editing the import when in doubt.
+    /// `--fix` lowers the opset import (JSON `fix`: `set-opset-import`) when, for every node of
+    /// every graph whose since-version changes, the lower version has the inputs and outputs the
+    /// node passes (same formal at each position, none it omits required), the attributes it sets
+    /// (and none it does not set required), and accepts the types bound to them: what each node
+    /// *uses* is compared, not whole schemas, so an `Attention` passing 6 of the 7 inputs of
+    /// `Attention`-24 lowers to 23. Model-local functions importing the domain are compared the
+    /// same way under their own import and move with the model when they are safe too. When a
+    /// type cannot be inferred the fix is unsafe (applied only with `--unsafe-fixes`); when a node
+    /// uses something the lower version lacks there is no fix, and the finding names the node.
+    /// Attribute defaults and prose semantics are not in the tables; ONNX gives every such change a
+    /// new since-version, which this comparison sees.
     pub static RULE = ("OL101", "registration-gap", Warn, "the CUDA table lacks only this since-version of the op: the node falls back to CPU", check);
 }
 
@@ -86,80 +94,12 @@ fn opset_for(schemas: &[OpSchema], target: i64) -> i64 {
         .unwrap_or(target)
 }
 
-/// Whether every node keeps its schema's formals and its types' validity at `opset` for `domain`;
-/// the first node that does not, with the reason.
-pub fn lowering_breaks(cx: &Context, domain: &str, opset: i64) -> Option<String> {
-    for (gi, _, node) in nodes(cx.session()) {
-        if node.domain != domain || node.origin.is_none() {
-            continue;
-        }
-        let Some(now) = node.since else { continue };
-        let Some(now_schema) = cx
-            .table
-            .schemas(domain, &node.op)
-            .iter()
-            .find(|s| s.since == now)
-        else {
-            continue;
-        };
-        let Some(low) = cx.table.schema(domain, &node.op, opset) else {
-            return Some(format!(
-                "`{}` ({}) does not exist at opset {opset}",
-                node.name, node.op
-            ));
-        };
-        if low.since == now {
-            continue;
-        }
-        if low.deprecated {
-            return Some(format!("{}-{} is deprecated", node.op, low.since));
-        }
-        let same_formals = |a: &[crate::tables::FormalParam], b: &[crate::tables::FormalParam]| {
-            a.len() == b.len()
-                && a.iter().zip(b).all(|(x, y)| {
-                    x.name == y.name && x.type_str == y.type_str && x.option == y.option
-                })
-        };
-        if !same_formals(&now_schema.inputs, &low.inputs)
-            || !same_formals(&now_schema.outputs, &low.outputs)
-        {
-            return Some(format!(
-                "`{}`: {}-{} and {}-{} have different inputs or outputs",
-                node.name, node.op, now, node.op, low.since
-            ));
-        }
-        for (k, range) in formal_input_positions(low, node.inputs.len())
-            .into_iter()
-            .enumerate()
-        {
-            let param = &low.inputs[k];
-            let Some(allowed) = low.allowed(&param.type_str) else {
-                continue;
-            };
-            for i in range {
-                let Some(name) = node.inputs.get(i).filter(|n| !n.is_empty()) else {
-                    continue;
-                };
-                if let Some(t) = cx.session().type_of(gi, name)
-                    && !allowed.contains(&t.to_string())
-                    && !matches!(t, Type::Map(..))
-                {
-                    return Some(format!(
-                        "`{}`: {}-{} does not accept {} = {t}",
-                        node.name, node.op, low.since, param.type_str
-                    ));
-                }
-            }
-        }
-    }
-    None
-}
-
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let ort = cx.table.release().ort.clone();
     let first = out.len();
     // The release that has every missing kernel of this model (None: some kernel is in none).
     let mut whole_model: Option<Option<&str>> = None;
+    let mut lowerings: HashMap<(String, i64), Lowering> = HashMap::default();
     for (gi, ni, node) in nodes(cx.session()) {
         let Some(Decision::CpuFallback {
             cuda_miss: Miss::Version { since },
@@ -208,16 +148,25 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let schemas = cx.table.schemas(&node.domain, &node.op);
         let opset = opset_for(schemas, older);
         let mut ways = Vec::new();
-        match lowering_breaks(cx, &node.domain, opset) {
-            None => ways.push(format!(
-                "lower the {} opset to {opset}: every node keeps its inputs, outputs and the types it uses (only types were added since)",
+        let lowering = lowerings
+            .entry((node.domain.clone(), opset))
+            .or_insert_with(|| opset_lowering::analyse(cx.model, cx.table, &node.domain, opset));
+        match &lowering.model {
+            Verdict::Safe => ways.push(format!(
+                "lower the {} opset to {opset}: every node keeps the inputs, attributes and types it uses{}",
+                node.domain,
+                functions_note(lowering)
+            )),
+            Verdict::Unproven(why) => ways.push(format!(
+                "lowering the {} opset to {opset} would restore the kernel, but could not be proved safe: {why}",
                 node.domain
             )),
-            Some(why) => ways.push(format!(
+            Verdict::Breaks(why) => ways.push(format!(
                 "lowering the {} opset to {opset} would restore the kernel, but is not safe as-is: {why}; re-export at opset {opset} instead",
                 node.domain
             )),
         }
+        f.fix = lowering_fix(cx, lowering);
         let model_opset = cx.session().opsets.get(&node.domain).copied();
         let fixed_in = cx.releases.iter().find(|(r, t)| {
             newer(r, &ort)
@@ -267,4 +216,42 @@ pub fn newer(a: &str, b: &str) -> bool {
             .collect::<Vec<_>>()
     };
     parse(a) > parse(b)
+}
+
+/// How the local functions move with the model (appended to the help).
+fn functions_note(l: &Lowering) -> String {
+    if l.functions.is_empty() {
+        String::new()
+    } else if l.functions.iter().all(|(_, _, v)| v.is_safe()) {
+        format!(
+            ", and so do the {} local function{} importing it (lowered with it)",
+            l.functions.len(),
+            if l.functions.len() == 1 { "" } else { "s" }
+        )
+    } else {
+        let why = l
+            .functions
+            .iter()
+            .find_map(|(_, _, v)| v.reason())
+            .unwrap_or_default();
+        format!("; the local functions keep their import ({why})")
+    }
+}
+
+/// The machine-readable fix: set the model's import (and the functions', when they move too).
+/// Safe when proved, unsafe when a type could not be proved, none when a node breaks.
+fn lowering_fix(cx: &Context, l: &Lowering) -> Option<Fix> {
+    let from = cx.model.opset(&l.domain)?;
+    let safety = match l.model {
+        Verdict::Safe => FixSafety::Safe,
+        Verdict::Unproven(_) => FixSafety::Unsafe,
+        Verdict::Breaks(_) => return None,
+    };
+    Some(Fix::SetOpsetImport {
+        domain: l.domain.clone(),
+        from,
+        to: l.to,
+        functions: !l.functions.is_empty() && l.functions.iter().all(|(_, _, v)| v.is_safe()),
+        safety,
+    })
 }

@@ -1,0 +1,408 @@
+//! Applies [`Fix`]es to the bytes of a model, editing only the fields they change (see
+//! [`super::wire`]): an opset import's `version`, one input name of a node, nodes left without a
+//! consumer by that replacement, one appended initializer. Everything else is copied as it was.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use prost::Message;
+
+use super::wire::{self, Malformed};
+use crate::diagnostics::Fix;
+use crate::model::proto::{TensorProto, tensor_proto};
+use crate::model::{Model, NodeId, ValueDef, ValueId, normalize_domain};
+
+/// The most elements a constant may have (shape vectors are short; a longer one is not ours).
+const MAX_CONSTANT: usize = 4096;
+
+/// What applying a list of fixes did.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    /// The edited model (equal to the input when nothing applied).
+    pub bytes: Vec<u8>,
+    /// Fixes applied, in order.
+    pub applied: Vec<Fix>,
+    /// Fixes not applied, with the reason.
+    pub skipped: Vec<(Fix, String)>,
+    /// Nodes deleted because a replacement left them without consumers (names or `#index`).
+    pub removed_nodes: Vec<String>,
+}
+
+/// Edits of the main graph.
+#[derive(Debug, Default)]
+struct GraphEdit {
+    /// node index → (input position → new value name).
+    inputs: BTreeMap<u32, BTreeMap<usize, String>>,
+    /// Node indices to delete.
+    remove: BTreeSet<u32>,
+    /// Encoded `TensorProto`s to append as initializers.
+    initializers: Vec<Vec<u8>>,
+}
+
+#[derive(Debug, Default)]
+struct Plan {
+    /// Normalised domain → version, for the model's imports.
+    model_imports: HashMap<String, i64>,
+    /// (normalised function domain, name) → (normalised domain → version).
+    function_imports: HashMap<(String, String), HashMap<String, i64>>,
+    graph: Option<GraphEdit>,
+}
+
+/// Applies `fixes` to `bytes`, the encoding of `model`. A fix that no longer matches the model
+/// (stale `from`, unknown node or function) is skipped with the reason; of two fixes setting the
+/// same import, the one with the higher target wins this round (the next round sees the rest).
+pub fn apply(bytes: &[u8], model: &Model, fixes: &[Fix]) -> Result<Applied, Malformed> {
+    let mut plan = Plan::default();
+    let mut applied = Vec::new();
+    let mut skipped = Vec::new();
+    let mut replaced: Vec<(NodeId, usize, ValueId)> = Vec::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut ordered: Vec<&Fix> = fixes.iter().collect();
+    // Highest target first, so that it is the one kept for a domain.
+    ordered.sort_by_key(|f| match f {
+        Fix::SetOpsetImport { to, .. } => std::cmp::Reverse(*to),
+        _ => std::cmp::Reverse(i64::MIN),
+    });
+    for fix in ordered {
+        match plan_one(model, fix, &mut plan, &mut replaced, &mut taken) {
+            Ok(()) => applied.push(fix.clone()),
+            Err(why) => skipped.push((fix.clone(), why)),
+        }
+    }
+    let removed = dead_nodes(model, &replaced);
+    let removed_nodes = removed
+        .iter()
+        .map(|&n| {
+            let node = model.node(n);
+            if node.name.is_empty() {
+                format!("#{} ({})", node.index, node.op_type)
+            } else {
+                node.name.clone()
+            }
+        })
+        .collect();
+    if let Some(g) = plan.graph.as_mut() {
+        g.remove = removed.iter().map(|&n| model.node(n).index).collect();
+    }
+    let bytes = if applied.is_empty() {
+        bytes.to_vec()
+    } else {
+        rewrite_model(bytes, &plan)?
+    };
+    Ok(Applied {
+        bytes,
+        applied,
+        skipped,
+        removed_nodes,
+    })
+}
+
+fn plan_one(
+    model: &Model,
+    fix: &Fix,
+    plan: &mut Plan,
+    replaced: &mut Vec<(NodeId, usize, ValueId)>,
+    taken: &mut HashSet<String>,
+) -> Result<(), String> {
+    match fix {
+        Fix::SetOpsetImport {
+            domain,
+            from,
+            to,
+            functions,
+            ..
+        } => {
+            let domain = normalize_domain(domain).to_string();
+            match model.opset(&domain) {
+                Some(v) if v == *from => {}
+                Some(v) => return Err(format!("the model imports {domain} {v}, not {from}")),
+                None => return Err(format!("the model does not import {domain}")),
+            }
+            if plan.model_imports.contains_key(&domain) {
+                return Err(format!("another fix already sets the {domain} import"));
+            }
+            plan.model_imports.insert(domain.clone(), *to);
+            if *functions {
+                for f in &model.proto.functions {
+                    let imports = f
+                        .opset_import
+                        .iter()
+                        .any(|o| normalize_domain(o.domain()) == domain);
+                    if imports {
+                        plan.function_imports
+                            .entry(function_key(f.domain(), f.name()))
+                            .or_default()
+                            .insert(domain.clone(), *to);
+                    }
+                }
+            }
+            Ok(())
+        }
+        Fix::SetFunctionOpsetImport {
+            function_domain,
+            function,
+            domain,
+            from,
+            to,
+            ..
+        } => {
+            let domain = normalize_domain(domain).to_string();
+            let key = function_key(function_domain, function);
+            let f = model
+                .proto
+                .functions
+                .iter()
+                .find(|f| function_key(f.domain(), f.name()) == key)
+                .ok_or_else(|| format!("no local function `{}.{}`", key.0, key.1))?;
+            let now = f
+                .opset_import
+                .iter()
+                .find(|o| normalize_domain(o.domain()) == domain)
+                .map(|o| o.version());
+            if now != Some(*from) {
+                return Err(format!(
+                    "function `{}` imports {domain} {}, not {from}",
+                    key.1,
+                    now.map(|v| v.to_string()).unwrap_or_else(|| "nothing".into())
+                ));
+            }
+            let slot = plan.function_imports.entry(key).or_default();
+            if slot.contains_key(&domain) {
+                return Err(format!("another fix already sets this function's {domain} import"));
+            }
+            slot.insert(domain, *to);
+            Ok(())
+        }
+        Fix::ReplaceInputWithConstant {
+            graph,
+            node,
+            input,
+            values,
+            ..
+        } => {
+            let main = model.main_graph();
+            if *graph != main.name {
+                return Err(format!(
+                    "node `{node}` is in graph `{graph}`: only the main graph's nodes are fixed"
+                ));
+            }
+            if model.proto.ir_version() < 4 {
+                return Err("IR version below 4: initializers must also be graph inputs".into());
+            }
+            if values.len() > MAX_CONSTANT {
+                return Err(format!("the constant has {} elements", values.len()));
+            }
+            let mut matches = main
+                .nodes
+                .iter()
+                .copied()
+                .filter(|&n| model.node(n).name == *node);
+            let (Some(id), None) = (matches.next(), matches.next()) else {
+                return Err(format!(
+                    "the main graph has no node, or several nodes, named `{node}`"
+                ));
+            };
+            let Some(Some(old)) = model.node(id).inputs.get(*input).copied() else {
+                return Err(format!("node `{node}` has no input {input}"));
+            };
+            let edit = plan.graph.get_or_insert_with(GraphEdit::default);
+            let slot = edit.inputs.entry(model.node(id).index).or_default();
+            if slot.contains_key(input) {
+                return Err(format!("another fix already replaces input {input} of `{node}`"));
+            }
+            let name = fresh_name(model, &format!("{}_const", model.value(old).name), taken);
+            slot.insert(*input, name.clone());
+            let mut raw = Vec::with_capacity(values.len() * 8);
+            for v in values {
+                raw.extend_from_slice(&v.to_le_bytes());
+            }
+            let tensor = TensorProto {
+                dims: vec![values.len() as i64],
+                data_type: Some(tensor_proto::DataType::Int64 as i32),
+                name: Some(name),
+                raw_data: Some(raw.into()),
+                ..Default::default()
+            };
+            edit.initializers.push(tensor.encode_to_vec());
+            replaced.push((id, *input, old));
+            Ok(())
+        }
+    }
+}
+
+fn function_key(domain: &str, name: &str) -> (String, String) {
+    (normalize_domain(domain).to_string(), name.to_string())
+}
+
+/// `base`, or `base_1`, `base_2`, ...: a name no value of the model has and no new one took.
+fn fresh_name(model: &Model, base: &str, taken: &mut HashSet<String>) -> String {
+    let used = |n: &str| taken.contains(n) || model.values.iter().any(|v| v.name == n);
+    let mut name = base.to_string();
+    let mut k = 0usize;
+    while used(&name) {
+        k += 1;
+        name = format!("{base}_{k}");
+    }
+    taken.insert(name.clone());
+    name
+}
+
+/// Nodes of the main graph that the replacements leave without any consumer, transitively:
+/// none of their outputs is read (by a node, a subgraph or as a graph output) any more.
+fn dead_nodes(model: &Model, replaced: &[(NodeId, usize, ValueId)]) -> Vec<NodeId> {
+    let main = model.main_graph().id;
+    // Remaining uses of each value touched so far; a use from another graph counts forever.
+    let mut uses: HashMap<ValueId, usize> = HashMap::new();
+    let count = |v: ValueId| -> usize {
+        let value = model.value(v);
+        let mut n = usize::from(value.is_graph_output) * usize::MAX / 2;
+        for &c in &value.consumers {
+            let node = model.node(c);
+            if node.graph != main {
+                return usize::MAX / 2;
+            }
+            n += node.inputs.iter().filter(|i| **i == Some(v)).count();
+            if node.implicit_inputs.contains(&v) {
+                n += 1;
+            }
+        }
+        n
+    };
+    let mut work: Vec<ValueId> = Vec::new();
+    for &(_, _, v) in replaced {
+        let slot = uses.entry(v).or_insert_with(|| count(v));
+        *slot = slot.saturating_sub(1);
+        work.push(v);
+    }
+    let mut dead: Vec<NodeId> = Vec::new();
+    let mut seen: HashSet<NodeId> = HashSet::new();
+    while let Some(v) = work.pop() {
+        if uses.get(&v).copied().unwrap_or(1) != 0 {
+            continue;
+        }
+        let ValueDef::Node(p, _) = model.value(v).def else {
+            continue;
+        };
+        let node = model.node(p);
+        if seen.contains(&p) || node.graph != main || !node.subgraphs.is_empty() {
+            continue;
+        }
+        let all_unused = node.outputs.iter().flatten().all(|&o| {
+            let n = *uses.entry(o).or_insert_with(|| count(o));
+            n == 0
+        });
+        if !all_unused {
+            continue;
+        }
+        seen.insert(p);
+        dead.push(p);
+        for &i in node.inputs.iter().flatten() {
+            let slot = uses.entry(i).or_insert_with(|| count(i));
+            *slot = slot.saturating_sub(1);
+            work.push(i);
+        }
+    }
+    dead.sort();
+    dead
+}
+
+fn rewrite_model(b: &[u8], plan: &Plan) -> Result<Vec<u8>, Malformed> {
+    let fs = wire::fields(b)?;
+    let graphs = fs.iter().filter(|f| f.number == 7).count();
+    let mut out = Vec::with_capacity(b.len() + 4096);
+    for f in &fs {
+        let p = wire::payload(b, f);
+        match (f.number, f.wire_type) {
+            (8, 2) => match import_edit(p, &plan.model_imports)? {
+                Some(new) => wire::put_bytes(&mut out, 8, &new),
+                None => out.extend_from_slice(&b[f.start..f.end]),
+            },
+            (25, 2) if !plan.function_imports.is_empty() => {
+                let ff = wire::fields(p)?;
+                let key = function_key(
+                    &wire::last_string(p, &ff, 10).unwrap_or_default(),
+                    &wire::last_string(p, &ff, 1).unwrap_or_default(),
+                );
+                match plan.function_imports.get(&key) {
+                    Some(imports) => {
+                        let mut body = Vec::with_capacity(p.len() + 8);
+                        for g in &ff {
+                            let gp = wire::payload(p, g);
+                            match (g.number, g.wire_type, import_edit(gp, imports)) {
+                                (9, 2, Ok(Some(new))) => wire::put_bytes(&mut body, 9, &new),
+                                (9, 2, Err(e)) => return Err(e),
+                                _ => body.extend_from_slice(&p[g.start..g.end]),
+                            }
+                        }
+                        wire::put_bytes(&mut out, 25, &body);
+                    }
+                    None => out.extend_from_slice(&b[f.start..f.end]),
+                }
+            }
+            (7, 2) if graphs == 1 && plan.graph.is_some() => {
+                if let Some(edit) = &plan.graph {
+                    wire::put_bytes(&mut out, 7, &rewrite_graph(p, edit)?);
+                }
+            }
+            _ => out.extend_from_slice(&b[f.start..f.end]),
+        }
+    }
+    if graphs != 1 && plan.graph.is_some() {
+        // The graph is split over several fields (protobuf merges them): not edited.
+        return Err(Malformed(0));
+    }
+    Ok(out)
+}
+
+/// An `OperatorSetIdProto` with its version changed, if `imports` sets its domain.
+fn import_edit(p: &[u8], imports: &HashMap<String, i64>) -> Result<Option<Vec<u8>>, Malformed> {
+    if imports.is_empty() {
+        return Ok(None);
+    }
+    let fs = wire::fields(p)?;
+    let domain = wire::last_string(p, &fs, 1).unwrap_or_default();
+    match imports.get(normalize_domain(&domain)) {
+        Some(&v) => Ok(Some(wire::set_int(p, 2, v)?)),
+        None => Ok(None),
+    }
+}
+
+fn rewrite_graph(b: &[u8], edit: &GraphEdit) -> Result<Vec<u8>, Malformed> {
+    let fs = wire::fields(b)?;
+    let mut out = Vec::with_capacity(b.len() + 1024);
+    let mut index = 0u32;
+    for f in &fs {
+        if f.number != 1 || f.wire_type != 2 {
+            out.extend_from_slice(&b[f.start..f.end]);
+            continue;
+        }
+        let this = index;
+        index += 1;
+        if edit.remove.contains(&this) {
+            continue;
+        }
+        let Some(inputs) = edit.inputs.get(&this) else {
+            out.extend_from_slice(&b[f.start..f.end]);
+            continue;
+        };
+        let p = wire::payload(b, f);
+        let mut node = Vec::with_capacity(p.len() + 64);
+        let mut k = 0usize;
+        for g in wire::fields(p)? {
+            if g.number == 1 && g.wire_type == 2 {
+                if let Some(name) = inputs.get(&k) {
+                    wire::put_bytes(&mut node, 1, name.as_bytes());
+                } else {
+                    node.extend_from_slice(&p[g.start..g.end]);
+                }
+                k += 1;
+            } else {
+                node.extend_from_slice(&p[g.start..g.end]);
+            }
+        }
+        wire::put_bytes(&mut out, 1, &node);
+    }
+    for t in &edit.initializers {
+        wire::put_bytes(&mut out, 5, t);
+    }
+    Ok(out)
+}
