@@ -154,6 +154,20 @@ pub fn analyse(model: Model, s: &Settings) -> Analysis {
 }
 
 pub fn run(paths: &[PathBuf], shared: &SharedArgs, cargo: &super::CargoArgs) -> u8 {
+    run_with(paths, shared, cargo, &|groups, cache| lint_groups(groups, cache))
+}
+
+/// What the default command does with the models it resolved: lint them (`lint_groups`), or
+/// fix them (`--fix`).
+pub type Finish<'a> = dyn Fn(&[Group], Option<&Cache>) -> u8 + 'a;
+
+/// Resolves the models and settings (paths or workspace configuration) and hands them to `finish`.
+pub fn run_with(
+    paths: &[PathBuf],
+    shared: &SharedArgs,
+    cargo: &super::CargoArgs,
+    finish: &Finish,
+) -> u8 {
     let cwd = std::env::current_dir().unwrap_or_default();
     let config = match config::find_file(&cwd) {
         // Shown relative to the working directory, like the models.
@@ -167,7 +181,7 @@ pub fn run(paths: &[PathBuf], shared: &SharedArgs, cargo: &super::CargoArgs) -> 
         None => Config::default(),
     };
     // Inside a Cargo project: the workspace's configuration, models, Cargo.lock and cache.
-    if let Some(code) = super::workspace::run(paths, shared, cargo, &config) {
+    if let Some(code) = super::workspace::run_with(paths, shared, cargo, &config, finish) {
         return code;
     }
     let targets: Vec<PathBuf> = if paths.is_empty() {
@@ -196,7 +210,14 @@ pub fn run(paths: &[PathBuf], shared: &SharedArgs, cargo: &super::CargoArgs) -> 
             return EXIT_ERROR;
         }
     };
-    lint(&targets, &settings)
+    finish(
+        &[Group {
+            targets,
+            settings: &settings,
+            note: None,
+        }],
+        None,
+    )
 }
 
 /// Lints `targets` (files or folders) with `settings` and prints in the chosen format.

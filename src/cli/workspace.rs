@@ -20,11 +20,13 @@ fn report(e: CargoError) -> u8 {
 /// Lints inside a Cargo project. `None` when this is not one (no `Cargo.toml` above the current
 /// folder and no cargo flag), or when files were given and `cargo metadata` cannot run: the
 /// caller then lints without Cargo.
-pub fn run(
+/// The resolved groups go to `finish` (lint, or `--fix`).
+pub fn run_with(
     paths: &[PathBuf],
     shared: &SharedArgs,
     args: &CargoArgs,
     file_config: &Config,
+    finish: &check::Finish,
 ) -> Option<u8> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let explicit = !args.package.is_empty() || args.workspace || args.manifest_path.is_some();
@@ -128,7 +130,7 @@ pub fn run(
         })
         .collect();
     let cache = (!args.no_cache).then(|| Cache::new(cache_dir(&ws.target_dir)));
-    Some(check::lint_groups(&groups, cache.as_ref()))
+    Some(finish(&groups, cache.as_ref()))
 }
 
 /// `<target-dir>/onnx-lint`.

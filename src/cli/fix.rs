@@ -1,0 +1,415 @@
+//! `--fix`, `--diff`, `--unsafe-fixes`, `-o/--output`: apply the fixes findings carry, re-analyse,
+//! and report what changed (`28 → 0 copies, 19 → 0 CPU nodes`) in every format.
+//!
+//! Rounds: analyse, collect the fixes (safe ones; unsafe ones too with `--unsafe-fixes`), apply
+//! them to the bytes, decode and index the result again, and repeat until no fix applies (at most
+//! [`MAX_ROUNDS`]). Nothing is written before the last round succeeded; `--diff` writes nothing.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::check::{self, Analysis, Group, ModelReport, Settings};
+use super::output::{self, out};
+use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Format};
+use crate::diagnostics::render;
+use crate::diagnostics::{Fix, FixSafety, Severity};
+use crate::fix;
+use crate::model::{self, Model, ProblemLevel};
+use crate::placer::Placement;
+use crate::rules;
+use crate::tables::Ep;
+
+/// Rounds of apply-and-re-analyse before giving up on convergence.
+pub const MAX_ROUNDS: usize = 8;
+
+/// The fix flags of the default command.
+#[derive(Debug, Clone, Default)]
+pub struct FixOptions {
+    /// `--fix`: write the fixed model.
+    pub write: bool,
+    /// `--diff`: print the change as a unified diff of the text view; write nothing.
+    pub diff: bool,
+    /// `--unsafe-fixes`: apply unsafe fixes too.
+    pub unsafe_fixes: bool,
+    /// `-o/--output`: where the fixed model goes (one model).
+    pub output: Option<PathBuf>,
+}
+
+/// What one model's fix run did.
+struct Outcome {
+    path: PathBuf,
+    written: Option<PathBuf>,
+    applied: Vec<Fix>,
+    skipped: Vec<(Fix, String)>,
+    /// Unsafe fixes left out (no `--unsafe-fixes`).
+    unsafe_left: Vec<Fix>,
+    removed_nodes: Vec<String>,
+    rounds: usize,
+    converged: bool,
+    before: Counts,
+    after: Counts,
+    diff: String,
+    report: ModelReport,
+    final_json: Value,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    copies: usize,
+    cpu_nodes: usize,
+    findings: usize,
+}
+
+impl Counts {
+    fn of(a: &Analysis) -> Counts {
+        Counts {
+            copies: a.placement.copies.len(),
+            cpu_nodes: cpu_nodes(&a.placement),
+            findings: a.findings.len(),
+        }
+    }
+}
+
+fn cpu_nodes(p: &Placement) -> usize {
+    p.session
+        .graphs
+        .iter()
+        .flat_map(|g| g.live_nodes())
+        .filter(|(_, n)| n.ep == Some(Ep::Cpu))
+        .count()
+}
+
+/// Fixes every model of every group; prints one report; returns the exit code.
+pub fn fix_groups(groups: &[Group], opts: &FixOptions) -> u8 {
+    let Some(format) = groups.first().map(|g| g.settings.format) else {
+        return EXIT_OK;
+    };
+    let mut jobs: Vec<(PathBuf, &Settings)> = Vec::new();
+    for g in groups {
+        match check::expand_paths(&g.targets) {
+            Ok(files) => jobs.extend(files.into_iter().map(|f| (f, g.settings))),
+            Err(e) => {
+                eprintln!("{}", output::render_report(&miette::Report::new(e)));
+                return EXIT_ERROR;
+            }
+        }
+    }
+    if jobs.is_empty() {
+        eprintln!("error: no `*.onnx` files to fix");
+        return EXIT_ERROR;
+    }
+    if opts.output.is_some() && jobs.len() != 1 {
+        eprintln!(
+            "error: -o/--output takes one model, and {} were given",
+            jobs.len()
+        );
+        return EXIT_ERROR;
+    }
+    let mut exit = EXIT_OK;
+    let mut done: Vec<Outcome> = Vec::new();
+    let mut json_out: Vec<Value> = Vec::new();
+    for (file, settings) in &jobs {
+        match fix_one(file, settings, opts) {
+            Ok(o) => {
+                exit = exit.max(o.report.exit);
+                if opts.diff && !o.diff.is_empty() {
+                    exit = exit.max(EXIT_FINDINGS);
+                }
+                done.push(o);
+            }
+            Err(message) => {
+                exit = EXIT_ERROR;
+                match format {
+                    Format::Json => json_out.push(json!({
+                        "model": file.display().to_string(),
+                        "error": {"code": "onnx_lint::fix", "message": message},
+                    })),
+                    Format::Github => out(&format!(
+                        "::error file={},title=onnx-lint --fix::{}",
+                        file.display(),
+                        escape(&message)
+                    )),
+                    _ => eprintln!("error: {}: {message}", file.display()),
+                }
+            }
+        }
+    }
+    print(format, &done, json_out, opts);
+    exit
+}
+
+/// Loads, fixes (in rounds) and, unless `--diff`, writes one model.
+fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcome, String> {
+    if file.extension().is_some_and(|e| e == "onnxtxt") {
+        return Err("only binary `.onnx` models are fixed; the model is unchanged".into());
+    }
+    let size = std::fs::metadata(file)
+        .map_err(|e| format!("cannot read it: {e}"))?
+        .len();
+    if size > model::MAX_MODEL_FILE {
+        return Err(format!("it is {size} bytes, larger than any ONNX model file"));
+    }
+    let mut bytes = Bytes::from(std::fs::read(file).map_err(|e| format!("cannot read it: {e}"))?);
+    let load = |bytes: &Bytes| -> Result<Model, String> {
+        let proto = model::decode_model(file, bytes.clone()).map_err(|e| e.to_string())?;
+        Model::from_proto(file, bytes.len() as u64, proto).map_err(|e| e.to_string())
+    };
+    let model = load(&bytes)?;
+    if let Some(p) = model
+        .problems
+        .iter()
+        .find(|p| p.level == ProblemLevel::Error)
+    {
+        return Err(format!(
+            "{} ({}); the model is not fixed",
+            p.message, p.code
+        ));
+    }
+    let target = opts.output.clone().unwrap_or_else(|| file.to_path_buf());
+    if !model.external.is_empty() && !same_folder(file, &target) {
+        return Err(format!(
+            "its weights are in external data files beside it, which --fix never copies or rewrites; write the fixed model into the same folder ({})",
+            file.parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| ".".into())
+        ));
+    }
+    let original = model.proto.clone();
+    let mut a = check::analyse(model, settings);
+    let before = Counts::of(&a);
+    let mut applied = Vec::new();
+    let mut skipped = Vec::new();
+    let mut removed_nodes = Vec::new();
+    let mut unsafe_left: Vec<Fix>;
+    let mut rounds = 0;
+    let mut converged = false;
+    loop {
+        let (take, leave): (Vec<Fix>, Vec<Fix>) = unique_fixes(&a)
+            .into_iter()
+            .partition(|f| f.safety() == FixSafety::Safe || opts.unsafe_fixes);
+        unsafe_left = leave;
+        // Fixes already refused once are not tried again.
+        let take: Vec<Fix> = take
+            .into_iter()
+            .filter(|f| !skipped.iter().any(|(s, _)| s == f))
+            .collect();
+        if take.is_empty() {
+            converged = true;
+            break;
+        }
+        if rounds == MAX_ROUNDS {
+            break;
+        }
+        let r = fix::apply(&bytes, &a.model, &take)
+            .map_err(|e| format!("malformed protobuf at byte {}; the model is not fixed", e.0))?;
+        skipped.extend(r.skipped);
+        if r.applied.is_empty() {
+            continue;
+        }
+        rounds += 1;
+        applied.extend(r.applied);
+        removed_nodes.extend(r.removed_nodes);
+        bytes = Bytes::from(r.bytes);
+        let fixed = load(&bytes)
+            .map_err(|e| format!("the fixed model does not load ({e}); the model is not fixed"))?;
+        a = check::analyse(fixed, settings);
+    }
+    let after = Counts::of(&a);
+    let path_text = file.display().to_string();
+    let diff = if opts.diff {
+        fix::text_diff(&original, &a.model.proto, &path_text)
+    } else {
+        String::new()
+    };
+    let mut written = None;
+    if opts.write && !opts.diff && (!applied.is_empty() || opts.output.is_some()) {
+        fix::write_atomic(&target, &bytes, Some(file)).map_err(|e| e.to_string())?;
+        written = Some(target);
+    }
+    let report = ModelReport::new(&a, settings);
+    let final_json = check::analysis_json(&a, settings);
+    Ok(Outcome {
+        path: file.to_path_buf(),
+        written,
+        applied,
+        skipped,
+        unsafe_left,
+        removed_nodes,
+        rounds,
+        converged,
+        before,
+        after,
+        diff,
+        report,
+        final_json,
+    })
+}
+
+/// The fixes of an analysis's findings, each once, in finding order.
+fn unique_fixes(a: &Analysis) -> Vec<Fix> {
+    let mut out: Vec<Fix> = Vec::new();
+    for f in a.findings.iter().filter(|f| f.severity > Severity::Allow) {
+        if let Some(fix) = &f.fix
+            && !out.contains(fix)
+        {
+            out.push(fix.clone());
+        }
+    }
+    out
+}
+
+fn same_folder(a: &Path, b: &Path) -> bool {
+    let dir = |p: &Path| {
+        let d = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf())
+    };
+    dir(a) == dir(b)
+}
+
+/// `28 → 0 copies, 19 → 0 CPU nodes`.
+fn change_line(o: &Outcome) -> String {
+    format!(
+        "{} → {} cop{}, {} → {} CPU node{}",
+        o.before.copies,
+        o.after.copies,
+        if o.after.copies == 1 { "y" } else { "ies" },
+        o.before.cpu_nodes,
+        o.after.cpu_nodes,
+        if o.after.cpu_nodes == 1 { "" } else { "s" },
+    )
+}
+
+/// The headline of one model: what happened to the file, then the change.
+fn headline(o: &Outcome, opts: &FixOptions) -> String {
+    let n = o.applied.len();
+    let what = if n == 0 {
+        "nothing to fix".to_string()
+    } else if opts.diff {
+        format!("would apply {n} fix{}", if n == 1 { "" } else { "es" })
+    } else {
+        format!("applied {n} fix{}", if n == 1 { "" } else { "es" })
+    };
+    let whither = match &o.written {
+        Some(p) if *p != o.path => format!(", written to {}", p.display()),
+        _ => String::new(),
+    };
+    format!(
+        "{}: {what}{whither}: {}",
+        o.path.display(),
+        change_line(o)
+    )
+}
+
+fn details(o: &Outcome) -> Vec<String> {
+    let mut lines = Vec::new();
+    for f in &o.applied {
+        lines.push(format!("  fixed: {}", fix::describe(f)));
+    }
+    if !o.removed_nodes.is_empty() {
+        lines.push(format!(
+            "  removed {} node{} left without consumers: {}",
+            o.removed_nodes.len(),
+            if o.removed_nodes.len() == 1 { "" } else { "s" },
+            o.removed_nodes.join(", ")
+        ));
+    }
+    for (f, why) in &o.skipped {
+        lines.push(format!("  not fixed: {}: {why}", fix::describe(f)));
+    }
+    for f in &o.unsafe_left {
+        lines.push(format!(
+            "  unsafe, not applied (use --unsafe-fixes): {}",
+            fix::describe(f)
+        ));
+    }
+    if !o.converged {
+        lines.push(format!(
+            "  stopped after {MAX_ROUNDS} rounds: the fixes did not converge"
+        ));
+    }
+    lines
+}
+
+fn fix_json(o: &Outcome) -> Value {
+    json!({
+        "written": o.written.as_ref().map(|p| p.display().to_string()),
+        "applied": o.applied,
+        "skipped": o.skipped.iter().map(|(f, why)| json!({"fix": f, "reason": why})).collect::<Vec<_>>(),
+        "unsafe_not_applied": o.unsafe_left,
+        "removed_nodes": o.removed_nodes,
+        "rounds": o.rounds,
+        "converged": o.converged,
+        "before": {"copies": o.before.copies, "cpu_nodes": o.before.cpu_nodes, "findings": o.before.findings},
+        "after": {"copies": o.after.copies, "cpu_nodes": o.after.cpu_nodes, "findings": o.after.findings},
+        "change": change_line(o),
+        "diff": if o.diff.is_empty() { Value::Null } else { Value::String(o.diff.clone()) },
+    })
+}
+
+fn print(format: Format, done: &[Outcome], mut json_out: Vec<Value>, opts: &FixOptions) {
+    match format {
+        Format::Human => {
+            for o in done {
+                if opts.diff {
+                    // The diff is the output; the summary goes to stderr (as ruff does).
+                    out(o.diff.trim_end_matches('\n'));
+                    eprintln!("{}", headline(o, opts));
+                    for l in details(o) {
+                        eprintln!("{l}");
+                    }
+                } else {
+                    out(&headline(o, opts));
+                    for l in details(o) {
+                        out(&l);
+                    }
+                    out(&o.report.text);
+                }
+            }
+        }
+        Format::Json => {
+            for o in done {
+                let mut v = o.final_json.clone();
+                v["fix"] = fix_json(o);
+                json_out.push(v);
+            }
+            out(&serde_json::to_string_pretty(&Value::Array(json_out)).unwrap_or_default());
+        }
+        Format::Sarif => {
+            let mut log = render::sarif(&[], &rules::all(), env!("CARGO_PKG_VERSION"));
+            let results: Vec<Value> = done
+                .iter()
+                .flat_map(|o| o.report.value.as_array().cloned().unwrap_or_default())
+                .collect();
+            log["runs"][0]["results"] = Value::Array(results);
+            log["runs"][0]["properties"] = json!({
+                "fixes": done.iter().map(|o| {
+                    let mut v = fix_json(o);
+                    v["model"] = Value::String(o.path.display().to_string());
+                    v
+                }).collect::<Vec<_>>(),
+            });
+            out(&serde_json::to_string_pretty(&log).unwrap_or_default());
+        }
+        Format::Github => {
+            for o in done {
+                out(&format!(
+                    "::notice file={},title=onnx-lint --fix::{}",
+                    o.path.display(),
+                    escape(&format!("{} ({})", headline(o, opts), details(o).join("; ").trim()))
+                ));
+                for l in &o.report.lines {
+                    out(l);
+                }
+            }
+        }
+    }
+}
+
+/// GitHub workflow-command escaping.
+fn escape(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
