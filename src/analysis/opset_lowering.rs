@@ -75,21 +75,54 @@ impl Lowering {
     }
 }
 
-/// Compares the model (all graphs) and each local function between their current import of
-/// `domain` and `to`.
-pub fn analyse(model: &Model, table: &KernelTable, domain: &str, to: i64) -> Lowering {
-    let domain = normalize_domain(domain).to_string();
-    let attrs = attributes_of(&table.release().ort);
+/// The unoptimised model's types, with the placed session's (which has local functions inlined
+/// and typed) for values the first does not know. Graph `i` of both is graph `i` of the model.
+#[derive(Clone, Copy)]
+pub struct Types<'a> {
+    pub typed: &'a Session,
+    pub placed: Option<&'a Session>,
+}
+
+impl Types<'_> {
+    pub fn get(&self, gi: usize, name: &str) -> Option<Type> {
+        self.typed
+            .type_of(gi, name)
+            .or_else(|| self.placed.and_then(|p| p.type_of(gi, name)))
+            .cloned()
+    }
+}
+
+/// The model as written, with types inferred (no optimisation, no inlining).
+pub fn typed_session(model: &Model, table: &KernelTable) -> Session {
     let mut session = Session::from_model(model);
     infer::infer_session(&mut session, table);
+    session
+}
+
+/// Compares the model (all graphs) and each local function between their current import of
+/// `domain` and `to`. `placed` (the placer's session) supplies types ONNX inference cannot see.
+pub fn analyse(
+    model: &Model,
+    table: &KernelTable,
+    placed: Option<&Session>,
+    domain: &str,
+    to: i64,
+) -> Lowering {
+    let domain = normalize_domain(domain).to_string();
+    let attrs = attributes_of(&table.release().ort);
+    let session = typed_session(model, table);
+    let types = Types {
+        typed: &session,
+        placed,
+    };
     let model_verdict = match model.opset(&domain) {
-        Some(from) => compare_session(&session, table, attrs, &domain, from, to),
+        Some(from) => compare_session(&session, types, table, attrs, &domain, from, to),
         None => Verdict::Safe,
     };
     let functions = (0..model.proto.functions.len())
         .filter_map(|fi| {
             let from = function_import(&model.proto, fi, &domain)?;
-            Some((fi, from, function(model, &session, table, fi, &domain, to)))
+            Some((fi, from, function(model, types, table, fi, &domain, to)))
         })
         .collect();
     Lowering {
@@ -114,7 +147,7 @@ pub fn function_import(model: &ModelProto, fi: usize, domain: &str) -> Option<i6
 /// Compares the nodes of local function `fi` between its import of `domain` and `to`.
 pub fn function(
     model: &Model,
-    typed: &Session,
+    types: Types,
     table: &KernelTable,
     fi: usize,
     domain: &str,
@@ -128,7 +161,7 @@ pub fn function(
         return Verdict::Safe;
     };
     // The body as a graph whose inputs carry the types of the first call site.
-    let call = typed.graphs.iter().enumerate().find_map(|(gi, g)| {
+    let call = types.typed.graphs.iter().enumerate().find_map(|(gi, g)| {
         g.nodes
             .iter()
             .find(|n| n.op == f.name() && n.domain == normalize_domain(f.domain()))
@@ -141,8 +174,8 @@ pub fn function(
         .map(|(i, name)| ValueInfoProto {
             name: Some(name.clone()),
             r#type: call
-                .and_then(|(gi, n)| n.inputs.get(i).and_then(|v| typed.type_of(gi, v)))
-                .map(Type::to_proto),
+                .and_then(|(gi, n)| n.inputs.get(i).and_then(|v| types.get(gi, v)))
+                .map(|t| t.to_proto()),
             ..Default::default()
         })
         .collect();
@@ -171,9 +204,12 @@ pub fn function(
             f.name()
         ));
     };
-    let mut session = Session::from_model(&body);
-    infer::infer_session(&mut session, table);
-    match compare_session(&session, table, attrs, domain, from, to) {
+    let session = typed_session(&body, table);
+    let body_types = Types {
+        typed: &session,
+        placed: None,
+    };
+    match compare_session(&session, body_types, table, attrs, domain, from, to) {
         Verdict::Safe => Verdict::Safe,
         Verdict::Unproven(r) => Verdict::Unproven(format!("in function `{}`: {r}", f.name())),
         Verdict::Breaks(r) => Verdict::Breaks(format!("in function `{}`: {r}", f.name())),
@@ -183,6 +219,7 @@ pub fn function(
 /// Compares every node of every graph of a typed, unoptimised session.
 fn compare_session(
     s: &Session,
+    types: Types,
     table: &KernelTable,
     attrs: Option<&SchemaAttributes>,
     domain: &str,
@@ -193,7 +230,7 @@ fn compare_session(
     // Every node: `Constant` nodes are kept as removed placeholders by `Session::from_model`.
     for (gi, g) in s.graphs.iter().enumerate() {
         for node in g.nodes.iter().filter(|n| n.domain == domain) {
-            let types = |name: &str| s.type_of(gi, name).cloned();
+            let types = |name: &str| types.get(gi, name);
             verdict = verdict.worse(compare_node(table, attrs, node, &types, from, to));
             if matches!(verdict, Verdict::Breaks(_)) {
                 return verdict;

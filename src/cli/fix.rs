@@ -33,6 +33,8 @@ pub struct FixOptions {
     pub diff: bool,
     /// `--unsafe-fixes`: apply unsafe fixes too.
     pub unsafe_fixes: bool,
+    /// `--exit-non-zero-on-fix`: exit 1 when a file was changed.
+    pub exit_non_zero_on_fix: bool,
     /// `-o/--output`: where the fixed model goes (one model).
     pub output: Option<PathBuf>,
 }
@@ -117,6 +119,9 @@ pub fn fix_groups(groups: &[Group], opts: &FixOptions) -> u8 {
                 if opts.diff && !o.diff.is_empty() {
                     exit = exit.max(EXIT_FINDINGS);
                 }
+                if opts.exit_non_zero_on_fix && o.written.is_some() && !o.applied.is_empty() {
+                    exit = exit.max(EXIT_FINDINGS);
+                }
                 done.push(o);
             }
             Err(message) => {
@@ -157,11 +162,11 @@ fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcom
         Model::from_proto(file, bytes.len() as u64, proto).map_err(|e| e.to_string())
     };
     let model = load(&bytes)?;
-    if let Some(p) = model
-        .problems
-        .iter()
-        .find(|p| p.level == ProblemLevel::Error)
-    {
+    // Errors, and external data that is missing or short: ORT could not run the model, and
+    // the fixed file would not be any better.
+    if let Some(p) = model.problems.iter().find(|p| {
+        p.level == ProblemLevel::Error || p.code.starts_with("model::external-data")
+    }) {
         return Err(format!(
             "{} ({}); the model is not fixed",
             p.message, p.code
@@ -302,10 +307,11 @@ fn headline(o: &Outcome, opts: &FixOptions) -> String {
     )
 }
 
-fn details(o: &Outcome) -> Vec<String> {
+fn details(o: &Outcome, opts: &FixOptions) -> Vec<String> {
     let mut lines = Vec::new();
+    let verb = if opts.diff { "would fix" } else { "fixed" };
     for f in &o.applied {
-        lines.push(format!("  fixed: {}", fix::describe(f)));
+        lines.push(format!("  {verb}: {}", fix::describe(f)));
     }
     if !o.removed_nodes.is_empty() {
         lines.push(format!(
@@ -356,12 +362,12 @@ fn print(format: Format, done: &[Outcome], mut json_out: Vec<Value>, opts: &FixO
                     // The diff is the output; the summary goes to stderr (as ruff does).
                     out(o.diff.trim_end_matches('\n'));
                     eprintln!("{}", headline(o, opts));
-                    for l in details(o) {
+                    for l in details(o, opts) {
                         eprintln!("{l}");
                     }
                 } else {
                     out(&headline(o, opts));
-                    for l in details(o) {
+                    for l in details(o, opts) {
                         out(&l);
                     }
                     out(&o.report.text);
@@ -397,7 +403,11 @@ fn print(format: Format, done: &[Outcome], mut json_out: Vec<Value>, opts: &FixO
                 out(&format!(
                     "::notice file={},title=onnx-lint --fix::{}",
                     o.path.display(),
-                    escape(&format!("{} ({})", headline(o, opts), details(o).join("; ").trim()))
+                    escape(&format!(
+                        "{} ({})",
+                        headline(o, opts),
+                        details(o, opts).join("; ").trim()
+                    ))
                 ));
                 for l in &o.report.lines {
                     out(l);

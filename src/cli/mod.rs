@@ -66,6 +66,10 @@ pub struct Cli {
     #[arg(long, help_heading = "Fix options")]
     pub unsafe_fixes: bool,
 
+    /// With --fix: exit 1 when a model file was changed (pre-commit's "files were modified").
+    #[arg(long, help_heading = "Fix options", requires = "fix")]
+    pub exit_non_zero_on_fix: bool,
+
     /// With --fix or --diff: write the fixed model to PATH (one model) instead of in place.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
@@ -212,6 +216,7 @@ fn run(cli: Cli) -> u8 {
                 write: cli.fix,
                 diff: cli.diff,
                 unsafe_fixes: cli.unsafe_fixes,
+                exit_non_zero_on_fix: cli.exit_non_zero_on_fix,
                 output: cli.output.clone(),
             };
             check::run_with(&cli.paths, &cli.shared, &cli.cargo, &|groups, _cache| {

@@ -61,6 +61,7 @@ pub fn text_diff(before: &ModelProto, after: &ModelProto, path: &str) -> String 
     if old == new {
         return String::new();
     }
+    let path = path.trim_start_matches('/');
     similar::TextDiff::from_lines(&old, &new)
         .unified_diff()
         .context_radius(2)

@@ -3,7 +3,6 @@
 use crate::analysis::opset_lowering::{self, Verdict};
 use crate::declare_rule;
 use crate::diagnostics::{Finding, Fix, FixSafety};
-use crate::infer;
 use crate::model::normalize_domain;
 use crate::placer::ir::Session;
 use crate::rules::Context;
@@ -59,12 +58,12 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             if from == to {
                 continue;
             }
-            let typed = typed.get_or_insert_with(|| {
-                let mut s = Session::from_model(cx.model);
-                infer::infer_session(&mut s, cx.table);
-                s
-            });
-            let verdict = opset_lowering::function(cx.model, typed, cx.table, fi, domain, to);
+            let typed = typed.get_or_insert_with(|| opset_lowering::typed_session(cx.model, cx.table));
+            let types = opset_lowering::Types {
+                typed,
+                placed: Some(cx.session()),
+            };
+            let verdict = opset_lowering::function(cx.model, types, cx.table, fi, domain, to);
             let name = format!("{}.{}", normalize_domain(f.domain()), f.name());
             let mut finding = Finding::new(
                 RULE.code,

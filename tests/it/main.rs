@@ -9,6 +9,7 @@ mod cargo;
 mod cli;
 mod codegen;
 mod docs;
+mod fix;
 mod formats;
 mod load;
 mod placement;
