@@ -249,7 +249,11 @@ fn compare_node(
     from: i64,
     to: i64,
 ) -> Verdict {
-    let who = format!("`{}` ({})", node.name, node.op);
+    let who = if node.name.is_empty() {
+        format!("a {} node", node.op)
+    } else {
+        format!("`{}` ({})", node.name, node.op)
+    };
     // An op unknown at the current opset fails to load either way: not this analysis's business.
     let Some(now) = table.schema(&node.domain, &node.op, from) else {
         return Verdict::Safe;
@@ -280,7 +284,8 @@ fn compare_node(
                 formal_output_positions(other, actual.len()),
             )
         };
-        let formal_at = |pos: &[std::ops::Range<usize>], i: usize| pos.iter().position(|r| r.contains(&i));
+        let formal_at =
+            |pos: &[std::ops::Range<usize>], i: usize| pos.iter().position(|r| r.contains(&i));
         for (i, name) in actual.iter().enumerate() {
             let fo = formal_at(&pos_other, i).and_then(|k| b.get(k));
             if name.is_empty() {
@@ -404,7 +409,10 @@ fn compare_attributes(
             other.name, other.since
         ));
     }
-    if let Some((d, _)) = declared.iter().find(|(d, req)| *req && !set.contains(&d.as_str())) {
+    if let Some((d, _)) = declared
+        .iter()
+        .find(|(d, req)| *req && !set.contains(&d.as_str()))
+    {
         return Verdict::Breaks(format!(
             "{who}: {}-{} requires attribute `{d}`, which the node does not set",
             other.name, other.since

@@ -154,7 +154,9 @@ pub fn analyse(model: Model, s: &Settings) -> Analysis {
 }
 
 pub fn run(paths: &[PathBuf], shared: &SharedArgs, cargo: &super::CargoArgs) -> u8 {
-    run_with(paths, shared, cargo, &|groups, cache| lint_groups(groups, cache))
+    run_with(paths, shared, cargo, &|groups, cache| {
+        lint_groups(groups, cache)
+    })
 }
 
 /// What the default command does with the models it resolved: lint them (`lint_groups`), or

@@ -154,7 +154,9 @@ fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcom
         .map_err(|e| format!("cannot read it: {e}"))?
         .len();
     if size > model::MAX_MODEL_FILE {
-        return Err(format!("it is {size} bytes, larger than any ONNX model file"));
+        return Err(format!(
+            "it is {size} bytes, larger than any ONNX model file"
+        ));
     }
     let mut bytes = Bytes::from(std::fs::read(file).map_err(|e| format!("cannot read it: {e}"))?);
     let load = |bytes: &Bytes| -> Result<Model, String> {
@@ -164,9 +166,11 @@ fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcom
     let model = load(&bytes)?;
     // Errors, and external data that is missing or short: ORT could not run the model, and
     // the fixed file would not be any better.
-    if let Some(p) = model.problems.iter().find(|p| {
-        p.level == ProblemLevel::Error || p.code.starts_with("model::external-data")
-    }) {
+    if let Some(p) = model
+        .problems
+        .iter()
+        .find(|p| p.level == ProblemLevel::Error || p.code.starts_with("model::external-data"))
+    {
         return Err(format!(
             "{} ({}); the model is not fixed",
             p.message, p.code
@@ -267,7 +271,10 @@ fn unique_fixes(a: &Analysis) -> Vec<Fix> {
 
 fn same_folder(a: &Path, b: &Path) -> bool {
     let dir = |p: &Path| {
-        let d = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let d = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf())
     };
     dir(a) == dir(b)
@@ -300,11 +307,7 @@ fn headline(o: &Outcome, opts: &FixOptions) -> String {
         Some(p) if *p != o.path => format!(", written to {}", p.display()),
         _ => String::new(),
     };
-    format!(
-        "{}: {what}{whither}: {}",
-        o.path.display(),
-        change_line(o)
-    )
+    format!("{}: {what}{whither}: {}", o.path.display(), change_line(o))
 }
 
 fn details(o: &Outcome, opts: &FixOptions) -> Vec<String> {

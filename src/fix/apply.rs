@@ -162,12 +162,15 @@ fn plan_one(
                 return Err(format!(
                     "function `{}` imports {domain} {}, not {from}",
                     key.1,
-                    now.map(|v| v.to_string()).unwrap_or_else(|| "nothing".into())
+                    now.map(|v| v.to_string())
+                        .unwrap_or_else(|| "nothing".into())
                 ));
             }
             let slot = plan.function_imports.entry(key).or_default();
             if slot.contains_key(&domain) {
-                return Err(format!("another fix already sets this function's {domain} import"));
+                return Err(format!(
+                    "another fix already sets this function's {domain} import"
+                ));
             }
             slot.insert(domain, *to);
             Ok(())
@@ -207,7 +210,9 @@ fn plan_one(
             let edit = plan.graph.get_or_insert_with(GraphEdit::default);
             let slot = edit.inputs.entry(model.node(id).index).or_default();
             if slot.contains_key(input) {
-                return Err(format!("another fix already replaces input {input} of `{node}`"));
+                return Err(format!(
+                    "another fix already replaces input {input} of `{node}`"
+                ));
             }
             let name = fresh_name(model, &format!("{}_const", model.value(old).name), taken);
             slot.insert(*input, name.clone());

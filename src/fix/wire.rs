@@ -153,6 +153,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::unwrap_used)]
     fn set_int_keeps_unknown_fields_and_order() {
         // domain "" (1), unknown field 99 = 7, version 24 (2).
         let mut b = Vec::new();

@@ -58,7 +58,8 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             if from == to {
                 continue;
             }
-            let typed = typed.get_or_insert_with(|| opset_lowering::typed_session(cx.model, cx.table));
+            let typed =
+                typed.get_or_insert_with(|| opset_lowering::typed_session(cx.model, cx.table));
             let types = opset_lowering::Types {
                 typed,
                 placed: Some(cx.session()),
@@ -75,20 +76,24 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             );
             finding.graph = cx.model.main_graph().name.clone();
             finding.cause = format!("{domain} {from} != {to}");
-            finding.evidence.push(format!(
+            finding.evidence.push(
                 "ONNX requires a function's opset imports to match the model's for every domain both import"
-            ));
+                    .to_string(),
+            );
             let safety = match &verdict {
                 Verdict::Safe => Some(FixSafety::Safe),
                 Verdict::Unproven(_) => Some(FixSafety::Unsafe),
                 Verdict::Breaks(_) => None,
             };
-            finding.help = Some(match verdict.reason() {
-                None => format!(
+            finding.help = Some(match &verdict {
+                Verdict::Safe => format!(
                     "set the function's {domain} import to {to}: every node of its body keeps the inputs, attributes and types it uses"
                 ),
-                Some(why) => format!(
-                    "setting the function's {domain} import to {to} is not proved safe: {why}"
+                Verdict::Unproven(why) => format!(
+                    "set the function's {domain} import to {to} (unsafe fix: not proved safe: {why})"
+                ),
+                Verdict::Breaks(why) => format!(
+                    "re-export the function at {domain} {to}; setting its import would break its body: {why}"
                 ),
             });
             finding.fix = safety.map(|safety| Fix::SetFunctionOpsetImport {

@@ -150,7 +150,9 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let mut ways = Vec::new();
         let lowering = lowerings
             .entry((node.domain.clone(), opset))
-            .or_insert_with(|| opset_lowering::analyse(cx.model, cx.table, Some(cx.session()), &node.domain, opset));
+            .or_insert_with(|| {
+                opset_lowering::analyse(cx.model, cx.table, Some(cx.session()), &node.domain, opset)
+            });
         match &lowering.model {
             Verdict::Safe => ways.push(format!(
                 "lower the {} opset to {opset}: every node keeps the inputs, attributes and types it uses{}",

@@ -210,9 +210,20 @@ fn bin(dir: &Path, args: &[&str]) -> Run {
 fn lowering_the_opset_fixes_the_registration_gap() {
     let (dir, model) = copy_fixture("lower_opset.op24.onnx");
     let original = std::fs::read(&model).unwrap();
-    let diff = bin(dir.path(), &["--ort", "1.24.4", "--diff", "lower_opset.op24.onnx"]);
-    assert_eq!(diff.code, 1, "--diff exits 1 when there is a fix: {}", diff.stderr);
-    assert_eq!(std::fs::read(&model).unwrap(), original, "--diff writes nothing");
+    let diff = bin(
+        dir.path(),
+        &["--ort", "1.24.4", "--diff", "lower_opset.op24.onnx"],
+    );
+    assert_eq!(
+        diff.code, 1,
+        "--diff exits 1 when there is a fix: {}",
+        diff.stderr
+    );
+    assert_eq!(
+        std::fs::read(&model).unwrap(),
+        original,
+        "--diff writes nothing"
+    );
     insta::assert_snapshot!("diff_lower_opset", diff.stdout);
     assert!(
         diff.stderr
@@ -223,11 +234,26 @@ fn lowering_the_opset_fixes_the_registration_gap() {
 
     let run = bin(
         dir.path(),
-        &["--ort", "1.24.4", "--fix", "-o", "fixed.onnx", "lower_opset.op24.onnx"],
+        &[
+            "--ort",
+            "1.24.4",
+            "--fix",
+            "-o",
+            "fixed.onnx",
+            "lower_opset.op24.onnx",
+        ],
     );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("3 → 0 copies, 4 → 0 CPU nodes"), "{}", run.stdout);
-    assert_eq!(std::fs::read(&model).unwrap(), original, "-o leaves the input");
+    assert!(
+        run.stdout.contains("3 → 0 copies, 4 → 0 CPU nodes"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        std::fs::read(&model).unwrap(),
+        original,
+        "-o leaves the input"
+    );
     let fixed = std::fs::read(dir.path().join("fixed.onnx")).unwrap();
     // Same length: only the two one-byte versions (model and function import) changed.
     assert_eq!(fixed.len(), original.len());
@@ -250,21 +276,43 @@ fn aligning_a_function_import_keeps_everything_else() {
     let (dir, model) = copy_fixture("function_opset.op23.onnx");
     let original = std::fs::read(&model).unwrap();
     // Off by default: nothing to fix.
-    let quiet = bin(dir.path(), &["--ort", "1.24.4", "--diff", "function_opset.op23.onnx"]);
+    let quiet = bin(
+        dir.path(),
+        &["--ort", "1.24.4", "--diff", "function_opset.op23.onnx"],
+    );
     assert_eq!(quiet.code, 0, "{}", quiet.stderr);
     assert!(quiet.stdout.trim().is_empty());
     let diff = bin(
         dir.path(),
-        &["--ort", "1.24.4", "--warn", "OL003", "--diff", "function_opset.op23.onnx"],
+        &[
+            "--ort",
+            "1.24.4",
+            "--warn",
+            "OL003",
+            "--diff",
+            "function_opset.op23.onnx",
+        ],
     );
     assert_eq!(diff.code, 1, "{}", diff.stderr);
     insta::assert_snapshot!("diff_function_opset", diff.stdout);
     let run = bin(
         dir.path(),
-        &["--ort", "1.24.4", "--warn", "OL003", "--fix", "function_opset.op23.onnx"],
+        &[
+            "--ort",
+            "1.24.4",
+            "--warn",
+            "OL003",
+            "--fix",
+            "function_opset.op23.onnx",
+        ],
     );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("applied 1 fix: 0 → 0 copies, 0 → 0 CPU nodes"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("applied 1 fix: 0 → 0 copies, 0 → 0 CPU nodes"),
+        "{}",
+        run.stdout
+    );
     let fixed = std::fs::read(&model).unwrap();
     let changed: Vec<(u8, u8)> = original
         .iter()
@@ -276,7 +324,14 @@ fn aligning_a_function_import_keeps_everything_else() {
     // Converged: a second run has nothing to do and leaves the file as it is.
     let again = bin(
         dir.path(),
-        &["--ort", "1.24.4", "--warn", "OL003", "--fix", "function_opset.op23.onnx"],
+        &[
+            "--ort",
+            "1.24.4",
+            "--warn",
+            "OL003",
+            "--fix",
+            "function_opset.op23.onnx",
+        ],
     );
     assert!(again.stdout.contains("nothing to fix"), "{}", again.stdout);
     assert_eq!(std::fs::read(&model).unwrap(), fixed);
@@ -329,7 +384,14 @@ fn replacing_a_shape_chain_with_its_constant_removes_the_cpu_nodes() {
     assert_eq!(applied.applied, vec![fix]);
     assert_eq!(
         applied.removed_nodes,
-        ["/Shape", "/Gather", "/Gather_1", "/Unsqueeze", "/Unsqueeze_1", "/Concat"]
+        [
+            "/Shape",
+            "/Gather",
+            "/Gather_1",
+            "/Unsqueeze",
+            "/Unsqueeze_1",
+            "/Concat"
+        ]
     );
     let after = ModelProto::decode(applied.bytes.as_slice()).unwrap();
     let diff = onnx_lint::fix::text_diff(&a.model.proto, &after, "shape_chain.op17.onnx");
@@ -352,7 +414,14 @@ fn every_format_reports_before_and_after() {
         let (dir, _) = copy_fixture("lower_opset.op24.onnx");
         let run = bin(
             dir.path(),
-            &["--ort", "1.24.4", "--fix", "--format", format, "lower_opset.op24.onnx"],
+            &[
+                "--ort",
+                "1.24.4",
+                "--fix",
+                "--format",
+                format,
+                "lower_opset.op24.onnx",
+            ],
         );
         assert_eq!(run.code, 0, "{format}: {}{}", run.stdout, run.stderr);
         assert!(
@@ -381,16 +450,15 @@ fn fixing_mobius_op24_decoders_predicts_ort_on_their_op23_export() {
         return;
     };
     let corpus = shared.join("corpus/models/mobius");
-    let truth: BTreeMap<String, Value> = std::fs::read_to_string(
-        shared.join("corpus/truth/models-1.24.4-all.jsonl"),
-    )
-    .unwrap()
-    .lines()
-    .map(|l| {
-        let v: Value = serde_json::from_str(l).unwrap();
-        (v["model"].as_str().unwrap().to_string(), v)
-    })
-    .collect();
+    let truth: BTreeMap<String, Value> =
+        std::fs::read_to_string(shared.join("corpus/truth/models-1.24.4-all.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (v["model"].as_str().unwrap().to_string(), v)
+            })
+            .collect();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -426,8 +494,8 @@ fn fixing_mobius_op24_decoders_predicts_ort_on_their_op23_export() {
         assert_agrees(&name, ort, &predicted(&local));
         // Every function kept; the fixed model is the op23 export with its functions at 23.
         let fixed = ModelProto::decode(std::fs::read(&local).unwrap().as_slice()).unwrap();
-        let mut real = ModelProto::decode(std::fs::read(corpus.join(&op23_name)).unwrap().as_slice())
-            .unwrap();
+        let mut real =
+            ModelProto::decode(std::fs::read(corpus.join(&op23_name)).unwrap().as_slice()).unwrap();
         assert_eq!(fixed.functions.len(), real.functions.len(), "{name}");
         for f in &mut real.functions {
             for o in &mut f.opset_import {
@@ -436,7 +504,10 @@ fn fixing_mobius_op24_decoders_predicts_ort_on_their_op23_export() {
                 }
             }
         }
-        assert!(fixed == real, "{name}: fixed model differs from the op23 export");
+        assert!(
+            fixed == real,
+            "{name}: fixed model differs from the op23 export"
+        );
         let outputs = if name.contains("gemma4") {
             // The tiny gemma4 exports declare `past_key_values.1` as [batch, 2, past, 16] while
             // layer 1's Attention has 1 KV head of 32: ORT cannot run the original either.
@@ -535,7 +606,11 @@ fn unknown_fields_metadata_and_functions_survive_a_fix() {
         .map(|(a, b)| (*a, *b))
         .collect();
     assert_eq!(fixed.len(), original.len());
-    assert_eq!(changed, vec![(24, 23), (24, 23)], "nothing but the two versions");
+    assert_eq!(
+        changed,
+        vec![(24, 23), (24, 23)],
+        "nothing but the two versions"
+    );
 }
 
 fn no_temporaries(dir: &Path) {
@@ -567,7 +642,14 @@ fn a_read_only_folder_is_exit_2_and_the_model_is_untouched() {
     std::fs::create_dir(&ro).unwrap();
     // A read-only mount when this process may mount (root ignores permission bits), else a
     // folder without write permission.
-    let mounted = mount(&["-t", "tmpfs", "-o", "size=1m", "tmpfs", ro.to_str().unwrap()]);
+    let mounted = mount(&[
+        "-t",
+        "tmpfs",
+        "-o",
+        "size=1m",
+        "tmpfs",
+        ro.to_str().unwrap(),
+    ]);
     std::fs::copy(&model, ro.join("m.onnx")).unwrap();
     if mounted {
         assert!(mount(&["-o", "remount,ro", ro.to_str().unwrap()]));
@@ -585,7 +667,11 @@ fn a_read_only_folder_is_exit_2_and_the_model_is_untouched() {
         std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("cannot write the fixed model"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot write the fixed model"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(after, original);
 }
 
@@ -606,7 +692,11 @@ fn a_full_disk_is_exit_2_and_the_model_is_untouched() {
         no_temporaries(&small);
         umount(&small);
         assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
-        assert!(run.stderr.contains("cannot write the fixed model"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("cannot write the fixed model"),
+            "{}",
+            run.stderr
+        );
         assert_eq!(after, original);
     } else {
         eprintln!("cannot mount a tmpfs here: the failing writer stands in for a full disk");
@@ -676,12 +766,19 @@ fn external_data_is_never_rewritten_and_stays_valid() {
         &["--ort", "1.24.4", "--fix", "-o", "out/m.onnx", "m.onnx"],
     );
     assert_eq!(elsewhere.code, 2, "{}", elsewhere.stderr);
-    assert!(elsewhere.stderr.contains("external data"), "{}", elsewhere.stderr);
+    assert!(
+        elsewhere.stderr.contains("external data"),
+        "{}",
+        elsewhere.stderr
+    );
     assert!(!dir.path().join("out/m.onnx").exists());
     let run = bin(dir.path(), &["--ort", "1.24.4", "--fix", "m.onnx"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("3 → 0 copies"), "{}", run.stdout);
-    assert_eq!(std::fs::read(dir.path().join("weights.bin")).unwrap(), weights);
+    assert_eq!(
+        std::fs::read(dir.path().join("weights.bin")).unwrap(),
+        weights
+    );
     assert_eq!(
         std::fs::metadata(dir.path().join("weights.bin"))
             .unwrap()
@@ -701,9 +798,20 @@ fn bad_input_and_bad_flags_are_exit_2() {
     std::fs::write(dir.path().join("junk.onnx"), b"\x0a\x05abc").unwrap();
     let run = bin(dir.path(), &["--fix", "junk.onnx"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert_eq!(std::fs::read(dir.path().join("junk.onnx")).unwrap(), b"\x0a\x05abc");
-    std::fs::copy(fixtures().join("lower_opset.op24.onnx"), dir.path().join("a.onnx")).unwrap();
-    std::fs::copy(fixtures().join("shape_chain.op17.onnx"), dir.path().join("b.onnx")).unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join("junk.onnx")).unwrap(),
+        b"\x0a\x05abc"
+    );
+    std::fs::copy(
+        fixtures().join("lower_opset.op24.onnx"),
+        dir.path().join("a.onnx"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixtures().join("shape_chain.op17.onnx"),
+        dir.path().join("b.onnx"),
+    )
+    .unwrap();
     let two = bin(dir.path(), &["--fix", "-o", "x.onnx", "a.onnx", "b.onnx"]);
     assert_eq!(two.code, 2);
     assert!(two.stderr.contains("one model"), "{}", two.stderr);
@@ -741,8 +849,16 @@ fn in_a_cargo_workspace_fix_fixes_the_configured_models() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("models/block.onnx: applied 1 fix: 3 → 0 copies"), "{stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("models/block.onnx: applied 1 fix: 3 → 0 copies"),
+        "{stdout}"
+    );
     let m = onnx_lint::model::load(&root.join("models/block.onnx")).unwrap();
     assert_eq!(m.opset("ai.onnx"), Some(23));
 }
@@ -762,7 +878,9 @@ fn the_pre_commit_fix_hook_fails_when_it_changed_files_then_passes() {
     let run = || {
         let mut words = hook["entry"].as_str().unwrap().split_whitespace();
         let program = words.next().unwrap();
-        let bin_dir = Path::new(env!("CARGO_BIN_EXE_cargo-onnx-lint")).parent().unwrap();
+        let bin_dir = Path::new(env!("CARGO_BIN_EXE_cargo-onnx-lint"))
+            .parent()
+            .unwrap();
         let path = format!(
             "{}:{}",
             bin_dir.display(),
@@ -783,5 +901,53 @@ fn the_pre_commit_fix_hook_fails_when_it_changed_files_then_passes() {
     let after = std::fs::read(dir.path().join("lower_opset.op24.onnx")).unwrap();
     assert_ne!(before, after);
     assert_eq!(run(), Some(0), "nothing left to fix: the hook passes");
-    assert_eq!(std::fs::read(dir.path().join("lower_opset.op24.onnx")).unwrap(), after);
+    assert_eq!(
+        std::fs::read(dir.path().join("lower_opset.op24.onnx")).unwrap(),
+        after
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The opset-lowering analysis: what each node uses
+
+fn lowering(fixture: &str) -> onnx_lint::analysis::opset_lowering::Lowering {
+    let m = onnx_lint::model::load(&fixtures().join(fixture)).unwrap();
+    let table = tables::resolve("1.24.4").unwrap().table();
+    onnx_lint::analysis::opset_lowering::analyse(&m, table, None, "ai.onnx", 23)
+}
+
+/// Attention-24 added a seventh input: a node passing six means the same under Attention-23.
+#[test]
+fn lowering_compares_the_inputs_a_node_passes_not_whole_schemas() {
+    use onnx_lint::analysis::opset_lowering::Verdict;
+    assert_eq!(
+        lowering("attention_six_inputs.op24.onnxtxt").model,
+        Verdict::Safe
+    );
+    let seven = lowering("attention_seven_inputs.op24.onnxtxt").model;
+    assert_eq!(
+        seven,
+        Verdict::Breaks("`attn` (Attention) uses input 6, which Attention-23 does not have".into())
+    );
+    // The fixture block: the Cast after the local function call has an input type only the
+    // placer's session knows (it inlines the function); given it, every node and the function
+    // lower.
+    let alone = lowering("lower_opset.op24.onnx");
+    assert!(matches!(alone.model, Verdict::Unproven(_)), "{alone:?}");
+    let m = onnx_lint::model::load(&fixtures().join("lower_opset.op24.onnx")).unwrap();
+    let table = tables::resolve("1.24.4").unwrap().table();
+    let options = Options {
+        eps: vec![Ep::Cuda, Ep::Cpu],
+        level: OptLevel::All,
+    };
+    let placed = placer::place(&m, table, &options);
+    let block = onnx_lint::analysis::opset_lowering::analyse(
+        &m,
+        table,
+        Some(&placed.session),
+        "ai.onnx",
+        23,
+    );
+    assert!(block.all_safe(), "{block:?}");
+    assert_eq!(block.functions.len(), 1);
 }
