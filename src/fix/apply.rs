@@ -55,7 +55,14 @@ pub fn apply(bytes: &[u8], model: &Model, fixes: &[Fix]) -> Result<Applied, Malf
     let mut applied = Vec::new();
     let mut skipped = Vec::new();
     let mut replaced: Vec<(NodeId, usize, ValueId)> = Vec::new();
+    // Every value name of the model, and the names this round adds.
     let mut taken: HashSet<String> = HashSet::new();
+    if fixes
+        .iter()
+        .any(|f| matches!(f, Fix::ReplaceInputWithConstant { .. }))
+    {
+        taken.extend(model.values.iter().map(|v| v.name.clone()));
+    }
     let mut ordered: Vec<&Fix> = fixes.iter().collect();
     // Highest target first, so that it is the one kept for a domain.
     ordered.sort_by_key(|f| match f {
@@ -214,7 +221,7 @@ fn plan_one(
                     "another fix already replaces input {input} of `{node}`"
                 ));
             }
-            let name = fresh_name(model, &format!("{}_const", model.value(old).name), taken);
+            let name = fresh_name(&format!("{}_const", model.value(old).name), taken);
             slot.insert(*input, name.clone());
             let mut raw = Vec::with_capacity(values.len() * 8);
             for v in values {
@@ -238,12 +245,12 @@ fn function_key(domain: &str, name: &str) -> (String, String) {
     (normalize_domain(domain).to_string(), name.to_string())
 }
 
-/// `base`, or `base_1`, `base_2`, ...: a name no value of the model has and no new one took.
-fn fresh_name(model: &Model, base: &str, taken: &mut HashSet<String>) -> String {
-    let used = |n: &str| taken.contains(n) || model.values.iter().any(|v| v.name == n);
+/// `base`, or `base_1`, `base_2`, ...: a name not in `taken` (the model's values and the names
+/// added so far), which it then joins.
+fn fresh_name(base: &str, taken: &mut HashSet<String>) -> String {
     let mut name = base.to_string();
     let mut k = 0usize;
-    while used(&name) {
+    while taken.contains(&name) {
         k += 1;
         name = format!("{base}_{k}");
     }

@@ -45,7 +45,7 @@ fn sarif_validates_against_the_sarif_2_1_0_schema() {
     );
     let run0 = &log["runs"][0];
     let rules = run0["tool"]["driver"]["rules"].as_array().unwrap();
-    assert_eq!(rules.len(), 10);
+    assert_eq!(rules.len(), 11);
     assert!(
         rules
             .iter()
