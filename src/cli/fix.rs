@@ -223,6 +223,18 @@ fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcom
         bytes = Bytes::from(r.bytes);
         let fixed = load(&bytes)
             .map_err(|e| format!("the fixed model does not load ({e}); the model is not fixed"))?;
+        // A fix must not make the model invalid: no structural problem the input did not have.
+        if let Some(p) = fixed.problems.iter().find(|p| {
+            !a.model
+                .problems
+                .iter()
+                .any(|q| q.code == p.code && q.message == p.message)
+        }) {
+            return Err(format!(
+                "the fixes would introduce a problem ({}: {}); the model is not fixed",
+                p.code, p.message
+            ));
+        }
         a = check::analyse(fixed, settings);
     }
     let after = Counts::of(&a);

@@ -951,3 +951,67 @@ fn lowering_compares_the_inputs_a_node_passes_not_whole_schemas() {
     assert!(block.all_safe(), "{block:?}");
     assert_eq!(block.functions.len(), 1);
 }
+
+/// Only nodes left without any consumer go: a `Shape` whose output is also a graph output stays,
+/// and a fix whose node is gone or ambiguous is skipped with the reason, the bytes unchanged.
+#[test]
+fn replacement_deletes_only_what_nothing_reads_and_skips_what_it_cannot_find() {
+    let text = r#"
+<
+  ir_version: 8,
+  opset_import: ["" : 17]
+>
+g (float[N, 4, 8] x) => (float[N, 32] y, int64[3] s)
+<
+  int64[1] zero = {0},
+  int64[1] rest = {32}
+>
+{
+  [shape] s = Shape (x)
+  [take] b = Gather <axis = 0> (s, zero)
+  [cat] target = Concat <axis = 0> (b, rest)
+  [reshape] y = Reshape (x, target)
+}
+"#;
+    let proto = onnx_lint::model::text::parse_model(text).unwrap();
+    let bytes = proto.encode_to_vec();
+    let model = onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, proto).unwrap();
+    let fix = |node: &str| Fix::ReplaceInputWithConstant {
+        graph: "g".into(),
+        node: node.into(),
+        input: 1,
+        values: vec![0, 32],
+        safety: FixSafety::Safe,
+    };
+    let r = onnx_lint::fix::apply(&bytes, &model, &[fix("reshape")]).unwrap();
+    assert_eq!(r.removed_nodes, ["take", "cat"]);
+    let after = ModelProto::decode(r.bytes.as_slice()).unwrap();
+    let g = after.graph.unwrap();
+    assert_eq!(
+        g.node.iter().map(|n| n.name()).collect::<Vec<_>>(),
+        ["shape", "reshape"]
+    );
+    assert_eq!(g.node[1].input, ["x", "target_const"]);
+    let missing = onnx_lint::fix::apply(&bytes, &model, &[fix("nope")]).unwrap();
+    assert!(missing.applied.is_empty());
+    assert!(
+        missing.skipped[0].1.contains("no node"),
+        "{:?}",
+        missing.skipped
+    );
+    assert_eq!(missing.bytes, bytes);
+    let stale = Fix::SetOpsetImport {
+        domain: "ai.onnx".into(),
+        from: 24,
+        to: 23,
+        functions: false,
+        safety: FixSafety::Safe,
+    };
+    let r = onnx_lint::fix::apply(&bytes, &model, &[stale]).unwrap();
+    assert!(
+        r.skipped[0].1.contains("imports ai.onnx 17, not 24"),
+        "{:?}",
+        r.skipped
+    );
+    assert_eq!(r.bytes, bytes);
+}
