@@ -508,15 +508,9 @@ fn fixing_mobius_op24_decoders_predicts_ort_on_their_op23_export() {
             fixed == real,
             "{name}: fixed model differs from the op23 export"
         );
-        let outputs = if name.contains("gemma4") {
-            // The tiny gemma4 exports declare `past_key_values.1` as [batch, 2, past, 16] while
-            // layer 1's Attention has 1 KV head of 32: ORT cannot run the original either.
-            "CPU run n/a (declared past shapes do not match layer 1)".to_string()
-        } else {
-            match assert_same_outputs(&op24, &local) {
-                Some(r) => format!("CPU outputs bit-identical ({} outputs)", r["outputs"]),
-                None => "CPU run skipped".into(),
-            }
+        let outputs = match assert_same_outputs(&op24, &local) {
+            Some(r) => format!("CPU outputs bit-identical ({} outputs)", r["outputs"]),
+            None => "CPU run skipped".into(),
         };
         lines.push(format!(
             "{name}: {} ; ORT on {op23_name}: {} copies; {outputs}",
