@@ -9,7 +9,7 @@ use prost::Message;
 use super::wire::{self, Malformed};
 use crate::diagnostics::Fix;
 use crate::model::proto::{TensorProto, tensor_proto};
-use crate::model::{Model, NodeId, ValueDef, ValueId, normalize_domain};
+use crate::model::{GraphId, GraphStep, Model, NodeId, ValueDef, ValueId, normalize_domain};
 
 /// The most elements a constant may have (shape vectors are short; a longer one is not ours).
 const MAX_CONSTANT: usize = 4096;
@@ -27,7 +27,7 @@ pub struct Applied {
     pub removed_nodes: Vec<String>,
 }
 
-/// Edits of the main graph.
+/// Edits of one graph.
 #[derive(Debug, Default)]
 struct GraphEdit {
     /// node index → (input position → new value name).
@@ -44,7 +44,8 @@ struct Plan {
     model_imports: HashMap<String, i64>,
     /// (normalised function domain, name) → (normalised domain → version).
     function_imports: HashMap<(String, String), HashMap<String, i64>>,
-    graph: Option<GraphEdit>,
+    /// Edits by graph (`GraphId.0`): the main graph or a subgraph.
+    graphs: BTreeMap<u32, GraphEdit>,
 }
 
 /// Applies `fixes` to `bytes`, the encoding of `model`. A fix that no longer matches the model
@@ -87,13 +88,18 @@ pub fn apply(bytes: &[u8], model: &Model, fixes: &[Fix]) -> Result<Applied, Malf
             }
         })
         .collect();
-    if let Some(g) = plan.graph.as_mut() {
-        g.remove = removed.iter().map(|&n| model.node(n).index).collect();
+    for &n in &removed {
+        let node = model.node(n);
+        plan.graphs
+            .entry(node.graph.0)
+            .or_default()
+            .remove
+            .insert(node.index);
     }
     let bytes = if applied.is_empty() {
         bytes.to_vec()
     } else {
-        rewrite_model(bytes, &plan)?
+        rewrite_model(bytes, model, &plan)?
     };
     Ok(Applied {
         bytes,
@@ -189,32 +195,32 @@ fn plan_one(
             values,
             ..
         } => {
-            let main = model.main_graph();
-            if *graph != main.name {
+            let mut named = model.graphs.iter().filter(|g| g.name == *graph);
+            let (Some(g), None) = (named.next(), named.next()) else {
                 return Err(format!(
-                    "node `{node}` is in graph `{graph}`: only the main graph's nodes are fixed"
+                    "the model has no graph, or several graphs, named `{graph}`"
                 ));
-            }
+            };
             if model.proto.ir_version() < 4 {
                 return Err("IR version below 4: initializers must also be graph inputs".into());
             }
             if values.len() > MAX_CONSTANT {
                 return Err(format!("the constant has {} elements", values.len()));
             }
-            let mut matches = main
+            let mut matches = g
                 .nodes
                 .iter()
                 .copied()
                 .filter(|&n| model.node(n).name == *node);
             let (Some(id), None) = (matches.next(), matches.next()) else {
                 return Err(format!(
-                    "the main graph has no node, or several nodes, named `{node}`"
+                    "graph `{graph}` has no node, or several nodes, named `{node}`"
                 ));
             };
             let Some(Some(old)) = model.node(id).inputs.get(*input).copied() else {
                 return Err(format!("node `{node}` has no input {input}"));
             };
-            let edit = plan.graph.get_or_insert_with(GraphEdit::default);
+            let edit = plan.graphs.entry(g.id.0).or_default();
             let slot = edit.inputs.entry(model.node(id).index).or_default();
             if slot.contains_key(input) {
                 return Err(format!(
@@ -258,10 +264,10 @@ fn fresh_name(base: &str, taken: &mut HashSet<String>) -> String {
     name
 }
 
-/// Nodes of the main graph that the replacements leave without any consumer, transitively:
-/// none of their outputs is read (by a node, a subgraph or as a graph output) any more.
+/// Nodes that the replacements leave without any consumer, transitively: none of their outputs
+/// is read (by a node, a subgraph or as a graph output) any more. Only nodes of the graph that
+/// defines the value are removed.
 fn dead_nodes(model: &Model, replaced: &[(NodeId, usize, ValueId)]) -> Vec<NodeId> {
-    let main = model.main_graph().id;
     // Remaining uses of each value touched so far; a use from another graph counts forever.
     let mut uses: HashMap<ValueId, usize> = HashMap::new();
     let count = |v: ValueId| -> usize {
@@ -269,7 +275,7 @@ fn dead_nodes(model: &Model, replaced: &[(NodeId, usize, ValueId)]) -> Vec<NodeI
         let mut n = usize::from(value.is_graph_output) * usize::MAX / 2;
         for &c in &value.consumers {
             let node = model.node(c);
-            if node.graph != main {
+            if node.graph != value.graph {
                 return usize::MAX / 2;
             }
             n += node.inputs.iter().filter(|i| **i == Some(v)).count();
@@ -295,7 +301,7 @@ fn dead_nodes(model: &Model, replaced: &[(NodeId, usize, ValueId)]) -> Vec<NodeI
             continue;
         };
         let node = model.node(p);
-        if seen.contains(&p) || node.graph != main || !node.subgraphs.is_empty() {
+        if seen.contains(&p) || node.graph != model.value(v).graph || !node.subgraphs.is_empty() {
             continue;
         }
         let all_unused = node.outputs.iter().flatten().all(|&o| {
@@ -317,9 +323,24 @@ fn dead_nodes(model: &Model, replaced: &[(NodeId, usize, ValueId)]) -> Vec<NodeI
     dead
 }
 
-fn rewrite_model(b: &[u8], plan: &Plan) -> Result<Vec<u8>, Malformed> {
+fn rewrite_model(b: &[u8], model: &Model, plan: &Plan) -> Result<Vec<u8>, Malformed> {
     let fs = wire::fields(b)?;
     let graphs = fs.iter().filter(|f| f.number == 7).count();
+    if graphs != 1 && !plan.graphs.is_empty() {
+        // The graph is split over several fields (protobuf merges them): not edited.
+        return Err(Malformed(0));
+    }
+    // Graphs on the way from the main graph to an edited one.
+    let mut needed: BTreeSet<u32> = BTreeSet::new();
+    for &g in plan.graphs.keys() {
+        let mut id = GraphId(g);
+        while needed.insert(id.0) {
+            match &model.graph(id).parent {
+                Some((n, _)) => id = model.node(*n).graph,
+                None => break,
+            }
+        }
+    }
     let mut out = Vec::with_capacity(b.len() + 4096);
     for f in &fs {
         let p = wire::payload(b, f);
@@ -350,17 +371,12 @@ fn rewrite_model(b: &[u8], plan: &Plan) -> Result<Vec<u8>, Malformed> {
                     None => out.extend_from_slice(&b[f.start..f.end]),
                 }
             }
-            (7, 2) if graphs == 1 && plan.graph.is_some() => {
-                if let Some(edit) = &plan.graph {
-                    wire::put_bytes(&mut out, 7, &rewrite_graph(p, edit)?);
-                }
+            (7, 2) if !needed.is_empty() => {
+                let g = rewrite_graph(p, model, GraphId(0), plan, &needed)?;
+                wire::put_bytes(&mut out, 7, &g);
             }
             _ => out.extend_from_slice(&b[f.start..f.end]),
         }
-    }
-    if graphs != 1 && plan.graph.is_some() {
-        // The graph is split over several fields (protobuf merges them): not edited.
-        return Err(Malformed(0));
     }
     Ok(out)
 }
@@ -378,7 +394,28 @@ fn import_edit(p: &[u8], imports: &HashMap<String, i64>) -> Result<Option<Vec<u8
     }
 }
 
-fn rewrite_graph(b: &[u8], edit: &GraphEdit) -> Result<Vec<u8>, Malformed> {
+/// Graph `id` (its bytes `b`) with its edits applied and its subgraphs on the way to an edited
+/// graph rewritten in turn (through node → attribute → `g`/`graphs`). Depth is the model's own
+/// nesting, which loading bounded.
+fn rewrite_graph(
+    b: &[u8],
+    model: &Model,
+    id: GraphId,
+    plan: &Plan,
+    needed: &BTreeSet<u32>,
+) -> Result<Vec<u8>, Malformed> {
+    let empty = GraphEdit::default();
+    let edit = plan.graphs.get(&id.0).unwrap_or(&empty);
+    // Subgraphs of this graph to descend into, by the step that reaches them.
+    let children: Vec<(GraphStep, GraphId)> = model
+        .graphs
+        .iter()
+        .filter(|g| needed.contains(&g.id.0))
+        .filter_map(|g| {
+            let (n, _) = g.parent.as_ref()?;
+            (model.node(*n).graph == id).then_some((*g.path.last()?, g.id))
+        })
+        .collect();
     let fs = wire::fields(b)?;
     let mut out = Vec::with_capacity(b.len() + 1024);
     let mut index = 0u32;
@@ -392,29 +429,81 @@ fn rewrite_graph(b: &[u8], edit: &GraphEdit) -> Result<Vec<u8>, Malformed> {
         if edit.remove.contains(&this) {
             continue;
         }
-        let Some(inputs) = edit.inputs.get(&this) else {
+        let inputs = edit.inputs.get(&this);
+        let steps: Vec<&(GraphStep, GraphId)> = children
+            .iter()
+            .filter(|(s, _)| s.node_index == this)
+            .collect();
+        if inputs.is_none() && steps.is_empty() {
             out.extend_from_slice(&b[f.start..f.end]);
             continue;
-        };
+        }
         let p = wire::payload(b, f);
         let mut node = Vec::with_capacity(p.len() + 64);
-        let mut k = 0usize;
+        let (mut k, mut a) = (0usize, 0u32);
         for g in wire::fields(p)? {
-            if g.number == 1 && g.wire_type == 2 {
-                if let Some(name) = inputs.get(&k) {
-                    wire::put_bytes(&mut node, 1, name.as_bytes());
-                } else {
-                    node.extend_from_slice(&p[g.start..g.end]);
+            let gp = &p[g.start..g.end];
+            match (g.number, g.wire_type) {
+                (1, 2) => {
+                    match inputs.and_then(|i| i.get(&k)) {
+                        Some(name) => wire::put_bytes(&mut node, 1, name.as_bytes()),
+                        None => node.extend_from_slice(gp),
+                    }
+                    k += 1;
                 }
-                k += 1;
-            } else {
-                node.extend_from_slice(&p[g.start..g.end]);
+                (5, 2) => {
+                    let here: Vec<&(GraphStep, GraphId)> = steps
+                        .iter()
+                        .copied()
+                        .filter(|(s, _)| s.attribute_index == a)
+                        .collect();
+                    if here.is_empty() {
+                        node.extend_from_slice(gp);
+                    } else {
+                        let attr =
+                            rewrite_attribute(wire::payload(p, &g), model, plan, needed, &here)?;
+                        wire::put_bytes(&mut node, 5, &attr);
+                    }
+                    a += 1;
+                }
+                _ => node.extend_from_slice(gp),
             }
         }
         wire::put_bytes(&mut out, 1, &node);
     }
     for t in &edit.initializers {
         wire::put_bytes(&mut out, 5, t);
+    }
+    Ok(out)
+}
+
+/// A graph-valued attribute with the subgraphs in `steps` rewritten.
+fn rewrite_attribute(
+    b: &[u8],
+    model: &Model,
+    plan: &Plan,
+    needed: &BTreeSet<u32>,
+    steps: &[&(GraphStep, GraphId)],
+) -> Result<Vec<u8>, Malformed> {
+    let mut out = Vec::with_capacity(b.len() + 64);
+    let mut k = 0u32;
+    for f in wire::fields(b)? {
+        let target = match (f.number, f.wire_type) {
+            (6, 2) => steps.iter().find(|(s, _)| s.graph_index.is_none()),
+            (11, 2) => {
+                let t = steps.iter().find(|(s, _)| s.graph_index == Some(k));
+                k += 1;
+                t
+            }
+            _ => None,
+        };
+        match target {
+            Some((_, gid)) => {
+                let g = rewrite_graph(wire::payload(b, &f), model, *gid, plan, needed)?;
+                wire::put_bytes(&mut out, f.number, &g);
+            }
+            None => out.extend_from_slice(&b[f.start..f.end]),
+        }
     }
     Ok(out)
 }

@@ -1009,3 +1009,72 @@ g (float[N, 4, 8] x) => (float[N, 32] y, int64[3] s)
     );
     assert_eq!(r.bytes, bytes);
 }
+
+/// A Reshape inside an `If` branch: the constant becomes an initializer of that branch, the chain
+/// inside the branch goes, and everything outside it is copied as it was.
+#[test]
+fn replacement_inside_a_subgraph_edits_only_that_subgraph() {
+    let text = r#"
+<
+  ir_version: 9,
+  opset_import: ["" : 19]
+>
+g (bool cond, float[N, 4, 8] x) => (float[N, 32] y)
+{
+  [branch] y = If (cond) <then_branch: graph = then_g () => (float[N, 32] t) {
+    [shape] s = Shape (x)
+    [take] b = Slice (s, zero, one)
+    [cat] target = Concat <axis = 0> (b, rest)
+    [reshape] t = Reshape (x, target)
+  }, else_branch: graph = else_g () => (float[N, 32] e) {
+    [flat] e = Flatten <axis = 1> (x)
+  }>
+}
+"#;
+    let mut proto = onnx_lint::model::text::parse_model(text).unwrap();
+    // The branch's constants, as initializers of the branch.
+    {
+        use onnx_lint::model::proto::{TensorProto, tensor_proto};
+        let then_g = proto.graph.as_mut().unwrap().node[0].attribute[0]
+            .g
+            .as_mut()
+            .unwrap();
+        for (name, v) in [("zero", 0i64), ("one", 1), ("rest", 32)] {
+            then_g.initializer.push(TensorProto {
+                name: Some(name.into()),
+                dims: vec![1],
+                data_type: Some(tensor_proto::DataType::Int64 as i32),
+                int64_data: vec![v],
+                ..Default::default()
+            });
+        }
+    }
+    let bytes = proto.encode_to_vec();
+    let model = onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, proto).unwrap();
+    let fix = Fix::ReplaceInputWithConstant {
+        graph: "then_g".into(),
+        node: "reshape".into(),
+        input: 1,
+        values: vec![0, 32],
+        safety: FixSafety::Safe,
+    };
+    let r = onnx_lint::fix::apply(&bytes, &model, &[fix]).unwrap();
+    assert!(r.skipped.is_empty(), "{:?}", r.skipped);
+    assert_eq!(r.removed_nodes, ["shape", "take", "cat"]);
+    let after = ModelProto::decode(r.bytes.as_slice()).unwrap();
+    let if_node = &after.graph.as_ref().unwrap().node[0];
+    let then_g = if_node.attribute[0].g.as_ref().unwrap();
+    assert_eq!(
+        then_g.node.iter().map(|n| n.name()).collect::<Vec<_>>(),
+        ["reshape"]
+    );
+    assert_eq!(then_g.node[0].input, ["x", "target_const"]);
+    assert_eq!(then_g.initializer.last().unwrap().name(), "target_const");
+    let before = ModelProto::decode(bytes.as_slice()).unwrap();
+    assert_eq!(
+        if_node.attribute[1],
+        before.graph.as_ref().unwrap().node[0].attribute[1],
+        "the else branch is untouched"
+    );
+    onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, after).unwrap();
+}
