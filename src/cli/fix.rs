@@ -375,7 +375,9 @@ fn print(format: Format, done: &[Outcome], mut json_out: Vec<Value>, opts: &FixO
             for o in done {
                 if opts.diff {
                     // The diff is the output; the summary goes to stderr (as ruff does).
-                    out(o.diff.trim_end_matches('\n'));
+                    if !o.diff.is_empty() {
+                        out(o.diff.trim_end_matches('\n'));
+                    }
                     eprintln!("{}", headline(o, opts));
                     for l in details(o, opts) {
                         eprintln!("{l}");
