@@ -265,6 +265,14 @@ fn lowering_the_opset_fixes_the_registration_gap() {
         .collect();
     assert_eq!(changed, vec![(24, 23), (24, 23)]);
     check_fixed("lower_opset.op24.fixed.onnx", &fixed);
+    // Converged: the fixed model has nothing left to fix and is left as it is.
+    let again = bin(dir.path(), &["--ort", "1.24.4", "--fix", "fixed.onnx"]);
+    assert!(
+        again.stdout.contains("nothing to fix: 0 → 0 copies"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(std::fs::read(dir.path().join("fixed.onnx")).unwrap(), fixed);
     let (before, after) = check_truth("lower_opset.op24.onnx", "lower_opset.op24.fixed.onnx");
     assert_eq!((before, after), (3, 0), "ORT's copies before and after");
     assert_same_outputs(&model, &dir.path().join("fixed.onnx"));
@@ -436,6 +444,12 @@ fn every_format_reports_before_and_after() {
             assert_eq!(fix["after"]["copies"], 0);
             assert_eq!(fix["applied"][0]["kind"], "set-opset-import");
             assert_eq!(v[0]["summary"]["opsets"]["ai.onnx"], 23);
+        }
+        if format == "sarif" {
+            let v: Value = serde_json::from_str(&run.stdout).unwrap();
+            let fixes = &v["runs"][0]["properties"]["fixes"];
+            assert_eq!(fixes[0]["change"], "3 → 0 copies, 4 → 0 CPU nodes");
+            assert_eq!(fixes[0]["model"], "lower_opset.op24.onnx");
         }
     }
 }
