@@ -1092,3 +1092,51 @@ g (bool cond, float[N, 4, 8] x) => (float[N, 32] y)
     );
     onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, after).unwrap();
 }
+
+/// A fix that could not be proved safe (a function nobody calls: its body's types are unknown) is
+/// shown and left alone by `--fix`, and applied with `--unsafe-fixes`.
+#[test]
+fn unsafe_fixes_are_only_shown_unless_asked_for() {
+    let mut m = ModelProto::decode(
+        std::fs::read(fixtures().join("function_opset.op23.onnx"))
+            .unwrap()
+            .as_slice(),
+    )
+    .unwrap();
+    let mut unused = m.functions[0].clone();
+    unused.name = Some("Unused".into());
+    m.functions.push(unused);
+    let dir = tempfile::tempdir().unwrap();
+    support::write(dir.path(), "m.onnx", &m);
+    let args = [
+        "--ort", "1.24.4", "--warn", "OL003", "--fix", "--format", "json", "m.onnx",
+    ];
+    let safe = bin(dir.path(), &args);
+    assert_eq!(safe.code, 0, "{}", safe.stderr);
+    let v: Value = serde_json::from_str(&safe.stdout).unwrap();
+    let fix = &v[0]["fix"];
+    assert_eq!(fix["applied"].as_array().unwrap().len(), 1);
+    assert_eq!(fix["applied"][0]["function"], "ReshapeSquare");
+    assert_eq!(fix["unsafe_not_applied"][0]["function"], "Unused");
+    assert_eq!(fix["unsafe_not_applied"][0]["safety"], "unsafe");
+    let mut with_unsafe = args.to_vec();
+    with_unsafe.insert(0, "--unsafe-fixes");
+    let both = bin(dir.path(), &with_unsafe);
+    assert_eq!(both.code, 0, "{}", both.stderr);
+    let v: Value = serde_json::from_str(&both.stdout).unwrap();
+    assert_eq!(v[0]["fix"]["applied"][0]["function"], "Unused");
+    assert!(
+        v[0]["fix"]["unsafe_not_applied"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let fixed =
+        ModelProto::decode(std::fs::read(dir.path().join("m.onnx")).unwrap().as_slice()).unwrap();
+    assert!(
+        fixed
+            .functions
+            .iter()
+            .all(|f| f.opset_import[0].version() == 23)
+    );
+}
