@@ -58,6 +58,15 @@ pub fn write_atomic_with(
         path: target.to_path_buf(),
         source,
     };
+    // A symbolic link is kept: the file it points to is replaced (beside itself).
+    let resolved;
+    let target = match fs::symlink_metadata(target) {
+        Ok(m) if m.file_type().is_symlink() => {
+            resolved = fs::canonicalize(target).map_err(err)?;
+            resolved.as_path()
+        }
+        _ => target,
+    };
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -66,20 +75,20 @@ pub fn write_atomic_with(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "model.onnx".into());
-    let permissions = fs::metadata(target)
+    let original = fs::metadata(target)
         .or_else(|e| match like {
             Some(l) => fs::metadata(l),
             None => Err(e),
         })
-        .ok()
-        .map(|m| m.permissions());
+        .ok();
     let (tmp, mut file) = create_temp(&dir, &name).map_err(err)?;
     let result = (|| {
         sink.write_all(&mut file, bytes)?;
         file.flush()?;
         file.sync_all()?;
-        if let Some(p) = permissions {
-            fs::set_permissions(&tmp, p)?;
+        if let Some(m) = &original {
+            fs::set_permissions(&tmp, m.permissions())?;
+            keep_owner(&tmp, m);
         }
         drop(file);
         fs::rename(&tmp, target)?;
@@ -95,6 +104,17 @@ pub fn write_atomic_with(
     }
     result.map_err(err)
 }
+
+/// Gives the new file the original's owner and group where the platform allows it (best effort:
+/// only a privileged process may give a file away).
+#[cfg(unix)]
+fn keep_owner(path: &Path, original: &fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    let _ = std::os::unix::fs::chown(path, Some(original.uid()), Some(original.gid()));
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_: &Path, _: &fs::Metadata) {}
 
 /// A new file `.<name>.onnx-lint-<pid>-<k>.tmp` in `dir`, created exclusively.
 fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
@@ -153,6 +173,24 @@ mod tests {
             .map(|r| r.filter_map(Result::ok).map(|e| e.file_name()).collect())
             .unwrap_or_default();
         assert_eq!(left.len(), 1, "{left:?}");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_stays_a_link_to_the_fixed_file() {
+        let d = temp_dir();
+        let real = d.join("real.onnx");
+        let link = d.join("link.onnx");
+        fs::write(&real, b"original").ok();
+        std::os::unix::fs::symlink(&real, &link).ok();
+        assert!(write_atomic(&link, b"fixed", None).is_ok());
+        assert!(
+            fs::symlink_metadata(&link)
+                .map(|m| m.file_type().is_symlink())
+                .unwrap_or(false)
+        );
+        assert_eq!(fs::read(&real).ok().as_deref(), Some(&b"fixed"[..]));
         let _ = fs::remove_dir_all(&d);
     }
 
