@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::check::{self, Analysis, Group, ModelReport, Settings};
+use super::check::{self, Analysis, ModelReport, Settings};
 use super::output::{self, out};
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Format};
 use crate::diagnostics::render;
@@ -83,15 +83,31 @@ fn cpu_nodes(p: &Placement) -> usize {
         .count()
 }
 
-/// Fixes every model of every group; prints one report; returns the exit code.
-pub fn fix_groups(groups: &[Group], opts: &FixOptions) -> u8 {
-    let Some(format) = groups.first().map(|g| g.settings.format) else {
-        return EXIT_OK;
-    };
+// ---------------------------------------------------------------------------------------------
+// The lint API this module uses, in one place: analysing a model and rendering the final report.
+
+fn analyse(model: Model, settings: &Settings) -> Analysis {
+    check::analyse(model, settings)
+}
+
+/// The final analysis rendered in `format` (human text, GitHub lines, SARIF results) and as the
+/// JSON record.
+fn final_report(a: &Analysis, settings: &Settings, _format: Format) -> (ModelReport, Value) {
+    (
+        ModelReport::new(a, settings),
+        check::analysis_json(a, settings),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Fixes every model of every group (model files or folders under one set of settings); prints
+/// one report in `format`; returns the exit code.
+pub fn fix_groups(groups: &[(&[PathBuf], &Settings)], format: Format, opts: &FixOptions) -> u8 {
     let mut jobs: Vec<(PathBuf, &Settings)> = Vec::new();
-    for g in groups {
-        match check::expand_paths(&g.targets) {
-            Ok(files) => jobs.extend(files.into_iter().map(|f| (f, g.settings))),
+    for (targets, settings) in groups {
+        match check::expand_paths(targets) {
+            Ok(files) => jobs.extend(files.into_iter().map(|f| (f, *settings))),
             Err(e) => {
                 eprintln!("{}", output::render_report(&miette::Report::new(e)));
                 return EXIT_ERROR;
@@ -113,7 +129,7 @@ pub fn fix_groups(groups: &[Group], opts: &FixOptions) -> u8 {
     let mut done: Vec<Outcome> = Vec::new();
     let mut json_out: Vec<Value> = Vec::new();
     for (file, settings) in &jobs {
-        match fix_one(file, settings, opts) {
+        match fix_one(file, settings, format, opts) {
             Ok(o) => {
                 exit = exit.max(o.report.exit);
                 if opts.diff && !o.diff.is_empty() {
@@ -146,7 +162,12 @@ pub fn fix_groups(groups: &[Group], opts: &FixOptions) -> u8 {
 }
 
 /// Loads, fixes (in rounds) and, unless `--diff`, writes one model.
-fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcome, String> {
+fn fix_one(
+    file: &Path,
+    settings: &Settings,
+    format: Format,
+    opts: &FixOptions,
+) -> Result<Outcome, String> {
     if file.extension().is_some_and(|e| e == "onnxtxt") {
         return Err("only binary `.onnx` models are fixed; the model is unchanged".into());
     }
@@ -186,7 +207,7 @@ fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcom
         ));
     }
     let original = model.proto.clone();
-    let mut a = check::analyse(model, settings);
+    let mut a = analyse(model, settings);
     let before = Counts::of(&a);
     let mut applied = Vec::new();
     let mut skipped = Vec::new();
@@ -235,7 +256,7 @@ fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcom
                 p.code, p.message
             ));
         }
-        a = check::analyse(fixed, settings);
+        a = analyse(fixed, settings);
     }
     let after = Counts::of(&a);
     let path_text = file.display().to_string();
@@ -249,8 +270,7 @@ fn fix_one(file: &Path, settings: &Settings, opts: &FixOptions) -> Result<Outcom
         fix::write_atomic(&target, &bytes, Some(file)).map_err(|e| e.to_string())?;
         written = Some(target);
     }
-    let report = ModelReport::new(&a, settings);
-    let final_json = check::analysis_json(&a, settings);
+    let (report, final_json) = final_report(&a, settings, format);
     Ok(Outcome {
         path: file.to_path_buf(),
         written,

@@ -219,8 +219,13 @@ fn run(cli: Cli) -> u8 {
                 exit_non_zero_on_fix: cli.exit_non_zero_on_fix,
                 output: cli.output.clone(),
             };
+            let format = cli.shared.format;
             check::run_with(&cli.paths, &cli.shared, &cli.cargo, &|groups, _cache| {
-                fix::fix_groups(groups, &opts)
+                let jobs: Vec<(&[PathBuf], &check::Settings)> = groups
+                    .iter()
+                    .map(|g| (g.targets.as_slice(), g.settings))
+                    .collect();
+                fix::fix_groups(&jobs, format, &opts)
             })
         }
         None if cli.output.is_some() || cli.unsafe_fixes => {
