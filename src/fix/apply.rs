@@ -130,8 +130,11 @@ fn plan_one(
                 Some(v) => return Err(format!("the model imports {domain} {v}, not {from}")),
                 None => return Err(format!("the model does not import {domain}")),
             }
-            if plan.model_imports.contains_key(&domain) {
-                return Err(format!("another fix already sets the {domain} import"));
+            match plan.model_imports.get(&domain) {
+                // Two findings asking for the same edit: one edit.
+                Some(v) if v == to => return Ok(()),
+                Some(_) => return Err(format!("another fix already sets the {domain} import")),
+                None => {}
             }
             plan.model_imports.insert(domain.clone(), *to);
             if *functions {
@@ -180,10 +183,15 @@ fn plan_one(
                 ));
             }
             let slot = plan.function_imports.entry(key).or_default();
-            if slot.contains_key(&domain) {
-                return Err(format!(
-                    "another fix already sets this function's {domain} import"
-                ));
+            match slot.get(&domain) {
+                // Also set by a model-wide lowering to the same version: one edit.
+                Some(v) if v == to => return Ok(()),
+                Some(_) => {
+                    return Err(format!(
+                        "another fix already sets this function's {domain} import"
+                    ));
+                }
+                None => {}
             }
             slot.insert(domain, *to);
             Ok(())
