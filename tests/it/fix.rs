@@ -32,10 +32,39 @@ fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
-/// Says why a test cannot run; under `CI=true` that is a failure.
+/// Says why a test cannot run (past libtest's capture); under `CI=true` that is a failure.
 fn cannot_run(why: &str) {
+    use std::io::Write;
     assert!(!ci(), "CI=true: {why}");
-    eprintln!("skipped: {why}");
+    let _ = writeln!(std::io::stderr().lock(), "NOT RUN: {why}");
+}
+
+/// The public corpus: in this repository (`tests/fixtures/corpus/models`) or beside it
+/// (`../shared/corpus/models`).
+fn corpus() -> Option<PathBuf> {
+    [
+        support::repo().join("tests/fixtures/corpus/models"),
+        support::repo().join("../shared/corpus/models"),
+    ]
+    .into_iter()
+    .find(|p| p.join("mobius").is_dir())
+}
+
+/// ORT's records for the public corpus at 1.24.4, `all` (`tests/fixtures/oracle`), by model path
+/// relative to the corpus's `models/`.
+fn corpus_truth() -> BTreeMap<String, Value> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(
+        support::repo().join("tests/fixtures/oracle/models-1.24.4-all.jsonl.gz"),
+    )
+    .unwrap();
+    std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(&l.unwrap()).unwrap();
+            (v["model"].as_str().unwrap().to_string(), v)
+        })
+        .collect()
 }
 
 /// A temporary folder holding a copy of fixture `name` (writable).
@@ -107,15 +136,15 @@ fn assert_agrees(what: &str, truth: &Value, mine: &Value) {
     );
 }
 
-/// The Python that runs `tools/fix/ort_outputs.py`: `ONNX_LINT_PYTHON`, the shared venv, the
-/// repository's `.venv` (CI), else `python3`.
+/// The Python that runs `tools/fix/ort_outputs.py`: `ONNX_LINT_PYTHON`, the repository's `.venv`
+/// (CI), the shared venv of this workplace, else `python3`.
 fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("ONNX_LINT_PYTHON") {
         return PathBuf::from(p);
     }
     for p in [
-        PathBuf::from("/work/venv/bin/python"),
         support::repo().join(".venv/bin/python"),
+        PathBuf::from("/work/venv/bin/python"),
     ] {
         if p.exists() {
             return p;
@@ -356,22 +385,27 @@ fn replacing_a_shape_chain_with_its_constant_removes_the_cpu_nodes() {
     let path = fixtures().join("shape_chain.op17.onnx");
     let bytes = std::fs::read(&path).unwrap();
     let model = onnx_lint::model::load(&path).unwrap();
-    let settings = onnx_lint::cli::check::Settings {
-        release: tables::resolve("1.24.4").unwrap(),
-        release_reason: "test".into(),
-        options: Options {
-            eps: vec![Ep::Cuda, Ep::Cpu],
-            level: OptLevel::All,
-        },
-        severities: Default::default(),
-        format: onnx_lint::cli::Format::Human,
+    let lint = bin(
+        &fixtures(),
+        &[
+            "--ort",
+            "1.24.4",
+            "--format",
+            "json",
+            "shape_chain.op17.onnx",
+        ],
+    );
+    let record: Value = match serde_json::from_str(&lint.stdout).unwrap() {
+        Value::Array(mut a) => a.remove(0),
+        one => one,
     };
-    let a = onnx_lint::cli::check::analyse(model, &settings);
-    let ol301 = a
-        .findings
+    let ol301 = record["findings"]
+        .as_array()
+        .unwrap()
         .iter()
-        .find(|f| f.code == "OL301")
-        .expect("OL301 fires on the chain");
+        .find(|f| f["code"] == "OL301")
+        .expect("OL301 fires on the chain")
+        .clone();
     // The hand-derived constant (what the reporter verified on CPU onnxruntime).
     let fix = Fix::ReplaceInputWithConstant {
         graph: "main_graph".into(),
@@ -381,14 +415,26 @@ fn replacing_a_shape_chain_with_its_constant_removes_the_cpu_nodes() {
         safety: FixSafety::Safe,
     };
     // OL301's own constant, once it proves one through the projection: same numerics.
-    if let Some(own @ Fix::ReplaceInputWithConstant { .. }) = &ol301.fix {
+    if ol301["fix"]["kind"] == "replace-input-with-constant" {
+        let own = Fix::ReplaceInputWithConstant {
+            graph: ol301["fix"]["graph"].as_str().unwrap().into(),
+            node: ol301["fix"]["node"].as_str().unwrap().into(),
+            input: ol301["fix"]["input"].as_u64().unwrap() as usize,
+            values: ol301["fix"]["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect(),
+            safety: FixSafety::Safe,
+        };
         let dir = tempfile::tempdir().unwrap();
-        let r = onnx_lint::fix::apply(&bytes, &a.model, std::slice::from_ref(own)).unwrap();
+        let r = onnx_lint::fix::apply(&bytes, &model, std::slice::from_ref(&own)).unwrap();
         assert_eq!(r.applied.len(), 1, "{:?}", r.skipped);
         std::fs::write(dir.path().join("own.onnx"), &r.bytes).unwrap();
         assert_same_outputs(&path, &dir.path().join("own.onnx"));
     }
-    let applied = onnx_lint::fix::apply(&bytes, &a.model, std::slice::from_ref(&fix)).unwrap();
+    let applied = onnx_lint::fix::apply(&bytes, &model, std::slice::from_ref(&fix)).unwrap();
     assert_eq!(applied.applied, vec![fix]);
     assert_eq!(
         applied.removed_nodes,
@@ -402,7 +448,7 @@ fn replacing_a_shape_chain_with_its_constant_removes_the_cpu_nodes() {
         ]
     );
     let after = ModelProto::decode(applied.bytes.as_slice()).unwrap();
-    let diff = onnx_lint::fix::text_diff(&a.model.proto, &after, "shape_chain.op17.onnx");
+    let diff = onnx_lint::fix::text_diff(&model.proto, &after, "shape_chain.op17.onnx");
     insta::assert_snapshot!("diff_shape_chain", diff);
     check_fixed("shape_chain.op17.fixed.onnx", &applied.bytes);
     check_truth("shape_chain.op17.onnx", "shape_chain.op17.fixed.onnx");
@@ -459,20 +505,12 @@ fn every_format_reports_before_and_after() {
 
 #[test]
 fn fixing_mobius_op24_decoders_predicts_ort_on_their_op23_export() {
-    let Some(shared) = support::shared() else {
-        cannot_run("../shared (the public corpus) is not beside this checkout");
+    let Some(models) = corpus() else {
+        cannot_run("the public corpus (tests/fixtures/corpus or ../shared/corpus) is not here");
         return;
     };
-    let corpus = shared.join("corpus/models/mobius");
-    let truth: BTreeMap<String, Value> =
-        std::fs::read_to_string(shared.join("corpus/truth/models-1.24.4-all.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (v["model"].as_str().unwrap().to_string(), v)
-            })
-            .collect();
+    let corpus = models.join("mobius");
+    let truth = corpus_truth();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -1147,8 +1185,8 @@ fn unsafe_fixes_are_only_shown_unless_asked_for() {
 /// finding does, the test says so (and fails under `CI=true`).
 #[test]
 fn fixing_torchscript_decoders_halves_their_shape_chains() {
-    let Some(shared) = support::shared() else {
-        cannot_run("../shared (the public corpus) is not beside this checkout");
+    let Some(models) = corpus() else {
+        cannot_run("the public corpus (tests/fixtures/corpus or ../shared/corpus) is not here");
         return;
     };
     let mut any_fix = false;
@@ -1158,7 +1196,7 @@ fn fixing_torchscript_decoders_halves_their_shape_chains() {
         let local = dir.path().join(name);
         std::fs::write(
             &local,
-            std::fs::read(shared.join("corpus/models/torch").join(name)).unwrap(),
+            std::fs::read(models.join("torch").join(name)).unwrap(),
         )
         .unwrap();
         let args = ["--ort", "1.24.4", "--warn", "OL301", "--format", "json"];
@@ -1199,7 +1237,7 @@ fn fixing_torchscript_decoders_halves_their_shape_chains() {
                 n_after * 2 <= n_before,
                 "{name}: OL301 {n_before} → {n_after}, less than half removed"
             );
-            assert_same_outputs(&shared.join("corpus/models/torch").join(name), &local);
+            assert_same_outputs(&models.join("torch").join(name), &local);
         }
         lines.push(format!(
             "{name}: OL301 {n_before} → {n_after} ({fixable} carried a fix); {}",
