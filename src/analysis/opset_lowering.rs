@@ -14,6 +14,7 @@
 //! every such change, so the comparison is exact for the common case (types and optional
 //! inputs/attributes added) and says so when it cannot prove a type.
 
+use crate::diagnostics::Fix;
 use crate::infer::{self, Type, formal_input_positions, formal_output_positions};
 use crate::model::proto::{GraphProto, ModelProto, ValueInfoProto};
 use crate::model::{Model, normalize_domain};
@@ -130,6 +131,59 @@ pub fn analyse(
         to,
         model: model_verdict,
         functions,
+    }
+}
+
+/// The verdict on an opset edit, whoever proposed it (the fixer checks every one again before
+/// applying it): the model's and, with `functions`, the functions' for `SetOpsetImport`; the
+/// function's for `SetFunctionOpsetImport`; other fixes are not opset edits (`Safe`).
+pub fn verdict_of(
+    model: &Model,
+    table: &KernelTable,
+    placed: Option<&Session>,
+    fix: &Fix,
+) -> Verdict {
+    match fix {
+        Fix::SetOpsetImport {
+            domain,
+            to,
+            functions,
+            ..
+        } => {
+            let l = analyse(model, table, placed, domain, *to);
+            let function_verdict = l
+                .functions
+                .iter()
+                .map(|(_, _, v)| v.clone())
+                .find(|v| !v.is_safe())
+                .filter(|_| *functions);
+            match function_verdict {
+                Some(v) if l.model.is_safe() => v,
+                _ => l.model,
+            }
+        }
+        Fix::SetFunctionOpsetImport {
+            function_domain,
+            function: name,
+            domain,
+            to,
+            ..
+        } => {
+            let found = model.proto.functions.iter().position(|f| {
+                normalize_domain(f.domain()) == normalize_domain(function_domain)
+                    && f.name() == name
+            });
+            let Some(fi) = found else {
+                return Verdict::Breaks(format!("the model has no local function `{name}`"));
+            };
+            let typed = typed_session(model, table);
+            let types = Types {
+                typed: &typed,
+                placed,
+            };
+            function(model, types, table, fi, normalize_domain(domain), *to)
+        }
+        Fix::ReplaceInputWithConstant { .. } => Verdict::Safe,
     }
 }
 

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::check::{self, Analysis, ModelReport, Settings};
 use super::output::{self, out};
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Format};
+use crate::analysis::opset_lowering::{self, Verdict};
 use crate::diagnostics::render;
 use crate::diagnostics::{Fix, FixSafety, Severity};
 use crate::fix;
@@ -220,11 +221,18 @@ fn fix_one(
             .into_iter()
             .partition(|f| f.safety() == FixSafety::Safe || opts.unsafe_fixes);
         unsafe_left = leave;
-        // Fixes already refused once are not tried again.
-        let take: Vec<Fix> = take
-            .into_iter()
-            .filter(|f| !skipped.iter().any(|(s, _)| s == f))
-            .collect();
+        // Fixes already refused once are not tried again; opset edits are checked again here.
+        let mut vetted = Vec::new();
+        for f in take {
+            if skipped.iter().any(|(s, _)| *s == f) {
+                continue;
+            }
+            match vet(&a, settings, &f, opts.unsafe_fixes) {
+                Ok(()) => vetted.push(f),
+                Err(why) => skipped.push((f, why)),
+            }
+        }
+        let take = vetted;
         if take.is_empty() {
             converged = true;
             break;
@@ -286,6 +294,18 @@ fn fix_one(
         report,
         final_json,
     })
+}
+
+/// Checks an opset edit again with the opset-lowering analysis, whoever proposed it: a node that
+/// breaks refuses it; an unproven one needs `--unsafe-fixes`.
+fn vet(a: &Analysis, settings: &Settings, fix: &Fix, unsafe_fixes: bool) -> Result<(), String> {
+    let table = settings.release.table();
+    match opset_lowering::verdict_of(&a.model, table, Some(&a.placement.session), fix) {
+        Verdict::Safe => Ok(()),
+        Verdict::Unproven(_) if unsafe_fixes => Ok(()),
+        Verdict::Unproven(why) => Err(format!("not proved safe ({why}); use --unsafe-fixes")),
+        Verdict::Breaks(why) => Err(format!("not safe: {why}")),
+    }
 }
 
 /// The fixes of an analysis's findings, each once, in finding order.

@@ -996,6 +996,52 @@ fn lowering_compares_the_inputs_a_node_passes_not_whole_schemas() {
     );
     assert!(block.all_safe(), "{block:?}");
     assert_eq!(block.functions.len(), 1);
+    // The fixer checks every opset edit again, whoever proposed it.
+    let lower = |functions| Fix::SetOpsetImport {
+        domain: "".into(),
+        from: 24,
+        to: 23,
+        functions,
+        safety: FixSafety::Safe,
+    };
+    let verdict = |fixture: &str, fix: &Fix| {
+        let m = onnx_lint::model::load(&fixtures().join(fixture)).unwrap();
+        let placed = placer::place(&m, table, &options);
+        onnx_lint::analysis::opset_lowering::verdict_of(&m, table, Some(&placed.session), fix)
+    };
+    assert_eq!(
+        verdict("attention_six_inputs.op24.onnxtxt", &lower(true)),
+        Verdict::Safe
+    );
+    assert!(matches!(
+        verdict("attention_seven_inputs.op24.onnxtxt", &lower(false)),
+        Verdict::Breaks(_)
+    ));
+    assert_eq!(
+        verdict("lower_opset.op24.onnx", &lower(true)),
+        Verdict::Safe
+    );
+    let function_to = |to| Fix::SetFunctionOpsetImport {
+        function_domain: "local".into(),
+        function: "ReshapeSquare".into(),
+        domain: "ai.onnx".into(),
+        from: 24,
+        to,
+        safety: FixSafety::Safe,
+    };
+    // At 17 the body's Reshape-14, Mul-14 and Cast-13 take what it passes; at 4, Reshape-1 takes
+    // its shape as an attribute, not an input.
+    assert_eq!(
+        verdict("function_opset.op23.onnx", &function_to(17)),
+        Verdict::Safe
+    );
+    assert_eq!(
+        verdict("function_opset.op23.onnx", &function_to(4)),
+        Verdict::Breaks(
+            "in function `ReshapeSquare`: a Reshape node uses input 1, which Reshape-1 does not have"
+                .into()
+        )
+    );
 }
 
 /// Only nodes left without any consumer go: a `Shape` whose output is also a graph output stays,
