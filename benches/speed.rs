@@ -101,7 +101,12 @@ fn decoder(nodes: usize) -> ModelProto {
         ..Default::default()
     };
     g.initializer.push(i64_tensor("axes0", &[0]));
-    g.initializer.push(i64_tensor("idx0", &[0]));
+    // A scalar index: `Gather` gives a scalar, `Unsqueeze` a 1-D `[batch]`, and `Concat` joins
+    // three 1-D tensors (with `[0]` the Unsqueeze gave 2-D and ORT refused the model at load).
+    g.initializer.push(TensorProto {
+        dims: Vec::new(),
+        ..i64_tensor("idx0", &[0])
+    });
     g.initializer.push(i64_tensor("idx1", &[1]));
     g.initializer.push(i64_tensor("heads", &[2, 8]));
     g.initializer.push(i64_tensor("flat", &[0, 0, 16]));

@@ -10,6 +10,7 @@ mod functions;
 mod fusions;
 pub mod ir;
 mod kernel;
+mod load;
 mod optimize;
 mod transpose;
 
@@ -225,9 +226,19 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         placement.session = session;
         return placement;
     }
-    // A model with local functions gets its unclaimed function nodes inlined first (§4.6).
-    functions::inline_aot(&mut session, table, &options.eps);
-    optimize::run(&mut session, table, options.level);
+    // ONNX shape inference runs at load, whatever the level; its rank errors fail the load.
+    let mut values = infer::shapes::Values::default();
+    infer::shapes::infer_graph(&mut session, 0, &mut values);
+    if let Some((at, fail)) = load::concat_rank_conflict(&session) {
+        placement.outcome = Outcome::LoadFail(fail);
+        placement.failed_node = Some(at);
+        placement.session = session;
+        return placement;
+    }
+    // A model with local functions gets its unclaimed function nodes inlined first (§4.6);
+    // the inlined bodies then need their shapes too.
+    let inlined = functions::inline_aot(&mut session, table, &options.eps);
+    optimize::run(&mut session, table, options.level, values, inlined);
     // Partition; inline function nodes nobody took; repeat while anything was inlined.
     for _round in 0..MAX_INLINE_ROUNDS {
         partition(&mut session, table, options, &mut placement.decisions);

@@ -30,19 +30,30 @@ const SHARING_MAX_ELEMENTS: u64 = 8;
 const MAX_STEPS: usize = 10;
 
 /// Applies the transformers of `level` to the session graph.
-pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
+///
+/// `values` and the shapes recorded in `session` come from the load-time inference; `reinfer`
+/// asks for a fresh inference (the graph changed since, by function inlining).
+pub fn run(
+    session: &mut Session,
+    table: &KernelTable,
+    level: OptLevel,
+    values: Values,
+    reinfer: bool,
+) {
     if level == OptLevel::Disable || session.graphs.is_empty() {
         return;
     }
     let mut opt = Optimizer {
         table,
-        values: Values::default(),
+        values,
         versions: infer::domain_versions(session, table),
         indices: HashMap::default(),
         reinfer: HashSet::default(),
         shareable: session.graphs[0].initializers.keys().cloned().collect(),
     };
-    shapes::infer_graph(session, 0, &mut opt.values);
+    if reinfer {
+        shapes::infer_graph(session, 0, &mut opt.values);
+    }
     for _ in 0..MAX_STEPS {
         let mut changed = false;
         for pass in [
@@ -1760,13 +1771,26 @@ impl Optimizer<'_> {
             rest.sort_unstable();
             order.extend(rest.into_iter().cloned());
         }
-        let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), String> = FxMap::default();
-        let mut changed = false;
-        for name in order {
-            let Some(init) = session.graphs[gi].initializers.get(&name) else {
+        // Who reads each value, from one scan of the graph: (read by a live node, read by one
+        // through a subgraph). The merges are applied in one pass at the end, so the pass stays
+        // linear when one node reads many initializers (a `Sum` of 80,000 equal constants).
+        let mut reads: FxMap<&str, (bool, bool)> = FxMap::default();
+        for (_, n) in g.live_nodes() {
+            for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+                reads.entry(i.as_str()).or_default().0 = true;
+            }
+            for i in &n.implicit_inputs {
+                *reads.entry(i.as_str()).or_default() = (true, true);
+            }
+        }
+        let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), usize> = FxMap::default();
+        let mut renames: FxMap<String, String> = FxMap::default();
+        for k in 0..order.len() {
+            let name = order[k].as_str();
+            let Some(init) = g.initializers.get(name) else {
                 continue;
             };
-            if !self.shareable.contains(&name)
+            if !self.shareable.contains(name)
                 || init.overridable
                 || init.dims.iter().any(|&d| d < 0)
                 || init.elements().is_none_or(|n| n > SHARING_MAX_ELEMENTS)
@@ -1774,22 +1798,17 @@ impl Optimizer<'_> {
                 continue;
             }
             let elem = init.elem;
-            let dims = init.dims.clone();
             let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
             let float =
                 elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
-            if !(int || float) || idx.outputs.contains(&name) {
+            if !(int || float) || idx.outputs.contains(name) {
                 continue;
             }
-            let users = idx.users(session, gi, &name);
-            if users.is_empty()
-                || users
-                    .iter()
-                    .any(|&u| session.graphs[gi].nodes[u].implicit_inputs.contains(&name))
-            {
-                continue;
+            match reads.get(name) {
+                Some((true, false)) => {}
+                _ => continue,
             }
-            let Some(v) = self.constant(session, gi, &name) else {
+            let Some(v) = self.values.get(session, gi, name) else {
                 continue;
             };
             let bits: Vec<u64> = if int {
@@ -1798,20 +1817,41 @@ impl Optimizer<'_> {
                 // Compared bit for bit (oracle: NaNs merge, -0.0 and 0.0 do not).
                 v.as_f64().into_iter().map(f64::to_bits).collect()
             };
-            match shared.get(&(elem, dims.clone(), bits.clone())) {
-                None => {
-                    shared.insert((elem, dims, bits), name);
+            match shared.entry((elem, init.dims.clone(), bits)) {
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(k);
                 }
-                Some(rep) => {
-                    let rep = rep.clone();
-                    Self::replace_uses(session, gi, idx, &name, &rep);
-                    session.graphs[gi].initializers.remove(&name);
-                    self.values.forget(gi, &name);
-                    changed = true;
+                std::collections::hash_map::Entry::Occupied(rep) => {
+                    renames.insert(name.to_string(), order[*rep.get()].clone());
                 }
             }
         }
-        changed
+        if renames.is_empty() {
+            return false;
+        }
+        let g = &mut session.graphs[gi];
+        for (k, n) in g.nodes.iter_mut().enumerate() {
+            if n.removed {
+                continue;
+            }
+            let mut renamed: Vec<&String> = Vec::new();
+            for i in n.inputs.iter_mut() {
+                if let Some(rep) = renames.get(i.as_str()) {
+                    *i = rep.clone();
+                    renamed.push(rep);
+                }
+            }
+            renamed.sort_unstable();
+            renamed.dedup();
+            for rep in renamed {
+                idx.uses.entry(rep.clone()).or_default().push(k);
+            }
+        }
+        for name in renames.keys() {
+            g.initializers.remove(name);
+            self.values.forget(gi, name);
+        }
+        true
     }
 
     // ---------------------------------------------------------------- MatMulAddFusion

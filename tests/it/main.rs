@@ -13,6 +13,7 @@ mod formats;
 mod load;
 mod placement;
 mod rules;
+mod session;
 mod support;
 mod tables;
 mod text;
