@@ -28,5 +28,6 @@ pub mod memcpy;
 pub mod model;
 pub mod placer;
 pub mod rules;
+pub mod session;
 pub mod tables;
 pub mod verify;

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use super::eval::{self, NodeView, Tensor, reshape_dims, slice_plan};
-use crate::placer::ir::{SNode, Session};
+use crate::session::{SNode, Session};
 
 /// Dims of a value; `None` for an unknown or symbolic dim.
 pub type Shape = Vec<Option<i64>>;
@@ -817,6 +817,7 @@ mod tests {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin: None,
             removed: false,
         }

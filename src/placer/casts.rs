@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::placer::ir::{NameGen, SGraph, SNode, Session};
+use crate::session::{NameGen, SGraph, SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
 const FLOAT16: i32 = D::Float16 as i32;
@@ -196,6 +196,7 @@ fn add_cast(
         subgraphs: Vec::new(),
         implicit_inputs: Vec::new(),
         ep: Some(Ep::Cpu),
+        kernel: None,
         origin: None,
         removed: false,
     });

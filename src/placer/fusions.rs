@@ -26,7 +26,7 @@ use crate::model::DataType as D;
 use crate::model::Model;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::placer::OptLevel;
-use crate::placer::ir::{SNode, Session};
+use crate::session::{SNode, Session};
 use crate::tables::Ep;
 
 const MS: &str = "com.microsoft";
@@ -1230,7 +1230,7 @@ impl Fuser {
             }
             "Reshape" => {
                 let shape = session.initializer(self.gi, n.inputs.get(1)?)?;
-                let values = crate::placer::ir::int_values(&shape.tensor)?;
+                let values = crate::session::int_values(&shape.tensor)?;
                 if values.get(i) == Some(&0) && n.attr_i("allowzero").unwrap_or(0) == 0 {
                     from(n.inputs.first()?, i)
                 } else {
@@ -1274,7 +1274,7 @@ impl Fuser {
                 // Axes from the input (opset 13+) or the attribute; the other dims shift.
                 let axes: Vec<i64> = match n.inputs.get(1).filter(|a| !a.is_empty()) {
                     Some(a) => {
-                        crate::placer::ir::int_values(&session.initializer(self.gi, a)?.tensor)?
+                        crate::session::int_values(&session.initializer(self.gi, a)?.tensor)?
                     }
                     None => n.attr_ints("axes")?.to_vec(),
                 };
@@ -1896,6 +1896,7 @@ fn fused_node(like: &SNode, op: &str) -> SNode {
         subgraphs: Vec::new(),
         implicit_inputs: Vec::new(),
         ep: like.ep,
+        kernel: None,
         origin: None,
         removed: false,
     }
@@ -2016,7 +2017,7 @@ impl Fuser {
             .filter(|a| !a.is_empty())
             .and_then(|a| session.initializer(self.gi, a))
             .filter(|i| !i.overridable)
-            .and_then(|i| crate::placer::ir::int_values(&i.tensor))
+            .and_then(|i| crate::session::int_values(&i.tensor))
             .unwrap_or_default()
     }
 
@@ -2381,12 +2382,12 @@ fn scalar_i64(session: &Session, gi: usize, v: &str) -> Option<(i64, usize)> {
     if init.elem != D::Int64 as i32 || !(init.dims.is_empty() || init.dims == [1]) {
         return None;
     }
-    let values = crate::placer::ir::int_values(&init.tensor)?;
+    let values = crate::session::int_values(&init.tensor)?;
     (values.len() == 1).then(|| (values[0], init.dims.len()))
 }
 
 /// A 1-D int64 initializer holding `values`.
-fn i64_init(name: &str, values: &[i64]) -> crate::placer::ir::Init {
+fn i64_init(name: &str, values: &[i64]) -> crate::session::Init {
     let t = crate::model::proto::TensorProto {
         name: Some(name.to_string()),
         dims: vec![values.len() as i64],
@@ -2394,7 +2395,7 @@ fn i64_init(name: &str, values: &[i64]) -> crate::placer::ir::Init {
         int64_data: values.to_vec(),
         ..Default::default()
     };
-    crate::placer::ir::init_of(&t, false)
+    crate::session::init_of(&t, false)
 }
 
 impl Fuser {
@@ -2594,6 +2595,7 @@ impl Fuser {
                 subgraphs: Vec::new(),
                 implicit_inputs: Vec::new(),
                 ep,
+                kernel: None,
                 origin: g.nodes[c].origin,
                 removed: false,
             });
@@ -2697,6 +2699,7 @@ impl Fuser {
                     subgraphs: Vec::new(),
                     implicit_inputs: Vec::new(),
                     ep: range_ep,
+                    kernel: None,
                     origin,
                     removed: false,
                 });

@@ -4,7 +4,7 @@
 //!
 //! Pure: no I/O, no printing.
 
-use crate::placer::ir::Session;
+use crate::session::Session;
 
 /// ONNX's Concat shape inference (`onnx/defs/tensor/defs.cc`): when every input's rank is known,
 /// all must equal input 0's. The first such Concat (graph by graph, in Kahn order, as `Resolve`

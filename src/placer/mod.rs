@@ -8,7 +8,8 @@ mod casts;
 mod cpu_preferred;
 mod functions;
 mod fusions;
-pub mod ir;
+/// The session graph under its old name, for code not yet moved to [`crate::session`].
+pub use crate::session as ir;
 mod kernel;
 mod load;
 mod optimize;
@@ -21,8 +22,8 @@ pub use kernel::{Miss, lookup, type_allowed};
 use crate::infer::{self, SchemaError};
 use crate::memcpy::{self, Copy};
 use crate::model::Model;
+use crate::session::{SNode, Session};
 use crate::tables::{Ep, KernelDef, KernelTable};
-use ir::Session;
 
 /// Function inlining repeats while it changes something; functions nest only a few deep.
 const MAX_INLINE_ROUNDS: usize = 16;
@@ -166,7 +167,7 @@ impl Placement {
 }
 
 /// Simulates ORT's session creation for `model` under `table`.
-pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement {
+pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> Placement {
     let mut placement = Placement {
         ort: table.release().ort.clone(),
         level: options.level,
@@ -284,7 +285,12 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         placement.outcome = Outcome::NoKernel(no_kernel_message(table, n));
     }
     if options.eps.first() == Some(&Ep::Cuda) && placement.outcome == Outcome::Ok {
-        placement.copies = memcpy::insert(&mut session, table, &mut placement.decisions);
+        placement.copies = memcpy::insert(&mut session);
+        for c in &placement.copies {
+            placement
+                .decisions
+                .insert((c.graph, c.node), Decision::Inserted);
+        }
     }
     if placement.outcome == Outcome::Ok
         && let Some((at, fail)) = kernel_init_failure(&session)
@@ -345,7 +351,7 @@ fn first_type_conflict(session: &Session, table: &KernelTable) -> Option<((usize
 /// Errors that ONNX shape inference raises for a node whatever its inputs, which fail the load:
 /// `DFT` with both `onesided` and `inverse` set, up to ORT 1.24 (the ONNX bundled from 1.25 on
 /// accepts it: measured with the oracle on 1.23.2, 1.24.4 and 1.25.1–1.31.1).
-fn shape_inference_failure(n: &ir::SNode, table: &KernelTable) -> Option<String> {
+fn shape_inference_failure(n: &SNode, table: &KernelTable) -> Option<String> {
     if table.release_at_least(1, 25) {
         return None;
     }
@@ -418,7 +424,7 @@ fn check_attributes(session: &Session, table: &KernelTable) -> Option<((usize, u
 /// The failure of a session with a node no provider took, worded as the release words it:
 /// up to 1.22 session state finds no kernel to create; 1.23 fails in `MemcpyTransformer` on the
 /// node's empty provider; from 1.24 that check names the node.
-fn no_kernel_message(table: &KernelTable, n: &ir::SNode) -> String {
+fn no_kernel_message(table: &KernelTable, n: &SNode) -> String {
     let since = n.since.unwrap_or(0);
     if table.release_at_least(1, 24) {
         format!(
@@ -445,7 +451,7 @@ fn no_kernel_message(table: &KernelTable, n: &ir::SNode) -> String {
 /// starts and ends, say) decide copies. Binds each to its schema's since-version and kernel.
 fn bind_fused_kernels(
     session: &mut Session,
-    table: &KernelTable,
+    table: &'static KernelTable,
     decisions: &mut HashMap<(usize, usize), Decision>,
 ) {
     let versions = infer::domain_versions(session, table);
@@ -461,6 +467,7 @@ fn bind_fused_kernels(
             session.graphs[gi].nodes[ni].since = Some(schema.since);
             let node = &session.graphs[gi].nodes[ni];
             if let Ok(kd) = lookup(table, Ep::Cuda, session, gi, node, Some(schema)) {
+                session.graphs[gi].nodes[ni].kernel = Some(kd);
                 decisions.insert((gi, ni), Decision::Cuda(Box::new(kd.clone())));
             }
         }
@@ -512,7 +519,7 @@ fn check_opsets(model: &Model, table: &KernelTable) -> Option<String> {
 /// `GraphPartitioner::Partition`: each EP in order, every graph bottom-up.
 fn partition(
     session: &mut Session,
-    table: &KernelTable,
+    table: &'static KernelTable,
     options: &Options,
     decisions: &mut HashMap<(usize, usize), Decision>,
 ) {
@@ -520,7 +527,7 @@ fn partition(
     // One decision per node: size the map once instead of rehashing its large entries.
     decisions.reserve(session.graphs.iter().map(|g| g.nodes.len()).sum());
     let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
-    let mut cuda_kernel: HashMap<(usize, usize), &KernelDef> = HashMap::default();
+    let mut cuda_kernel: HashMap<(usize, usize), &'static KernelDef> = HashMap::default();
     let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
     let mut preferred: rustc_hash::FxHashSet<(usize, usize)> = Default::default();
     // Partitioning assigns providers but never changes the graph: one order per graph serves
@@ -532,7 +539,7 @@ fn partition(
         for gi in bottom_up(session) {
             match ep {
                 Ep::Cuda => {
-                    let mut tentative: Vec<(usize, &KernelDef)> = Vec::new();
+                    let mut tentative: Vec<(usize, &'static KernelDef)> = Vec::new();
                     for &ni in &orders[gi] {
                         let node = &session.graphs[gi].nodes[ni];
                         if node.ep.is_some() {
@@ -563,6 +570,7 @@ fn partition(
                             cuda_kernel.insert((gi, ni), kd);
                         } else {
                             session.graphs[gi].nodes[ni].ep = Some(Ep::Cuda);
+                            session.graphs[gi].nodes[ni].kernel = Some(kd);
                             decisions.insert((gi, ni), Decision::Cuda(Box::new(kd.clone())));
                         }
                     }
@@ -634,7 +642,7 @@ fn bottom_up(session: &Session) -> Vec<usize> {
 
 /// The CUDA EP's op-specific refusals (`CUDAExecutionProvider::GetCapability`, §4.2 step 3):
 /// the reason, when CUDA has a kernel but will not take the node.
-fn cuda_rejects(node: &crate::placer::ir::SNode, _onnx_opset: Option<i64>) -> Option<String> {
+fn cuda_rejects(node: &crate::session::SNode, _onnx_opset: Option<i64>) -> Option<String> {
     if node.domain != "ai.onnx" {
         return None;
     }

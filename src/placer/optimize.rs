@@ -17,8 +17,9 @@ use crate::infer::eval::{self, NodeView, Tensor};
 use crate::infer::shapes::{self, Values};
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
-use crate::placer::ir::{Init, NameGen, SNode, Session};
 use crate::placer::{OptLevel, transpose};
+use crate::session::order::{ort_topological_order, ort_topological_order_by};
+use crate::session::{Init, NameGen, SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
@@ -170,91 +171,6 @@ impl Index {
             .copied()
             .filter(|&p| !session.graphs[gi].nodes[p].removed)
     }
-}
-
-/// ORT's `GraphViewer` order: a reverse DFS from the leaf nodes (nodes whose outputs no node
-/// reads), inputs visited in index order from the top of a stack, nodes emitted on leaving.
-fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
-    let g = &session.graphs[gi];
-    let mut producer: FxMap<&str, usize> =
-        FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
-    for (i, n) in g.live_nodes() {
-        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.insert(o.as_str(), i);
-        }
-    }
-    ort_topological_order_by(session, gi, &|v| producer.get(v).copied())
-}
-
-/// [`ort_topological_order`] with the producer of each value given.
-fn ort_topological_order_by(
-    session: &Session,
-    gi: usize,
-    producer: &dyn Fn(&str) -> Option<usize>,
-) -> Vec<usize> {
-    let g = &session.graphs[gi];
-    // Each node's producers, deduplicated and ascending, as one flat list (CSR): those of
-    // node `i` are `deps[start[i]..start[i + 1]]`.
-    let mut start: Vec<usize> = Vec::with_capacity(g.nodes.len() + 1);
-    let mut deps: Vec<usize> = Vec::with_capacity(g.nodes.len() * 2);
-    let mut has_output_node = vec![false; g.nodes.len()];
-    for (i, n) in g.nodes.iter().enumerate() {
-        start.push(deps.len());
-        if n.removed {
-            continue;
-        }
-        let from = deps.len();
-        deps.extend(
-            n.inputs
-                .iter()
-                .chain(&n.implicit_inputs)
-                .filter_map(|v| producer(v.as_str()))
-                .filter(|&p| p != i),
-        );
-        deps[from..].sort_unstable();
-        let mut w = from;
-        for r in from..deps.len() {
-            if w == from || deps[w - 1] != deps[r] {
-                deps[w] = deps[r];
-                w += 1;
-            }
-        }
-        deps.truncate(w);
-        for &d in &deps[from..] {
-            has_output_node[d] = true;
-        }
-    }
-    start.push(deps.len());
-    let mut stack: Vec<(usize, bool)> = g
-        .live_nodes()
-        .filter(|(i, _)| !has_output_node[*i])
-        .map(|(i, _)| (i, false))
-        .collect();
-    let mut visited = vec![false; g.nodes.len()];
-    let mut order = Vec::with_capacity(g.nodes.len());
-    while let Some((n, leaving)) = stack.pop() {
-        if leaving {
-            order.push(n);
-            continue;
-        }
-        if visited[n] {
-            continue;
-        }
-        visited[n] = true;
-        stack.push((n, true));
-        for &d in &deps[start[n]..start[n + 1]] {
-            if !visited[d] {
-                stack.push((d, false));
-            }
-        }
-    }
-    // Cycles leave nodes unvisited: append them in index order.
-    for (i, _) in g.live_nodes() {
-        if !visited[i] {
-            order.push(i);
-        }
-    }
-    order
 }
 
 fn is_deterministic(domain: &str, op: &str) -> bool {
@@ -947,6 +863,7 @@ impl Optimizer<'_> {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin: like.origin,
             removed: false,
         }
@@ -1728,6 +1645,7 @@ impl Optimizer<'_> {
                 subgraphs: Vec::new(),
                 implicit_inputs: Vec::new(),
                 ep: None,
+                kernel: None,
                 origin: None,
                 removed: false,
             });
@@ -2006,6 +1924,7 @@ impl Optimizer<'_> {
                     subgraphs: Vec::new(),
                     implicit_inputs: Vec::new(),
                     ep: None,
+                    kernel: None,
                     origin: None,
                     removed: false,
                 });
@@ -2024,6 +1943,7 @@ impl Optimizer<'_> {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin: session.graphs[gi].nodes[ni].origin,
             removed: false,
         };
@@ -2243,6 +2163,7 @@ impl Optimizer<'_> {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin,
             removed: false,
         };

@@ -17,7 +17,7 @@ use crate::infer::eval::Tensor;
 use crate::infer::shapes::Values;
 use crate::infer::{self, Type};
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
-use crate::placer::ir::{Init, NameGen, SNode, Session};
+use crate::session::{Init, NameGen, SNode, Session};
 use crate::tables::KernelTable;
 
 /// ORT's `kMinSupportedOpset`: older models are left alone.
@@ -610,6 +610,7 @@ impl Opt<'_> {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin: None,
             removed: false,
         });

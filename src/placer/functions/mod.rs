@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 use crate::infer::{self, Type};
 use crate::model::normalize_domain;
 use crate::model::proto::{AttributeProto, FunctionProto, GraphProto, NodeProto};
-use crate::placer::ir::{self, SGraph, SNode, Session};
+use crate::session::{self, SGraph, SNode, Session};
 use crate::tables::KernelTable;
 
 /// The exported static bodies (see the module docs).
@@ -445,10 +445,10 @@ fn orphan_subgraphs(session: &mut Session, gi: usize, ni: usize) {
 fn add_node(session: &mut Session, gi: usize, np: NodeProto, origin: Option<crate::model::NodeId>) {
     if np.op_type() == "Constant"
         && normalize_domain(np.domain()) == "ai.onnx"
-        && let Some(t) = ir::constant_tensor(&np)
+        && let Some(t) = session::constant_tensor(&np)
     {
         let name = np.output.first().cloned().unwrap_or_default();
-        let init = ir::init_of(&t, false);
+        let init = session::init_of(&t, false);
         let g = &mut session.graphs[gi];
         g.types.insert(name.clone(), Type::Tensor(init.elem));
         g.shapes
@@ -481,6 +481,7 @@ fn add_node(session: &mut Session, gi: usize, np: NodeProto, origin: Option<crat
         subgraphs: Vec::new(),
         implicit_inputs: Vec::new(),
         ep: None,
+        kernel: None,
         origin,
         removed: false,
     });
@@ -505,7 +506,7 @@ fn add_graph(
     for t in &g.initializer {
         graph
             .initializers
-            .insert(t.name().to_string(), ir::init_of(t, false));
+            .insert(t.name().to_string(), session::init_of(t, false));
     }
     graph.inputs = g.input.iter().map(|i| i.name().to_string()).collect();
     graph.outputs = g.output.iter().map(|o| o.name().to_string()).collect();
@@ -514,7 +515,7 @@ fn add_graph(
             if let Some(ty) = Type::from_proto(t) {
                 graph.types.entry(vi.name().to_string()).or_insert(ty);
             }
-            if let Some(shape) = ir::shape_of(t) {
+            if let Some(shape) = session::shape_of(t) {
                 graph.shapes.entry(vi.name().to_string()).or_insert(shape);
             }
         }
@@ -573,7 +574,7 @@ pub(crate) fn graph_proto(session: &Session, sg: usize) -> GraphProto {
         });
     }
     // Initializers (including former `Constant` nodes) travel as `Constant` nodes.
-    let mut inits: Vec<(&String, &ir::Init)> = g.initializers.iter().collect();
+    let mut inits: Vec<(&String, &session::Init)> = g.initializers.iter().collect();
     inits.sort_by(|a, b| a.0.cmp(b.0));
     let mut consts: Vec<NodeProto> = inits
         .into_iter()
@@ -653,6 +654,7 @@ mod tests {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin: None,
             removed: false,
         }

@@ -1,12 +1,25 @@
-//! The session graph: what ORT holds after loading a model, and what the simulated optimisers,
-//! the partitioner and the copy pass work on. Values are compared by name, as ORT does.
+//! The session graph: what ORT holds after loading a model, and what every later stage works
+//! on — inference (`infer`), the simulated optimisers and the partitioner (`placer`), the copy
+//! pass (`memcpy`) and the rules. Values are compared by name, as ORT does.
+//!
+//! Sits below all of them: depends on `model` and `tables` only.
+//!
+//! - [`types`]: the type of a value (`tensor(float)`, `seq(...)`, ...).
+//! - [`order`]: the two topological orders ORT uses.
+//! - [`names`]: ORT's per-graph name generator.
+
+pub mod names;
+pub mod order;
+pub mod types;
+
+pub use names::NameGen;
+pub use types::Type;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::infer::Type;
 use crate::model::proto::{AttributeProto, NodeProto, TensorProto, attribute_proto::AttributeType};
 use crate::model::{Model, NodeId, normalize_domain};
-use crate::tables::Ep;
+use crate::tables::{Ep, KernelDef};
 
 /// An initializer: a constant (or overridable) tensor.
 #[derive(Debug, Clone)]
@@ -47,6 +60,9 @@ pub struct SNode {
     /// Outer-scope values read by the subgraphs, in first-use order.
     pub implicit_inputs: Vec<String>,
     pub ep: Option<Ep>,
+    /// The kernel registration the node is bound to on the CUDA provider (its host-memory
+    /// arguments decide copies): a row of the release's table, never a copy of it.
+    pub kernel: Option<&'static KernelDef>,
     /// The node of the user's model it comes from (inserted nodes have none).
     pub origin: Option<NodeId>,
     pub removed: bool,
@@ -283,6 +299,7 @@ impl Session {
                 subgraphs: Vec::new(),
                 implicit_inputs: Vec::new(),
                 ep: None,
+                kernel: None,
                 origin,
                 removed,
             });
@@ -467,61 +484,6 @@ pub fn constant_tensor(np: &NodeProto) -> Option<TensorProto> {
     };
     t.name = name;
     Some(t)
-}
-
-/// ORT's `GenerateNodeName`/`GenerateNodeArgName`: the base name if free, else
-/// `<base>_token_<k>`, with one counter per graph shared by both.
-pub struct NameGen {
-    nodes: rustc_hash::FxHashSet<String>,
-    values: rustc_hash::FxHashSet<String>,
-    pub counter: usize,
-}
-
-impl NameGen {
-    pub fn new(g: &SGraph) -> NameGen {
-        let mut values: rustc_hash::FxHashSet<String> =
-            g.inputs.iter().chain(&g.outputs).cloned().collect();
-        values.extend(g.initializers.keys().cloned());
-        let mut nodes: rustc_hash::FxHashSet<String> = g.generated_names.iter().cloned().collect();
-        for (_, n) in g.live_nodes() {
-            nodes.insert(n.name.clone());
-            values.extend(
-                n.inputs
-                    .iter()
-                    .chain(&n.outputs)
-                    .filter(|s| !s.is_empty())
-                    .cloned(),
-            );
-        }
-        NameGen {
-            nodes,
-            values,
-            counter: g.name_counter,
-        }
-    }
-
-    fn fresh(set: &mut rustc_hash::FxHashSet<String>, counter: &mut usize, base: &str) -> String {
-        let mut name = base.to_string();
-        while set.contains(&name) {
-            name = format!("{base}_token_{counter}");
-            *counter += 1;
-        }
-        set.insert(name.clone());
-        name
-    }
-
-    pub fn node(&mut self, base: &str) -> String {
-        Self::fresh(&mut self.nodes, &mut self.counter, base)
-    }
-
-    pub fn value(&mut self, base: &str) -> String {
-        Self::fresh(&mut self.values, &mut self.counter, base)
-    }
-
-    /// Marks a value name as taken without generating it.
-    pub fn reserve_value(&mut self, name: &str) {
-        self.values.insert(name.to_string());
-    }
 }
 
 /// The integer values of a small int64/int32 tensor (typed fields or raw little-endian data);
