@@ -14,11 +14,21 @@ pub fn run(key: &str) -> Result<u8, miette::Report> {
             out(rule.page().trim_end());
             Ok(EXIT_OK)
         }
-        None => Err(UsageError::new(
-            format!("no rule `{key}`"),
-            Some(config::unknown_rule_help(key)),
-        )
-        .into()),
+        None => {
+            let hint =
+                config::suggest(key, rules::all().into_iter().flat_map(|r| [r.code, r.name]))
+                    .map(|c| format!("did you mean `{c}`? "))
+                    .unwrap_or_default();
+            let known: Vec<String> = rules::all()
+                .iter()
+                .map(|r| format!("  {}  {}", r.code, r.name))
+                .collect();
+            Err(UsageError::new(
+                format!("no rule `{key}`"),
+                Some(format!("{hint}the rules are:\n{}", known.join("\n"))),
+            )
+            .into())
+        }
     }
 }
 

@@ -57,8 +57,7 @@ pub struct Cli {
     #[command(flatten)]
     pub cargo: CargoArgs,
 
-    /// When to colour the output: `auto` colours a terminal unless `NO_COLOR` is set
-    /// (`CLICOLOR_FORCE`/`FORCE_COLOR` force it).
+    /// Colour: `auto` = on a terminal, unless NO_COLOR (CLICOLOR_FORCE, FORCE_COLOR force it).
     #[arg(long, global = true, value_enum, default_value_t, value_name = "WHEN")]
     pub color: ColorChoice,
 }
@@ -70,7 +69,7 @@ pub struct LintArgs {
     #[arg(long, visible_alias = "output-format", value_enum, default_value_t = Format::Human)]
     pub format: Format,
 
-    /// Write the report to FILE instead of stdout (atomically: the file appears whole).
+    /// Write the report to FILE instead of stdout (atomically).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -90,7 +89,7 @@ pub struct LintArgs {
     #[arg(long)]
     pub statistics: bool,
 
-    /// Print only the findings: no notes, no per-model summary, no closing summary.
+    /// Print only the findings: no notes, no per-model or closing summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
@@ -128,8 +127,7 @@ pub struct CargoArgs {
 /// What to simulate: options of the commands that place models (lint, `place`, `verify`).
 #[derive(Debug, Args, Clone, Default)]
 pub struct SharedArgs {
-    /// ORT release to simulate: `1.24.4`, `1.24` for the newest bundled 1.24.x, or a patch
-    /// release such as `1.24.1` (simulated with its minor release's table).
+    /// ORT release to simulate: `1.24.4`, `1.24` (newest 1.24.x), `1.24.1` (the 1.24 table).
     #[arg(long, value_name = "VERSION")]
     pub ort: Option<String>,
 

@@ -115,22 +115,20 @@ impl Diagnostic for Rendered<'_> {
                     _ => String::new(),
                 })
                 .collect();
+            let names: Vec<String> = names.into_iter().filter(|n| !n.is_empty()).collect();
             let rest = self.more.len().saturating_sub(names.len());
-            lines.push(format!(
-                "and {} more with the same cause: {}{}{}",
-                self.more.len(),
-                names.join(", "),
+            let mut line = format!("and {} more with the same cause", self.more.len());
+            if !names.is_empty() {
+                line.push_str(": ");
+                line.push_str(&names.join(", "));
                 if rest > 0 {
-                    format!(", … ({rest} more)")
-                } else {
-                    String::new()
-                },
-                if total > 0 {
-                    format!("; {} per run in all", super::human_bytes(total))
-                } else {
-                    String::new()
+                    line.push_str(&format!(", … ({rest} more)"));
                 }
-            ));
+            }
+            if total > 0 {
+                line.push_str(&format!("; {} per run in all", super::human_bytes(total)));
+            }
+            lines.push(line);
         }
         (!lines.is_empty()).then(|| Box::new(lines.join("\n")) as Box<dyn fmt::Display>)
     }
@@ -150,37 +148,159 @@ impl Diagnostic for Rendered<'_> {
     }
 }
 
-fn labels_for(model: &Model, listing: &Listing, f: &Finding) -> Vec<LabeledSpan> {
+/// The labels of a finding: one on its node's line, carrying the node's op, the rule and the
+/// values that line already shows (its inputs, a value it produces), so no label is repeated on
+/// a producer's line; a copied value made elsewhere is labelled where it is produced. Spans are
+/// mapped through `wrap` into the wrapped text view.
+fn labels_for(model: &Model, listing: &Listing, wrap: &Wrapped, f: &Finding) -> Vec<LabeledSpan> {
     let Some(node) = f.node else {
         return Vec::new();
     };
     let path = graph_path(model, node);
     let index = model.node(node).index as usize;
-    let mut out = Vec::new();
-    if let Some(span) = listing.node_span(&path, index) {
-        let text = match (&f.op, &f.node_name) {
-            (Some(op), _) => format!("{op} ({})", f.code),
-            _ => f.code.to_string(),
-        };
-        out.push(LabeledSpan::new_primary_with_span(Some(text), span));
-    }
-    // Label values defined by nodes or initializers; a graph input's span is the (often very long)
-    // graph signature.
+    let primary = listing.node_span(&path, index);
+    let inside = |span: &SourceSpan| {
+        primary.is_some_and(|p| {
+            span.offset() >= p.offset() && span.offset() + span.len() <= p.offset() + p.len()
+        })
+    };
+    let mut text = match &f.op {
+        Some(op) => format!("{op} ({})", f.code),
+        None => f.code.to_string(),
+    };
+    let mut others = Vec::new();
+    let mut folded: Vec<&str> = Vec::new();
+    // A graph input's span is the (often very long) graph signature: never labelled there.
     let graph = model.graph(model.node(node).graph);
     for v in f.values.iter().take(3) {
-        if graph
+        let graph_input = graph
             .lookup(&v.name)
-            .is_some_and(|id| matches!(model.value(id).def, crate::model::ValueDef::GraphInput(_)))
-        {
-            continue;
-        }
-        if let Some(span) = listing.value_span(&path, &v.name)
-            && !out.iter().any(|l: &LabeledSpan| l.inner() == &span)
-        {
-            out.push(LabeledSpan::new_with_span(Some(v.text.clone()), span));
+            .is_some_and(|id| matches!(model.value(id).def, crate::model::ValueDef::GraphInput(_)));
+        let span = listing.value_span(&path, &v.name);
+        match span {
+            Some(span) if !graph_input && !v.text.starts_with("input ") && !inside(&span) => {
+                if !others
+                    .iter()
+                    .any(|(s, _): &(SourceSpan, String)| s == &span)
+                {
+                    others.push((span, v.text.clone()));
+                }
+            }
+            _ if primary.is_some() => folded.push(v.text.as_str()),
+            _ => {}
         }
     }
+    // `Reshape (OL101), inputs tensor(float)[4, 8], tensor(int64)[2]`.
+    let inputs: Vec<&str> = folded
+        .iter()
+        .filter_map(|t| t.strip_prefix("input ")?.split_once(": ").map(|(_, ty)| ty))
+        .collect();
+    if !inputs.is_empty() {
+        text.push_str(&format!(
+            ", input{} {}",
+            if inputs.len() == 1 { "" } else { "s" },
+            inputs.join(", ")
+        ));
+    }
+    for t in folded.iter().filter(|t| !t.starts_with("input ")) {
+        text.push_str(", ");
+        text.push_str(t);
+    }
+    let mut out = Vec::new();
+    if let Some(span) = primary {
+        out.push(LabeledSpan::new_primary_with_span(
+            Some(text),
+            wrap.span(span),
+        ));
+    }
+    for (span, label) in others {
+        out.push(LabeledSpan::new_with_span(Some(label), wrap.span(span)));
+    }
     out
+}
+
+/// The text view with its long lines wrapped, and where the line breaks went in.
+struct Wrapped {
+    text: String,
+    /// (offset in the original text of a replaced space, bytes added so far, this one included).
+    breaks: Vec<(usize, usize)>,
+}
+
+impl Wrapped {
+    /// Wraps every line longer than `limit` bytes at a space outside a quoted name (after a
+    /// comma when it can), continuing with the line's indent plus four spaces. ONNX's textual
+    /// syntax ignores that whitespace, so the wrapped view is still the same model.
+    fn new(text: &str, limit: usize) -> Wrapped {
+        let limit = limit.max(20);
+        let mut out = String::with_capacity(text.len() + text.len() / 16);
+        let mut breaks = Vec::new();
+        let mut added = 0;
+        let mut line_start = 0;
+        for line in text.split_inclusive('\n') {
+            if line.trim_end().len() <= limit {
+                out.push_str(line);
+                line_start += line.len();
+                continue;
+            }
+            let indent_len = line.len() - line.trim_start_matches(' ').len();
+            let indent = " ".repeat(indent_len + 4);
+            let bytes = line.as_bytes();
+            let (mut seg_start, mut quoted, mut escaped) = (0usize, false, false);
+            let (mut after_comma, mut any_space) = (None, None);
+            let mut last = 0;
+            for (i, &b) in bytes.iter().enumerate() {
+                if quoted {
+                    match b {
+                        _ if escaped => escaped = false,
+                        b'\\' => escaped = true,
+                        b'"' => quoted = false,
+                        _ => {}
+                    }
+                } else if b == b'"' {
+                    quoted = true;
+                } else if b == b' ' && i > indent_len {
+                    any_space = Some(i);
+                    if i > 0 && bytes.get(i - 1) == Some(&b',') {
+                        after_comma = Some(i);
+                    }
+                }
+                let width = i - seg_start + if seg_start == 0 { 0 } else { indent.len() };
+                if width >= limit && b != b'\n' {
+                    let half = seg_start + limit / 2;
+                    let at = after_comma.filter(|&c| c > half).or(any_space);
+                    if let Some(at) = at.filter(|&a| a > seg_start) {
+                        out.push_str(&line[last..at]);
+                        out.push('\n');
+                        out.push_str(&indent);
+                        added += indent.len();
+                        breaks.push((line_start + at, added));
+                        last = at + 1;
+                        seg_start = at + 1;
+                        after_comma = None;
+                        any_space = None;
+                    }
+                }
+            }
+            out.push_str(&line[last..]);
+            line_start += line.len();
+        }
+        Wrapped { text: out, breaks }
+    }
+
+    /// An offset of the original text in the wrapped one.
+    fn offset(&self, o: usize) -> usize {
+        let i = self.breaks.partition_point(|(at, _)| *at < o);
+        o + i
+            .checked_sub(1)
+            .and_then(|j| self.breaks.get(j))
+            .map_or(0, |b| b.1)
+    }
+
+    fn span(&self, s: SourceSpan) -> SourceSpan {
+        let start = self.offset(s.offset());
+        let end = self.offset(s.offset() + s.len());
+        SourceSpan::new(start.into(), end.saturating_sub(start))
+    }
 }
 
 /// The human form of one model's findings: one diagnostic per group (rule and cause), largest
@@ -191,10 +311,14 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     }
     let needs_source = findings.iter().any(|f| f.node.is_some());
     let listing = needs_source.then(|| crate::model::text::print_model(&model.proto));
-    let source = listing.as_ref().map(|l| {
+    // The gutter (line number and bar) takes about 8 columns.
+    let wrapped = listing
+        .as_ref()
+        .map(|l| Wrapped::new(&l.text, style.width.saturating_sub(10)));
+    let source = wrapped.as_ref().map(|w| {
         NamedSource::new(
             format!("{} (ONNX text view)", model.path.display()),
-            l.text.clone(),
+            w.text.clone(),
         )
     });
     let theme = match (style.unicode, style.color) {
@@ -219,9 +343,9 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     let mut out = String::new();
     for g in &groups {
         let (first, more) = (g[0], &g[1..]);
-        let labels = match &listing {
-            Some(l) => labels_for(model, l, first),
-            None => Vec::new(),
+        let labels = match (&listing, &wrapped) {
+            (Some(l), Some(w)) => labels_for(model, l, w, first),
+            _ => Vec::new(),
         };
         let d = Rendered {
             finding: first,

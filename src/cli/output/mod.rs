@@ -17,7 +17,7 @@ pub use crate::diagnostics::human_bytes;
 /// `--color`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum ColorChoice {
-    /// Colour on a terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE`/`FORCE_COLOR` force it.
+    // Colour on a terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE`/`FORCE_COLOR` force it.
     #[default]
     Auto,
     Always,
