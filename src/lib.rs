@@ -24,6 +24,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostics;
 pub mod infer;
+pub mod lint;
 pub mod memcpy;
 pub mod model;
 pub mod placer;

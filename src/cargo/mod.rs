@@ -96,6 +96,8 @@ pub struct Member {
     pub declared: Declared,
     /// The requirement of its own dependency on the `ort` crate, if any.
     pub ort_req: Option<VersionReq>,
+    /// How its manifest enables the `ort` crate's `load-dynamic` feature, if it does.
+    pub ort_dynamic: Option<String>,
 }
 
 /// A Cargo workspace with its onnx-lint configuration.
@@ -137,6 +139,8 @@ pub struct Unit {
     pub ort_origin: Option<String>,
     /// The package's own `ort` requirement (picks among several locked `ort` versions).
     pub ort_req: Option<VersionReq>,
+    /// How the package's manifest enables `ort`'s `load-dynamic` feature, if it does.
+    pub ort_dynamic: Option<String>,
     pub models: Vec<PathBuf>,
 }
 
@@ -185,16 +189,15 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
     for p in meta.packages.iter().filter(|p| members_ids.contains(&p.id)) {
         let manifest = p.manifest_path.clone().into_std_path_buf();
         let declared = read_declared(&manifest, cwd, PACKAGE_TABLE)?;
-        let ort_req = p
-            .dependencies
-            .iter()
-            .find(|d| d.name == "ort")
-            .map(|d| d.req.clone());
+        let ort_dep = p.dependencies.iter().find(|d| d.name == "ort");
+        let ort_req = ort_dep.map(|d| d.req.clone());
+        let ort_dynamic = load_dynamic(p, ort_dep);
         members.push(Member {
             name: p.name.to_string(),
             dir: manifest.parent().unwrap_or(Path::new("")).to_path_buf(),
             declared,
             ort_req,
+            ort_dynamic,
         });
     }
     members.sort_by(|a, b| a.name.cmp(&b.name));
@@ -227,6 +230,30 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
         current,
         lock,
     })
+}
+
+/// How a package's manifest enables the `ort` crate's `load-dynamic` feature: on its `ort`
+/// dependency, or through one of its own features (`dynamic = ["ort/load-dynamic"]`).
+fn load_dynamic(
+    p: &cargo_metadata::Package,
+    ort_dep: Option<&cargo_metadata::Dependency>,
+) -> Option<String> {
+    let dep = ort_dep?;
+    if dep.features.iter().any(|f| f == "load-dynamic") {
+        return Some(format!(
+            "package `{}` depends on `ort` with its `load-dynamic` feature",
+            p.name
+        ));
+    }
+    let (feature, _) = p.features.iter().find(|(_, enables)| {
+        enables
+            .iter()
+            .any(|e| e == "ort/load-dynamic" || e == "ort?/load-dynamic")
+    })?;
+    Some(format!(
+        "package `{}`'s feature `{feature}` enables `ort/load-dynamic`",
+        p.name
+    ))
 }
 
 /// Reads one table of a `Cargo.toml`. Errors name it relative to `cwd` when inside it, and its
@@ -336,6 +363,7 @@ impl Workspace {
             config,
             ort_origin,
             ort_req: m.ort_req.clone(),
+            ort_dynamic: m.ort_dynamic.clone(),
             models: Vec::new(),
         }
     }
@@ -370,6 +398,7 @@ impl Workspace {
             config,
             ort_origin,
             ort_req: None,
+            ort_dynamic: None,
             models: Vec::new(),
         }
     }
@@ -526,6 +555,7 @@ fn expand(d: &Declared) -> Result<Vec<PathBuf>, CargoError> {
                         _ => ".".to_string(),
                     }
                 )),
+                more: Vec::new(),
             }))
         };
         let entries = glob::glob(pattern)

@@ -274,10 +274,17 @@ impl Severities {
         Ok(())
     }
 
+    /// A rule's level: its default, then each override in order. `all` acts as clippy's
+    /// `-D warnings` does: `deny all`/`warn all` change only the rules enabled at that point
+    /// (an allow-by-default rule stays off unless named), `allow all` turns every rule off.
     pub fn level(&self, rule: &RuleMeta) -> Severity {
         let mut level = rule.default;
         for (key, l) in &self.overrides {
-            if key == "all" || key.eq_ignore_ascii_case(rule.code) || key == rule.name {
+            if key == "all" {
+                if level != Severity::Allow || *l == Severity::Allow {
+                    level = *l;
+                }
+            } else if key.eq_ignore_ascii_case(rule.code) || key == rule.name {
                 level = *l;
             }
         }

@@ -444,6 +444,7 @@ fn ort_mapping_is_data_with_provenance_and_covers_the_issue() {
         let locked = Locked {
             ort: vec![semver::Version::parse(ort).unwrap()],
             ort_sys: Vec::new(),
+            ort_dynamic: false,
         };
         infer(&locked, None).unwrap()
     };
@@ -480,6 +481,7 @@ fn ort_mapping_is_data_with_provenance_and_covers_the_issue() {
     let locked = Locked {
         ort: vec![semver::Version::parse("2.0.0-rc.12").unwrap()],
         ort_sys: vec![semver::Version::parse("2.0.0-rc.13").unwrap()],
+        ort_dynamic: false,
     };
     assert!(
         infer(&locked, None)
@@ -495,6 +497,7 @@ fn ort_mapping_is_data_with_provenance_and_covers_the_issue() {
             semver::Version::parse("2.0.0-rc.13").unwrap(),
         ],
         ort_sys: Vec::new(),
+        ort_dynamic: false,
     };
     let req = semver::VersionReq::parse("=2.0.0-rc.12").unwrap();
     assert!(

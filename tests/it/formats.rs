@@ -126,7 +126,9 @@ fn json_findings_are_stable_and_complete() {
         &[GEMMA, "--ort", "1.24.4", "--format", "json", "--no-cache"],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let all: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 1, "always an array");
+    let v = &all[0];
     assert_eq!(v["ort"], "1.24.4");
     assert_eq!(v["level"], "all");
     assert_eq!(v["session"], "ok");
@@ -172,7 +174,7 @@ fn opset_24_gap_fires_on_1_24_and_not_on_1_31() {
     );
     let count = |r: &support::Run, code: &str| {
         let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-        v["findings"]
+        v[0]["findings"]
             .as_array()
             .unwrap()
             .iter()
@@ -223,7 +225,7 @@ fn severities_and_exit_codes() {
         ],
     );
     let v: serde_json::Value = serde_json::from_str(&quiet.stdout).unwrap();
-    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
+    assert_eq!(v[0]["findings"].as_array().unwrap().len(), 0);
     // Usage errors: 2.
     let unknown = run_in(&repo, &[GEMMA, "--deny", "OL999"]);
     assert_eq!(unknown.code, 2);
@@ -299,8 +301,8 @@ fn config_file_errors_point_into_the_file() {
     let run = run_in(dir.path(), &["m.onnx", "--format", "json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(v["ort"], "1.24.4");
-    assert_eq!(v["ep"], "cpu");
+    assert_eq!(v[0]["ort"], "1.24.4");
+    assert_eq!(v[0]["ep"], "cpu");
 }
 
 #[test]
@@ -325,7 +327,7 @@ fn node_metadata_suppresses_rules() {
     let codes = |file: &str| {
         let run = run_in(dir.path(), &[file, "--ort", "1.24.4", "--format", "json"]);
         let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        v["findings"]
+        v[0]["findings"]
             .as_array()
             .unwrap()
             .iter()

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use onnx_lint::cli::check::{Settings, analyse};
 use onnx_lint::diagnostics::Severity;
 use onnx_lint::diagnostics::render::{self, Style};
+use onnx_lint::lint::{Settings, analyse};
 use onnx_lint::placer::{OptLevel, Options};
 use onnx_lint::rules::Severities;
 use onnx_lint::tables::{self, Ep};
@@ -68,7 +68,6 @@ fn run_fixture(path: &Path) -> (usize, String) {
             },
         },
         severities,
-        format: onnx_lint::cli::Format::Human,
     };
     let a = analyse(model, &settings);
     let mine: Vec<_> = a

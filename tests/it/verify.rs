@@ -195,15 +195,19 @@ fn python_ort() -> Option<(PathBuf, String)> {
     Some((dir, lines.next()?.trim().to_string()))
 }
 
+/// The record of the one model verified (`verify --format json` prints an array).
 #[cfg(feature = "live")]
 fn json(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
-    })
+    });
+    let records = v.as_array().expect("verify --format json prints an array");
+    assert_eq!(records.len(), 1, "{v:#}");
+    records[0].clone()
 }
 
 /// Against the CPU `onnxruntime` from PyPI (`.ci/run` installs it): the model loads, every node

@@ -1,0 +1,60 @@
+//! The composition root of a lint run: load → place → rules. Pure: no printing, no files
+//! besides the model; the command line (`cli/`) resolves [`Settings`] and renders the
+//! [`Analysis`].
+
+use crate::diagnostics::{Finding, Severity};
+use crate::model::{Model, ProblemLevel};
+use crate::placer::{self, Placement};
+use crate::rules::{self, Severities};
+use crate::tables::{self, Bundled};
+
+/// Everything an analysis needs, resolved from the command line and the configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub release: &'static Bundled,
+    /// Why that release: `--ort`, the configuration, Cargo.lock, or the default (one phrase).
+    pub release_reason: String,
+    pub options: placer::Options,
+    pub severities: Severities,
+}
+
+/// One analysed model.
+pub struct Analysis {
+    pub model: Model,
+    pub placement: Placement,
+    pub findings: Vec<Finding>,
+}
+
+impl Analysis {
+    /// Whether the model has a finding at deny level or a structural error.
+    pub fn denies(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Deny)
+            || self
+                .model
+                .problems
+                .iter()
+                .any(|p| p.level == ProblemLevel::Error)
+    }
+}
+
+/// Places a model and runs the rules.
+pub fn analyse(model: Model, s: &Settings) -> Analysis {
+    let table = s.release.table();
+    let placement = placer::place(&model, table, &s.options);
+    let releases: Vec<(&'static str, &tables::KernelTable)> = tables::bundled()
+        .iter()
+        .map(|b| (b.version, b.table()))
+        .collect();
+    let cx = rules::Context {
+        model: &model,
+        placement: &placement,
+        table,
+        releases: &releases,
+    };
+    let findings = rules::check(&cx, &s.severities);
+    Analysis {
+        model,
+        placement,
+        findings,
+    }
+}
