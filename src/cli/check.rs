@@ -416,7 +416,9 @@ fn cache_context(s: &Settings) -> String {
     format!(
         "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {:?} {style}\nreason {}",
         s.release.version,
-        crate::cache::sha256_hex(s.release.text.as_bytes()),
+        crate::cache::sha256_hex(
+            &[s.release.compact, s.release.attributes_text.as_bytes()].concat()
+        ),
         s.options,
         s.severities,
         s.format,
