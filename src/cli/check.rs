@@ -602,7 +602,9 @@ fn cache_context(s: &Settings, format: Format, style: Style, base: &Path) -> Str
     format!(
         "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {format:?} {extra}\nreason {}",
         s.release.version,
-        crate::cache::sha256_hex(s.release.text.as_bytes()),
+        crate::cache::sha256_hex(
+            &[s.release.compact, s.release.attributes_text.as_bytes()].concat()
+        ),
         s.options,
         s.severities,
         s.release_reason,

@@ -811,7 +811,7 @@ fn pre_commit_hook_lints_only_the_staged_models_under_their_package_configuratio
     git(repo, &["commit", "-qm", "init"]);
     std::fs::write(repo.join("notes.md"), "a note").unwrap();
     git(repo, &["add", "notes.md", "crates/text/assets/relu.onnx"]);
-    for id in ["onnx-lint", "onnx-lint-system"] {
+    for id in ["onnx-lint", "onnx-lint-system", "onnx-lint-pip"] {
         let (staged, run) = run_hook(id, repo);
         assert_eq!(staged, ["crates/text/assets/relu.onnx"]);
         assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);

@@ -11,6 +11,7 @@ mod codegen;
 mod docs;
 mod formats;
 mod load;
+mod packaging;
 mod placement;
 mod rules;
 mod session;
