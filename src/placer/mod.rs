@@ -166,6 +166,8 @@ impl Placement {
 
 /// Simulates ORT's session creation for `model` under `table`.
 pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement {
+    // One constant-folding budget per session (`infer::eval`'s module docs).
+    crate::infer::eval::reset_budget();
     let mut placement = Placement {
         ort: table.release().ort.clone(),
         level: options.level,
