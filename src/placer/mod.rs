@@ -168,6 +168,9 @@ impl Placement {
 
 /// Simulates ORT's session creation for `model` under `table`.
 pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> Placement {
+    // One constant-folding and one inlining budget per session (`infer::eval`, `functions`).
+    crate::infer::eval::reset_budget();
+    functions::reset_budget();
     let mut placement = Placement {
         ort: table.release().ort.clone(),
         level: options.level,

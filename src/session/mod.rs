@@ -422,6 +422,10 @@ pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<
         return None;
     };
     let shape = tt.shape.as_ref()?;
+    // A declared rank past what any analysis holds is kept as unknown (`infer::eval::MAX_RANK`).
+    if shape.dim.len() > crate::infer::eval::MAX_RANK {
+        return None;
+    }
     Some(
         shape
             .dim

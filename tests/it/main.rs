@@ -10,6 +10,7 @@ mod cli;
 mod codegen;
 mod docs;
 mod formats;
+mod fuzz;
 mod load;
 mod packaging;
 mod placement;

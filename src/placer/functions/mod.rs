@@ -100,6 +100,36 @@ fn parse_function(text: &str) -> Option<FunctionProto> {
 /// depth, this the width). Real models inline far fewer.
 const MAX_INLINED_CALLS: usize = 1 << 13;
 
+/// Inlining stops once it has added this many nodes in a session (subgraph nodes included):
+/// the call limit alone lets a self-recursive function with a long body add millions (issue
+/// 15: 8,192 calls of a 1,000-node body). Real models inline far fewer.
+pub const MAX_INLINED_NODES: usize = 1 << 17;
+
+thread_local! {
+    /// Nodes added by inlining since the last [`reset_budget`] on this thread.
+    static INLINED_NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Starts a new session's inlining budget (the placer calls it once per model).
+pub fn reset_budget() {
+    INLINED_NODES.with(|n| n.set(0));
+}
+
+/// The nodes a body adds: its own and those of the subgraphs in their attributes.
+fn body_size(nodes: &[NodeProto]) -> usize {
+    let mut count = 0usize;
+    let mut stack: Vec<&NodeProto> = nodes.iter().collect();
+    while let Some(n) = stack.pop() {
+        count = count.saturating_add(1);
+        for a in &n.attribute {
+            for g in a.g.iter().chain(&a.graphs) {
+                stack.extend(&g.node);
+            }
+        }
+    }
+    count
+}
+
 /// Replaces node `ni` of graph `gi` by its function body when one is known. Returns whether it did.
 pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) -> bool {
     let node = session.graphs[gi].nodes[ni].clone();
@@ -108,6 +138,15 @@ pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) 
     };
     let calls: usize = session.graphs.iter().map(|g| g.generated_names.len()).sum();
     if calls >= MAX_INLINED_CALLS {
+        return false;
+    }
+    // Checked before the body is spliced in.
+    let added = body_size(&body.node);
+    let within = INLINED_NODES.with(|n| {
+        let total = n.get().saturating_add(added);
+        (total <= MAX_INLINED_NODES).then(|| n.set(total)).is_some()
+    });
+    if !within {
         return false;
     }
     splice(session, gi, ni, &node, &body);
