@@ -29,7 +29,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use onnx_lint::cli::check::{self, ModelReport, Settings};
+use onnx_lint::cli::check::{self, ModelReport};
+use onnx_lint::diagnostics::render::Style;
+use onnx_lint::lint::{self, Settings};
 use onnx_lint::cli::{Format, placement_json};
 use onnx_lint::model::proto::ModelProto;
 use onnx_lint::model::{self, Model};
@@ -110,13 +112,12 @@ fn guarded(f: impl FnOnce()) -> Result<(), String> {
     })
 }
 
-fn settings(level: OptLevel, eps: Vec<Ep>, format: Format) -> Settings {
+fn settings(level: OptLevel, eps: Vec<Ep>) -> Settings {
     Settings {
         release: tables::newest(),
         release_reason: "fuzz".into(),
         options: placer::Options { eps, level },
         severities: Severities::default(),
-        format,
     }
 }
 
@@ -150,13 +151,17 @@ pub fn pipeline(path: &Path, proto: &ModelProto) {
         let Ok(model) = Model::from_proto(path, 0, proto.clone()) else {
             return;
         };
-        let base = settings(level, eps.clone(), Format::Json);
-        let a = check::analyse(model, &base);
+        let base = settings(level, eps.clone());
+        let a = lint::analyse(model, &base);
         let _ = placement_json(&path.display().to_string(), &a.placement);
         let _ = check::prediction_line(&a.placement);
+        let style = Style {
+            color: false,
+            unicode: false,
+            width: 100,
+        };
         for format in FORMATS {
-            let s = settings(level, eps.clone(), format);
-            let _ = ModelReport::new(&a, &s);
+            let _ = ModelReport::new(&a, &base, format, style, path);
         }
     }
 }
