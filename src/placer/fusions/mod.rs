@@ -25,7 +25,7 @@ use crate::infer::{self, Type};
 use crate::model::DataType as D;
 use crate::model::Model;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
-use crate::placer::OptLevel;
+use crate::placer::{OptLevel, registry};
 use crate::session::{SNode, Session};
 use crate::tables::Ep;
 
@@ -83,44 +83,12 @@ pub fn run(session: &mut Session, model: &Model, level: OptLevel, ort: &str) {
         if gi == 0 && layer_norms {
             f.params = declared_params(model);
         }
-        // ORT's transformer manager repeats the level's list while anything changed.
+        // ORT's transformer manager repeats the level's list while anything changed; the list
+        // and its order are the registry's.
         for _ in 0..MAX_STEPS {
             let before = f.fused;
-            if f.has("Erf") {
-                f.gelu(session);
-            }
-            if f.has("ReduceMean") && f.has("Pow") {
-                f.layer_norm(session);
-            }
-            if f.has("Pow") && f.has("ReduceMean") {
-                f.simplified_layer_norm(session);
-            }
-            if f.opset >= 13 && (f.has("Gather") || f.has("Slice")) {
-                f.gather_slice_to_split(session);
-            }
-            if f.has("Range") && f.has("Gather") {
-                f.gather_to_slice(session);
-            }
-            if f.has("Transpose") && (f.has("MatMul") || f.has("FusedMatMul")) {
-                f.matmul_transpose(session);
-            }
-            if f.has("Gelu") || f.has("FastGelu") {
-                f.bias_gelu(session);
-            }
-            if f.has("LayerNormalization") || f.has("SkipLayerNormalization") {
-                f.skip_layer_norm(session);
-            }
-            if f.has("Tanh") {
-                f.fast_gelu(session);
-            }
-            if f.has("Sigmoid") {
-                f.quick_gelu(session);
-            }
-            if f.has("Softmax") {
-                f.bias_softmax(session);
-            }
-            if (f.has("MatMul") || f.has("FusedMatMul")) && (f.has("Mul") || f.has("Div")) {
-                f.matmul_scale(session);
+            for t in registry::simulated(OptLevel::Extended) {
+                f.apply(session, t.name);
             }
             if f.fused == before {
                 break;
@@ -173,6 +141,62 @@ struct Fuser {
 }
 
 impl Fuser {
+    /// Runs the level-2 transformer ORT names `name` over the graph, when the graph has the ops
+    /// it starts from. False for a name no fusion here simulates.
+    fn apply(&mut self, session: &mut Session, name: &str) -> bool {
+        match name {
+            "GeluFusion" if self.has("Erf") => self.gelu(session),
+            "LayerNormFusion" if self.has("ReduceMean") && self.has("Pow") => {
+                self.layer_norm(session)
+            }
+            "SimplifiedLayerNormFusion" if self.has("Pow") && self.has("ReduceMean") => {
+                self.simplified_layer_norm(session)
+            }
+            "GatherSliceToSplitFusion"
+                if self.opset >= 13 && (self.has("Gather") || self.has("Slice")) =>
+            {
+                self.gather_slice_to_split(session)
+            }
+            "GatherToSliceFusion" if self.has("Range") && self.has("Gather") => {
+                self.gather_to_slice(session)
+            }
+            "MatmulTransposeFusion"
+                if self.has("Transpose") && (self.has("MatMul") || self.has("FusedMatMul")) =>
+            {
+                self.matmul_transpose(session)
+            }
+            "BiasGeluFusion" if self.has("Gelu") || self.has("FastGelu") => self.bias_gelu(session),
+            "SkipLayerNormFusion"
+                if self.has("LayerNormalization") || self.has("SkipLayerNormalization") =>
+            {
+                self.skip_layer_norm(session)
+            }
+            "FastGeluFusion" if self.has("Tanh") => self.fast_gelu(session),
+            "QuickGeluFusion" if self.has("Sigmoid") => self.quick_gelu(session),
+            "BiasSoftmaxFusion" if self.has("Softmax") => self.bias_softmax(session),
+            "MatMulScaleFusion"
+                if (self.has("MatMul") || self.has("FusedMatMul"))
+                    && (self.has("Mul") || self.has("Div")) =>
+            {
+                self.matmul_scale(session)
+            }
+            "GeluFusion"
+            | "LayerNormFusion"
+            | "SimplifiedLayerNormFusion"
+            | "GatherSliceToSplitFusion"
+            | "GatherToSliceFusion"
+            | "MatmulTransposeFusion"
+            | "BiasGeluFusion"
+            | "SkipLayerNormFusion"
+            | "FastGeluFusion"
+            | "QuickGeluFusion"
+            | "BiasSoftmaxFusion"
+            | "MatMulScaleFusion" => {}
+            _ => return false,
+        }
+        true
+    }
+
     fn new(session: &Session, gi: usize) -> Fuser {
         let g = &session.graphs[gi];
         let mut f = Fuser {
@@ -785,5 +809,24 @@ impl Fuser {
             .insert(name.to_string(), Type::Tensor(D::Int64 as i32));
         g.shapes
             .insert(name.to_string(), vec![Some(values.len() as i64)]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every level-2 transformer the registry says is simulated has a fusion here.
+    #[test]
+    fn registry_fusions() {
+        let mut session = Session {
+            graphs: vec![crate::session::SGraph::default()],
+            ..Session::default()
+        };
+        let mut f = Fuser::new(&session, 0);
+        for t in registry::simulated(OptLevel::Extended) {
+            assert!(f.apply(&mut session, t.name), "{} has no fusion", t.name);
+        }
+        assert!(!f.apply(&mut session, "AttentionFusion"));
     }
 }

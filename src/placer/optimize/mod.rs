@@ -17,7 +17,7 @@ use crate::infer::eval::{self, NodeView, Tensor};
 use crate::infer::shapes::{self, Values};
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
-use crate::placer::{OptLevel, transpose};
+use crate::placer::{OptLevel, registry, transpose};
 use crate::session::order::{ort_topological_order, ort_topological_order_by};
 use crate::session::{Init, NameGen, SNode, Session};
 use crate::tables::{Ep, KernelTable};
@@ -68,19 +68,19 @@ pub fn run(
     if reinfer {
         shapes::infer_graph(session, 0, &mut opt.values);
     }
+    // ORT's level-1 list, in the registry's order, repeated while anything changes.
+    let passes: Vec<Option<Pass>> = registry::simulated(OptLevel::Basic)
+        .map(|t| Pass::of(t.name))
+        .collect();
     for _ in 0..MAX_STEPS {
         let mut changed = false;
-        for pass in [
-            Pass::Rules,
-            Pass::Sharing,
-            Pass::Cse,
-            Pass::Fold,
-            Pass::MatMulAdd,
-            Pass::ReshapeFusion,
-        ] {
-            changed |= opt.pass(session, 0, pass);
+        for pass in &passes {
+            changed |= match pass {
+                Some(Pass::Transpose) => opt.transpose(session, 0),
+                Some(pass) => opt.pass(session, 0, *pass),
+                None => false,
+            };
         }
-        changed |= opt.transpose(session, 0);
         if !changed {
             break;
         }
@@ -97,6 +97,23 @@ enum Pass {
     Fold,
     MatMulAdd,
     ReshapeFusion,
+    Transpose,
+}
+
+impl Pass {
+    /// The pass simulating the level-1 transformer ORT names `name`.
+    fn of(name: &str) -> Option<Pass> {
+        Some(match name {
+            "Level1_RuleBasedTransformer" => Pass::Rules,
+            "ConstantSharing" => Pass::Sharing,
+            "CommonSubexpressionElimination" => Pass::Cse,
+            "ConstantFolding" => Pass::Fold,
+            "MatMulAddFusion" => Pass::MatMulAdd,
+            "ReshapeFusion" => Pass::ReshapeFusion,
+            "TransposeOptimizer" => Pass::Transpose,
+            _ => return None,
+        })
+    }
 }
 
 struct Optimizer<'t> {
@@ -274,7 +291,7 @@ impl Optimizer<'_> {
                     d
                 }
                 Pass::MatMulAdd => self.matmul_add_fusion(session, gi, ni, &mut idx, &mut names),
-                Pass::Sharing => false,
+                Pass::Sharing | Pass::Transpose => false,
             };
             changed |= did;
         }
@@ -512,6 +529,14 @@ impl Optimizer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every level-1 transformer the registry says is simulated has a pass.
+    #[test]
+    fn registry_passes() {
+        for t in registry::simulated(OptLevel::Basic) {
+            assert!(Pass::of(t.name).is_some(), "{} has no pass", t.name);
+        }
+    }
 
     #[test]
     fn deterministic_ops() {
