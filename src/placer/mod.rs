@@ -13,6 +13,7 @@ pub use crate::session as ir;
 mod kernel;
 mod load;
 mod optimize;
+pub mod registry;
 mod transpose;
 
 use rustc_hash::FxHashMap as HashMap;

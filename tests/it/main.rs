@@ -5,6 +5,7 @@
     clippy::print_stderr,
     clippy::print_stdout
 )]
+mod architecture;
 mod cargo;
 mod cli;
 mod codegen;
