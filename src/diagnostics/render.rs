@@ -324,7 +324,8 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     let theme = match (style.unicode, style.color) {
         (true, true) => GraphicalTheme::unicode(),
         (true, false) => GraphicalTheme::unicode_nocolor(),
-        (false, _) => GraphicalTheme::none(),
+        (false, true) => GraphicalTheme::ascii(),
+        (false, false) => GraphicalTheme::none(),
     };
     let handler = GraphicalReportHandler::new_themed(theme)
         .with_width(style.width)
