@@ -9,7 +9,11 @@
 //!   structural problems come back as [`model::Problem`]s on a model that still loads.
 //! - [`tables`]: the per-release ORT data (kernel registrations with host-memory arguments,
 //!   op schemas, highest opsets), embedded and parsed on first use. Knows nothing about models.
-//! - [`cli`]: arguments, output formats, exit codes. The only module that prints.
+//! - [`lint`]: the composition root of a lint run (place the model, run the rules) from resolved
+//!   [`lint::Settings`]; pure.
+//! - [`cli`]: arguments, settings resolution (`cli/settings.rs`, shared by every command),
+//!   output formats (`cli/output/`: the JSON, SARIF and GitHub shapes live only there), exit
+//!   codes. The only module that prints.
 //!
 //! ## Invariants
 //!
