@@ -209,8 +209,11 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<TablesAction>,
         /// Output format.
+        // Its own id: a global argument's value is also seen by the parent command, whose
+        // `format` has another type.
         #[arg(
-            long,
+            id = "tables_format",
+            long = "format",
             visible_alias = "output-format",
             value_enum,
             default_value_t,

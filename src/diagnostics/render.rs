@@ -311,13 +311,13 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     let needs_source = findings.iter().any(|f| f.node.is_some());
     let listing = needs_source.then(|| crate::model::text::print_model(&model.proto));
     // The gutter (line number and bar) takes about 8 columns.
-    let wrapped = listing
+    let mut wrapped = listing
         .as_ref()
         .map(|l| Wrapped::new(&l.text, style.width.saturating_sub(10)));
-    let source = wrapped.as_ref().map(|w| {
+    let source = wrapped.as_mut().map(|w| {
         NamedSource::new(
             format!("{} (ONNX text view)", model.path.display()),
-            w.text.clone(),
+            std::mem::take(&mut w.text),
         )
     });
     let theme = match (style.unicode, style.color) {

@@ -646,3 +646,40 @@ fn verify_takes_several_models() {
     assert_eq!(v[0]["agree"], true);
     assert_eq!(v[1]["agree"], true);
 }
+
+#[test]
+fn tables_take_their_format_before_or_after_the_action() {
+    let repo = support::repo();
+    for args in [
+        &["tables", "--format", "json"][..],
+        &["tables", "list", "--format", "json"],
+        &["tables", "show", "1.24", "--format", "json"],
+        &["tables", "--format", "json", "show", "1.24"],
+        &["tables", "show", "1.24", "--output-format", "json"],
+    ] {
+        let run = run_in(&repo, args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        let v = json(&run);
+        assert!(v.is_object(), "{args:?}");
+    }
+    let unknown = run_in(&repo, &["tables", "show", "2.0"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("unknown ORT release `2.0`"),
+        "{}",
+        unknown.stderr
+    );
+    assert_eq!(run_in(&repo, &["tables", "--format", "sarif"]).code, 2);
+}
+
+#[test]
+fn the_command_line_definition_is_consistent() {
+    use clap::CommandFactory;
+    onnx_lint::cli::Cli::command().debug_assert();
+    let repo = support::repo();
+    for sub in ["place", "verify", "rules", "explain", "tables"] {
+        let run = run_in(&repo, &[sub, "--help"]);
+        assert_eq!(run.code, 0, "{sub} --help: {}", run.stderr);
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    }
+}
