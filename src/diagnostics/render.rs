@@ -191,10 +191,25 @@ fn labels_for(model: &Model, listing: &Listing, wrap: &Wrapped, f: &Finding) -> 
         .filter_map(|t| t.strip_prefix("input ")?.split_once(": ").map(|(_, ty)| ty))
         .collect();
     if !inputs.is_empty() {
+        // As many input types as fit in about 60 columns; the finding's JSON has them all.
+        let mut shown: Vec<&str> = Vec::new();
+        let mut len = 0;
+        for t in &inputs {
+            if !shown.is_empty() && len + t.len() > 60 {
+                break;
+            }
+            len += t.len() + 2;
+            shown.push(t);
+        }
         text.push_str(&format!(
-            ", input{} {}",
+            ", input{} {}{}",
             if inputs.len() == 1 { "" } else { "s" },
-            inputs.join(", ")
+            shown.join(", "),
+            if shown.len() < inputs.len() {
+                ", …"
+            } else {
+                ""
+            }
         ));
     }
     for t in folded.iter().filter(|t| !t.starts_with("input ")) {
@@ -310,10 +325,11 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     }
     let needs_source = findings.iter().any(|f| f.node.is_some());
     let listing = needs_source.then(|| crate::model::text::print_model(&model.proto));
-    // The gutter (line number and bar) takes about 8 columns.
+    // The gutter takes up to 16 columns: a line number of up to 6 digits, the bar, and the
+    // arrows miette draws beside a label that spans lines.
     let mut wrapped = listing
         .as_ref()
-        .map(|l| Wrapped::new(&l.text, style.width.saturating_sub(10)));
+        .map(|l| Wrapped::new(&l.text, style.width.saturating_sub(16)));
     let source = wrapped.as_mut().map(|w| {
         NamedSource::new(
             format!("{} (ONNX text view)", model.path.display()),
