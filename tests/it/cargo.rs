@@ -1164,3 +1164,30 @@ fn place_uses_the_package_configuration_and_cargo_lock() {
         run.stderr
     );
 }
+
+/// Mistakes in several manifests are all reported in one run.
+#[test]
+fn every_manifest_mistake_is_reported_at_once() {
+    let ws = workspace();
+    edit(
+        &ws.path().join("crates/vision/Cargo.toml"),
+        "registration-gap = \"deny\"",
+        "registration-gpa = \"deny\"",
+    );
+    edit(
+        &ws.path().join("crates/text/Cargo.toml"),
+        "ep = \"cpu\"",
+        "ep = \"cpux\"",
+    );
+    let run = cargo_lint(ws.path(), &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for needle in [
+        "unknown rule `registration-gpa`",
+        "did you mean `registration-gap`?",
+        "crates/vision/Cargo.toml:",
+        "unknown ep `cpux`; did you mean `cpu`?",
+        "crates/text/Cargo.toml:",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+    }
+}
