@@ -255,7 +255,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     };
     output::install_miette_hook(cli.color);
     match run(cli) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(report) => {
             eprintln!("{}", output::render_report(&report));
             ExitCode::from(EXIT_ERROR)
@@ -263,8 +263,13 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     }
 }
 
-/// Runs a parsed command: the exit code, or the error that stopped it (exit code 2).
-pub fn run(cli: Cli) -> Result<u8, miette::Report> {
+/// Runs a parsed command: the exit code, or the error that stopped it (exit code 2; `main`
+/// renders it, the only place that renders a command's error).
+pub fn run(cli: Cli) -> Result<ExitCode, miette::Report> {
+    run_command(cli).map(ExitCode::from)
+}
+
+fn run_command(cli: Cli) -> Result<u8, miette::Report> {
     match cli.command {
         None => check::run(&cli.paths, &cli.shared, &cli.lint, &cli.cargo, cli.color),
         Some(Command::Place {
