@@ -239,7 +239,10 @@ pub fn parse(
                 path,
                 text,
                 key.span(),
-                format!("unknown key `{k}`{}", did_you_mean(k, KEYS.iter().copied())),
+                format!(
+                    "unknown field `{k}`{}",
+                    did_you_mean(k, KEYS.iter().copied())
+                ),
                 "not a configuration key",
                 Some(format!("the keys are {}", KEYS.join(", "))),
             ));

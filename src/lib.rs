@@ -16,7 +16,11 @@
 //!   source file, ordered by [`placer::registry`]), partitioning, casts.
 //! - [`memcpy`]: ORT's `MemcpyTransformer`.
 //! - [`rules`], [`diagnostics`]: the lint rules and their findings.
-//! - [`cli`]: arguments, output formats, exit codes. The only module that prints.
+//! - [`lint`]: the composition root of a lint run (place the model, run the rules) from resolved
+//!   [`lint::Settings`]; pure.
+//! - [`cli`]: arguments, settings resolution (`cli/settings.rs`, shared by every command),
+//!   output formats (`cli/output/`: the JSON, SARIF and GitHub shapes live only there), exit
+//!   codes. The only module that prints.
 //!
 //! `ARCHITECTURE.md` at the top of the repository has the full code map and the invariants.
 //!

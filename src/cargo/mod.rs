@@ -186,9 +186,18 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
 
     let members_ids: BTreeSet<&cargo_metadata::PackageId> = meta.workspace_members.iter().collect();
     let mut members = Vec::new();
+    let mut config_errors: Vec<ConfigError> = Vec::new();
     for p in meta.packages.iter().filter(|p| members_ids.contains(&p.id)) {
         let manifest = p.manifest_path.clone().into_std_path_buf();
-        let declared = read_declared(&manifest, cwd, PACKAGE_TABLE)?;
+        let declared = match read_declared(&manifest, cwd, PACKAGE_TABLE) {
+            Ok(d) => d,
+            // Every manifest's mistakes are reported, not only the first manifest's.
+            Err(CargoError::Config(e)) => {
+                config_errors.push(*e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let ort_dep = p.dependencies.iter().find(|d| d.name == "ort");
         let ort_req = ort_dep.map(|d| d.req.clone());
         let ort_dynamic = load_dynamic(p, ort_dep);
@@ -218,7 +227,19 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
         .filter(|p| default_ids.contains(&&p.id))
         .filter_map(|p| members.iter().position(|m| m.name == p.name.as_str()))
         .collect();
-    let declared = read_declared(&root_manifest, cwd, WORKSPACE_TABLE)?;
+    let declared = match read_declared(&root_manifest, cwd, WORKSPACE_TABLE) {
+        Ok(d) => d,
+        Err(CargoError::Config(e)) => {
+            config_errors.push(*e);
+            Declared::default()
+        }
+        Err(e) => return Err(e),
+    };
+    let mut it = config_errors.into_iter();
+    if let Some(mut first) = it.next() {
+        first.more.extend(it);
+        return Err(CargoError::Config(Box::new(first)));
+    }
     let lock = ort_version::read_lock(&root.join("Cargo.lock"))?;
     Ok(Workspace {
         at_root: current_manifest.as_deref() == Some(canon(&root_manifest).as_path()),

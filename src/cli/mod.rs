@@ -209,8 +209,11 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<TablesAction>,
         /// Output format.
+        // Its own id: a global argument's value is also seen by the parent command, whose
+        // `format` has another type.
         #[arg(
-            long,
+            id = "tables_format",
+            long = "format",
             visible_alias = "output-format",
             value_enum,
             default_value_t,
@@ -252,7 +255,7 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     };
     output::install_miette_hook(cli.color);
     match run(cli) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(report) => {
             eprintln!("{}", output::render_report(&report));
             ExitCode::from(EXIT_ERROR)
@@ -260,8 +263,13 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
     }
 }
 
-/// Runs a parsed command: the exit code, or the error that stopped it (exit code 2).
-pub fn run(cli: Cli) -> Result<u8, miette::Report> {
+/// Runs a parsed command: the exit code, or the error that stopped it (exit code 2; `main`
+/// renders it, the only place that renders a command's error).
+pub fn run(cli: Cli) -> Result<ExitCode, miette::Report> {
+    run_command(cli).map(ExitCode::from)
+}
+
+fn run_command(cli: Cli) -> Result<u8, miette::Report> {
     match cli.command {
         None => check::run(&cli.paths, &cli.shared, &cli.lint, &cli.cargo, cli.color),
         Some(Command::Place {

@@ -179,12 +179,7 @@ fn labels_for(model: &Model, listing: &Listing, wrap: &Wrapped, f: &Finding) -> 
         let span = listing.value_span(&path, &v.name);
         match span {
             Some(span) if !graph_input && !v.text.starts_with("input ") && !inside(&span) => {
-                if !others
-                    .iter()
-                    .any(|(s, _): &(SourceSpan, String)| s == &span)
-                {
-                    others.push((span, v.text.clone()));
-                }
+                others.push((span, v.text.clone()));
             }
             _ if primary.is_some() => folded.push(v.text.as_str()),
             _ => {}
@@ -196,10 +191,25 @@ fn labels_for(model: &Model, listing: &Listing, wrap: &Wrapped, f: &Finding) -> 
         .filter_map(|t| t.strip_prefix("input ")?.split_once(": ").map(|(_, ty)| ty))
         .collect();
     if !inputs.is_empty() {
+        // As many input types as fit in about 60 columns; the finding's JSON has them all.
+        let mut shown: Vec<&str> = Vec::new();
+        let mut len = 0;
+        for t in &inputs {
+            if !shown.is_empty() && len + t.len() > 60 {
+                break;
+            }
+            len += t.len() + 2;
+            shown.push(t);
+        }
         text.push_str(&format!(
-            ", input{} {}",
+            ", input{} {}{}",
             if inputs.len() == 1 { "" } else { "s" },
-            inputs.join(", ")
+            shown.join(", "),
+            if shown.len() < inputs.len() {
+                ", …"
+            } else {
+                ""
+            }
         ));
     }
     for t in folded.iter().filter(|t| !t.starts_with("input ")) {
@@ -213,8 +223,12 @@ fn labels_for(model: &Model, listing: &Listing, wrap: &Wrapped, f: &Finding) -> 
             wrap.span(span),
         ));
     }
+    let mut seen: Vec<SourceSpan> = Vec::new();
     for (span, label) in others {
-        out.push(LabeledSpan::new_with_span(Some(label), wrap.span(span)));
+        if !seen.contains(&span) {
+            seen.push(span);
+            out.push(LabeledSpan::new_with_span(Some(label), wrap.span(span)));
+        }
     }
     out
 }
@@ -311,20 +325,22 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     }
     let needs_source = findings.iter().any(|f| f.node.is_some());
     let listing = needs_source.then(|| crate::model::text::print_model(&model.proto));
-    // The gutter (line number and bar) takes about 8 columns.
-    let wrapped = listing
+    // The gutter takes up to 16 columns: a line number of up to 6 digits, the bar, and the
+    // arrows miette draws beside a label that spans lines.
+    let mut wrapped = listing
         .as_ref()
-        .map(|l| Wrapped::new(&l.text, style.width.saturating_sub(10)));
-    let source = wrapped.as_ref().map(|w| {
+        .map(|l| Wrapped::new(&l.text, style.width.saturating_sub(16)));
+    let source = wrapped.as_mut().map(|w| {
         NamedSource::new(
             format!("{} (ONNX text view)", model.path.display()),
-            w.text.clone(),
+            std::mem::take(&mut w.text),
         )
     });
     let theme = match (style.unicode, style.color) {
         (true, true) => GraphicalTheme::unicode(),
         (true, false) => GraphicalTheme::unicode_nocolor(),
-        (false, _) => GraphicalTheme::none(),
+        (false, true) => GraphicalTheme::ascii(),
+        (false, false) => GraphicalTheme::none(),
     };
     let handler = GraphicalReportHandler::new_themed(theme)
         .with_width(style.width)
@@ -365,4 +381,41 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
 /// A `SourceSpan` helper for callers that build their own labels.
 pub fn span(offset: usize, len: usize) -> SourceSpan {
     SourceSpan::new(offset.into(), len)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_keeps_the_text_and_moves_spans_with_it() {
+        let text = "short\n  [n] \"a, b\" = Op (\"first input, with a comma\", second, third, fourth)\nend\n";
+        let w = Wrapped::new(text, 30);
+        assert!(w.text.lines().all(|l| l.len() <= 40), "{}", w.text);
+        assert!(w.text.lines().count() > 3, "{}", w.text);
+        // Only whitespace was added; quoted names are never split.
+        let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(squash(&w.text), squash(text));
+        assert!(
+            w.text.contains("\"first input, with a comma\""),
+            "{}",
+            w.text
+        );
+        // A span of the original covers the same characters in the wrapped text.
+        for word in ["second", "fourth", "end", "\"a, b\""] {
+            let at = text.find(word).unwrap();
+            let s = w.span(SourceSpan::new(at.into(), word.len()));
+            assert_eq!(&w.text[s.offset()..s.offset() + s.len()], word);
+        }
+        let line = text.find("  [n]").unwrap() + 2;
+        let whole = w.span(SourceSpan::new(
+            line.into(),
+            text[line..].find('\n').unwrap(),
+        ));
+        assert_eq!(
+            squash(&w.text[whole.offset()..whole.offset() + whole.len()]),
+            squash(&text[line..line + text[line..].find('\n').unwrap()])
+        );
+    }
 }

@@ -1060,3 +1060,134 @@ fn readme_workflow_example_uses_the_action_inputs() {
         .collect();
     assert_eq!(ids, ["onnx-lint"]);
 }
+
+/// `ort` with `load-dynamic` links no ONNX Runtime of its own: Cargo.lock does not say which
+/// release runs, and the tool says so instead of guessing from it.
+#[test]
+fn load_dynamic_is_detected_from_the_manifest_and_from_cargo_lock() {
+    let newest = onnx_lint::tables::newest().version;
+    // On the dependency.
+    let ws = workspace();
+    edit(
+        &ws.path().join("crates/vision/Cargo.toml"),
+        "ort = \"=2.0.0-rc.12\"",
+        "ort = { version = \"=2.0.0-rc.12\", features = [\"load-dynamic\"] }",
+    );
+    let run = cargo_lint(ws.path(), &["-p", "vision", "--format", "json"]);
+    let r = records(&run);
+    assert_eq!(r["crates/vision/models/gemma.onnx"]["ort"], newest);
+    for needle in [
+        "package `vision` depends on `ort` with its `load-dynamic` feature",
+        "Pass `--ort <VERSION>` or set `ort = \"...\"`",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+    }
+    // Through a feature of the package.
+    let ws = workspace();
+    let manifest = ws.path().join("crates/vision/Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace(
+            "[dependencies]",
+            "[features]\ndynamic = [\"ort/load-dynamic\"]\n\n[dependencies]",
+        ),
+    )
+    .unwrap();
+    let run = cargo_lint(ws.path(), &["-p", "vision"]);
+    assert!(
+        run.stderr
+            .contains("package `vision`'s feature `dynamic` enables `ort/load-dynamic`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.starts_with(&format!(
+            "note: package `vision`: ORT {newest}: the newest bundled release"
+        )),
+        "{}",
+        run.stdout
+    );
+    // Only Cargo.lock says so: `ort` locked with `libloading`.
+    let ws = workspace();
+    edit(
+        &ws.path().join("Cargo.lock"),
+        " \"ort-sys\",\n]",
+        " \"libloading\",\n \"ort-sys\",\n]",
+    );
+    let run = cargo_lint(ws.path(), &["-p", "vision", "--format", "json"]);
+    assert_eq!(
+        records(&run)["crates/vision/models/gemma.onnx"]["ort"],
+        newest
+    );
+    assert!(run.stderr.contains("`libloading`"), "{}", run.stderr);
+    // `--ort` settles it, without a warning.
+    let run = cargo_lint(
+        ws.path(),
+        &["-p", "vision", "--ort", "1.24", "--format", "json"],
+    );
+    assert_eq!(
+        records(&run)["crates/vision/models/gemma.onnx"]["ort"],
+        "1.24.4"
+    );
+    assert!(!run.stderr.contains("load-dynamic"), "{}", run.stderr);
+}
+
+/// `place` takes the release and options from the package's configuration and Cargo.lock, as
+/// the lint command does.
+#[test]
+fn place_uses_the_package_configuration_and_cargo_lock() {
+    let ws = workspace();
+    let run = cargo_lint(
+        ws.path(),
+        &[
+            "place",
+            "crates/text/assets/relu.onnx",
+            "crates/vision/models/gemma.onnx",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = records(&run);
+    let text = &r["crates/text/assets/relu.onnx"];
+    assert!(text["ort"].as_str().unwrap().starts_with("1.28."), "{text}");
+    assert_eq!(text["all_nodes_on"]["CPUExecutionProvider"], 1, "ep = cpu");
+    assert_eq!(
+        r["crates/vision/models/gemma.onnx"]["ort"], "1.24.4",
+        "from Cargo.lock"
+    );
+    assert!(
+        run.stderr
+            .contains("note: package `vision`: ORT 1.24.4: Cargo.lock has ort"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Mistakes in several manifests are all reported in one run.
+#[test]
+fn every_manifest_mistake_is_reported_at_once() {
+    let ws = workspace();
+    edit(
+        &ws.path().join("crates/vision/Cargo.toml"),
+        "registration-gap = \"deny\"",
+        "registration-gpa = \"deny\"",
+    );
+    edit(
+        &ws.path().join("crates/text/Cargo.toml"),
+        "ep = \"cpu\"",
+        "ep = \"cpux\"",
+    );
+    let run = cargo_lint(ws.path(), &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for needle in [
+        "unknown rule `registration-gpa`",
+        "did you mean `registration-gap`?",
+        "crates/vision/Cargo.toml:",
+        "unknown ep `cpux`; did you mean `cpu`?",
+        "crates/text/Cargo.toml:",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+    }
+}
