@@ -41,6 +41,7 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 /// Everything a lint run needs, resolved from the command line and configuration.
+#[derive(Clone)]
 pub struct Settings {
     pub release: &'static Bundled,
     /// Why that release: `--ort`, the config file, or the default.
@@ -310,11 +311,7 @@ pub fn lint_groups(groups: &[Group], cache: Option<&Cache>) -> u8 {
                 for r in &reports {
                     text.push_str(&r.section);
                 }
-                let written = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+                let written = output::append_regular(Path::new(&path), &text);
                 if let Err(e) = written {
                     eprintln!(
                         "warning: cannot write the job summary to {}: {e}",
@@ -439,17 +436,20 @@ fn report_for(
     {
         return Ok(r);
     }
-    let a = analyse(model::load(file)?, settings);
-    let r = ModelReport::new(&a, settings);
+    // Loaded, analysed and rendered within the whole-model budget (`cli/budget.rs`).
+    let (owned_file, owned_settings) = (file.to_path_buf(), settings.clone());
+    let (r, locations) = super::budget::bounded(file, move || {
+        let a = analyse(model::load(&owned_file)?, &owned_settings);
+        let locations: Vec<String> = a.model.external.iter().map(|e| e.location.clone()).collect();
+        Ok((ModelReport::new(&a, &owned_settings), locations))
+    })?;
     if let Some((c, k)) = &key {
         let dir = file.parent().unwrap_or(Path::new(""));
         let mut seen = std::collections::BTreeSet::new();
-        let facts: Vec<FileFacts> = a
-            .model
-            .external
+        let facts: Vec<FileFacts> = locations
             .iter()
-            .filter(|e| seen.insert(e.location.clone()))
-            .map(|e| FileFacts::of(&dir.join(&e.location)))
+            .filter(|l| seen.insert((*l).clone()))
+            .map(|l| FileFacts::of(&dir.join(l)))
             .collect();
         let _ = c.put(k, &facts, &r.to_json());
     }

@@ -47,15 +47,21 @@ pub fn run(models: &[PathBuf], shared: &SharedArgs) -> u8 {
     let mut exit = EXIT_OK;
     let mut records = Vec::new();
     for (i, path) in models.iter().enumerate() {
-        let m = match model::load(path) {
-            Ok(m) => m,
+        // Loaded and placed within the whole-model budget (`cli/budget.rs`).
+        let (owned, opts) = (path.clone(), options.clone());
+        let placed = super::budget::bounded(path, move || {
+            let m = model::load(&owned)?;
+            let p = placer::place(&m, table, &opts);
+            Ok((m, p))
+        });
+        let (m, p) = match placed {
+            Ok(mp) => mp,
             Err(e) => {
                 eprintln!("{}", output::render_report(&miette::Report::new(e)));
                 exit = EXIT_ERROR;
                 continue;
             }
         };
-        let p = placer::place(&m, table, &options);
         match shared.format {
             Format::Json => records.push(placement_json(&path.display().to_string(), &p)),
             _ => out(&placement_human(&path.display().to_string(), &p)),

@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use external::ExternalRef;
-pub use load::{LoadError, MAX_MODEL_FILE, decode_model, read_model_proto};
+pub use load::{
+    LoadError, MAX_MODEL_FILE, MAX_TEXT_FILE, decode_model, open_regular, read_model_proto,
+};
 pub use tensor::{DataType, element_bits, tensor_byte_size, type_name};
 
 use proto::{GraphProto, ModelProto, NodeProto, TypeProto};
