@@ -231,8 +231,28 @@ pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
     Ok((proto, size))
 }
 
-/// Decodes an in-memory model (tests, text fixtures already encoded, stdin).
+/// Decodes an in-memory model (tests, text fixtures already encoded, stdin). What decoding
+/// would cost is checked first ([`super::census`]).
 pub fn decode_model(path: &Path, bytes: Bytes) -> Result<ModelProto, LoadError> {
+    let c = super::census::census(&bytes);
+    let too_large = |detail: String| LoadError::TooLargeToAnalyse {
+        path: path.to_path_buf(),
+        detail,
+    };
+    if c.nodes > super::census::MAX_NODES {
+        return Err(too_large(format!(
+            "it has {} nodes, more than the {} the linter analyses",
+            c.nodes,
+            super::census::MAX_NODES
+        )));
+    }
+    if c.decoded_bytes > super::census::MAX_DECODED_BYTES {
+        return Err(too_large(format!(
+            "decoding it would take about {} MiB of memory, more than the {} MiB the linter allows",
+            c.decoded_bytes >> 20,
+            super::census::MAX_DECODED_BYTES >> 20
+        )));
+    }
     let proto =
         ModelProto::decode(bytes.clone()).map_err(|e| classify_decode_error(path, &bytes, &e))?;
     check_is_model(path, &proto)?;
