@@ -447,11 +447,7 @@ pub fn lint_groups(groups: &[Group], cache: Option<&Cache>, p: &Printing, sink: 
         Format::Github => {
             if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
                 let text = github::summary(&rows, &sections);
-                let written = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+                let written = output::append_regular(Path::new(&path), &text);
                 if let Err(e) = written {
                     eprintln!(
                         "warning: cannot write the job summary to {}: {e}",
@@ -629,17 +625,22 @@ fn report_for(
     {
         return Ok(r);
     }
-    let a = lint::analyse(model::load(file)?, settings);
-    let r = ModelReport::new(&a, settings, format, style, base);
+    // Loaded, analysed and rendered within the whole-model budget (`cli/budget.rs`).
+    let (owned_file, owned_settings, owned_base) =
+        (file.to_path_buf(), settings.clone(), base.to_path_buf());
+    let (r, locations) = super::budget::bounded(file, move || {
+        let a = lint::analyse(model::load(&owned_file)?, &owned_settings);
+        let locations: Vec<String> = a.model.external.iter().map(|e| e.location.clone()).collect();
+        let r = ModelReport::new(&a, &owned_settings, format, style, &owned_base);
+        Ok((r, locations))
+    })?;
     if let Some((c, k)) = &key {
         let dir = file.parent().unwrap_or(Path::new(""));
         let mut seen = std::collections::BTreeSet::new();
-        let facts: Vec<FileFacts> = a
-            .model
-            .external
+        let facts: Vec<FileFacts> = locations
             .iter()
-            .filter(|e| seen.insert(e.location.clone()))
-            .map(|e| FileFacts::of(&dir.join(&e.location)))
+            .filter(|l| seen.insert((*l).clone()))
+            .map(|l| FileFacts::of(&dir.join(l)))
             .collect();
         let _ = c.put(k, &facts, &r.to_json());
     }

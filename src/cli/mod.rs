@@ -1,6 +1,7 @@
 //! The command line: arguments, output, exit codes. The only module that prints.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod budget;
 pub mod check;
 pub mod explain;
 pub mod output;

@@ -43,15 +43,21 @@ pub fn run(
         let table = settings.release.table();
         for path in &group.targets {
             done += 1;
-            let m = match model::load(path) {
-                Ok(m) => m,
+            // Loaded and placed within the whole-model budget (`cli/budget.rs`).
+            let (owned, opts) = (path.clone(), settings.options.clone());
+            let placed = super::budget::bounded(path, move || {
+                let m = model::load(&owned)?;
+                let p = placer::place(&m, table, &opts);
+                Ok((m, p))
+            });
+            let (m, p) = match placed {
+                Ok(mp) => mp,
                 Err(e) => {
                     eprintln!("{}", super::output::render_report(&miette::Report::new(e)));
                     exit = EXIT_ERROR;
                     continue;
                 }
             };
-            let p = placer::place(&m, table, &settings.options);
             match format {
                 PlainFormat::Json => records.push(placement_json(&path.display().to_string(), &p)),
                 PlainFormat::Human => out(&placement_human(&path.display().to_string(), &p)),

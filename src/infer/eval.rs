@@ -1409,6 +1409,115 @@ mod tests {
         assert_eq!(s[0].as_i64(), vec![3, 4]);
     }
 
+    fn axis(v: i64) -> [AttributeProto; 1] {
+        [AttributeProto {
+            name: Some("axis".into()),
+            i: Some(v),
+            ..Default::default()
+        }]
+    }
+
+    /// issue 15: the evaluator panicked on an empty constant `min` of `Clip` and on `Concat`
+    /// of scalars; both are now "not folded".
+    #[test]
+    fn invalid_inputs_are_not_folded_never_a_panic() {
+        let x = Tensor::ints(D::Int64 as i32, vec![3], vec![1, 2, 3]);
+        let empty = Tensor::ints(D::Int64 as i32, vec![0], vec![]);
+        assert_eq!(eval(&view("Clip", 13, &[]), &[Some(&x), Some(&empty)]), None);
+        let ok = eval(&view("Clip", 13, &[]), &[Some(&x), None, Some(&Tensor::i64_1d(vec![2]))]);
+        assert_eq!(ok.expect("folds")[0].as_i64(), vec![1, 2, 2]);
+        let scalar = Tensor::ints(D::Int64 as i32, vec![], vec![7]);
+        let attrs = axis(0);
+        assert_eq!(
+            eval(&view("Concat", 13, &attrs), &[Some(&scalar), Some(&scalar)]),
+            None
+        );
+        // A tensor whose data does not fill its shape is refused at the door.
+        let bad = Tensor::ints(D::Int64 as i32, vec![4], vec![1]);
+        assert_eq!(eval(&view("Neg", 13, &[]), &[Some(&bad)]), None);
+        // Slice with extreme steps: no overflow.
+        for step in [i64::MIN, i64::MAX, -1] {
+            let r = eval(
+                &view("Slice", 13, &[]),
+                &[
+                    Some(&x),
+                    Some(&Tensor::i64_1d(vec![i64::MAX])),
+                    Some(&Tensor::i64_1d(vec![i64::MIN])),
+                    Some(&Tensor::i64_1d(vec![0])),
+                    Some(&Tensor::i64_1d(vec![step])),
+                ],
+            );
+            assert!(r.is_some_and(|r| r[0].len() <= 3));
+        }
+        // Range over the whole of i64.
+        let r = eval(
+            &view("Range", 11, &[]),
+            &[
+                Some(&Tensor::ints(7, vec![], vec![i64::MIN])),
+                Some(&Tensor::ints(7, vec![], vec![i64::MAX])),
+                Some(&Tensor::ints(7, vec![], vec![1])),
+            ],
+        );
+        assert_eq!(r, None);
+    }
+
+    /// issue 15: outputs are sized from the shapes before anything is allocated.
+    #[test]
+    fn outputs_over_budget_are_refused_before_allocation() {
+        reset_budget();
+        let big = eval(
+            &view("ConstantOfShape", 9, &[]),
+            &[Some(&Tensor::i64_1d(vec![MAX_ELEMENTS as i64]))],
+        )
+        .expect("64 Ki elements fold");
+        let big = &big[0];
+        let row = Tensor {
+            elem: big.elem,
+            dims: vec![1, MAX_ELEMENTS as i64],
+            data: big.data.clone(),
+        };
+        let idx = Tensor::i64_1d(vec![0; MAX_ELEMENTS]);
+        let start = std::time::Instant::now();
+        // Gather of 64 Ki zeros along axis 0 of a [1, 64 Ki] tensor: [64 Ki, 64 Ki] is 2^32
+        // elements (34 GB before the fix).
+        assert_eq!(eval(&view("Gather", 13, &[]), &[Some(&row), Some(&idx)]), None);
+        // Concat of the same tensor 20,000 times: refused by the step's input budget.
+        let attrs = axis(0);
+        let parts: Vec<Option<&Tensor>> = vec![Some(big); 20_000];
+        assert_eq!(eval(&view("Concat", 13, &attrs), &parts), None);
+        // A repeated axis in `perm` would square the size.
+        let col = Tensor {
+            elem: big.elem,
+            dims: vec![MAX_ELEMENTS as i64, 1],
+            data: big.data.clone(),
+        };
+        let perm = [AttributeProto {
+            name: Some("perm".into()),
+            ints: vec![0, 0],
+            ..Default::default()
+        }];
+        assert_eq!(eval(&view("Transpose", 13, &perm), &[Some(&col)]), None);
+        // A shape of absurd rank, and dims whose product overflows past a zero.
+        let rank = Tensor::i64_1d(vec![1; MAX_RANK + 1]);
+        assert_eq!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&rank)]), None);
+        let zero = Tensor::i64_1d(vec![0, i64::MAX, i64::MAX]);
+        assert_eq!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&zero)]), None);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_session_budget_bounds_the_sum_of_all_steps() {
+        reset_budget();
+        let shape = Tensor::i64_1d(vec![MAX_ELEMENTS as i64]);
+        let steps = SESSION_ELEMENTS / MAX_ELEMENTS;
+        for _ in 0..steps {
+            assert!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]).is_some());
+        }
+        assert_eq!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]), None);
+        reset_budget();
+        assert!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]).is_some());
+    }
+
     #[test]
     fn range_where_roundtrip() {
         let r = eval(

@@ -7,6 +7,12 @@
 mod casts;
 mod cpu_preferred;
 mod functions;
+
+/// Why the last [`place`] on this thread stopped short of a faithful simulation (a budget of
+/// the analysis was exhausted), if it did.
+pub fn budget_exceeded() -> Option<String> {
+    functions::budget_exceeded()
+}
 mod fusions;
 /// The session graph under its old name, for code not yet moved to [`crate::session`].
 pub use crate::session as ir;

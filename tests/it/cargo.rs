@@ -536,7 +536,7 @@ fn an_unbundled_release_in_cargo_lock_warns_and_takes_the_nearest() {
 
 /// The cache entries written so far.
 fn entries(target: &Path) -> Vec<PathBuf> {
-    let dir = target.join("onnx-lint/cache-v1");
+    let dir = target.join("onnx-lint/cache-v2");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -580,7 +580,8 @@ fn the_cache_answers_like_a_fresh_run_and_never_serves_a_stale_answer() {
     assert_eq!(n, 3 * 4, "one entry per model and format");
     assert!(target.join("onnx-lint/CACHEDIR.TAG").is_file());
 
-    // A hit is served from the entry: doctor one and see it come back.
+    // A hit is served from the entry: doctor one, with its checksum line recomputed the way
+    // `src/cache.rs` writes it, and see it come back.
     let json = cargo_lint(root, &["--format", "json", "-p", "text"]);
     let entry = entries(&target)
         .into_iter()
@@ -591,11 +592,29 @@ fn the_cache_answers_like_a_fresh_run_and_never_serves_a_stale_answer() {
         })
         .unwrap();
     let text = std::fs::read_to_string(&entry).unwrap();
-    std::fs::write(
-        &entry,
-        text.replace("\"ort\":\"1.28.0\"", "\"ort\":\"cached\""),
-    )
-    .unwrap();
+    let (_, body) = text.split_once('\n').unwrap();
+    let doctored = body.replace("\"ort\":\"1.28.0\"", "\"ort\":\"cached\"");
+    assert_ne!(doctored, body);
+    let key = entry.file_stem().unwrap().to_str().unwrap();
+    let sum = {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(b"onnx-lint cache entry\0");
+        h.update(key.as_bytes());
+        h.update(b"\0");
+        h.update(doctored.as_bytes());
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    // Edited by hand, checksum untouched: a miss, never the edited answer (issue 15).
+    std::fs::write(&entry, format!("{}\n{doctored}", &text[..64])).unwrap();
+    assert_eq!(
+        cargo_lint(root, &["--format", "json", "-p", "text"]).stdout,
+        json.stdout
+    );
+    std::fs::write(&entry, format!("{sum}\n{doctored}")).unwrap();
     let served = cargo_lint(root, &["--format", "json", "-p", "text"]);
     assert_eq!(
         records(&served)["crates/text/assets/relu.onnx"]["ort"],

@@ -142,15 +142,52 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes a line to stdout. A closed pipe (`cargo onnx-lint ... | head`) is not an error: the
-/// reader has all it wants, so the rest is dropped silently.
+/// Writes a line to stdout. A closed pipe (`cargo onnx-lint ... | head`) ends the run quietly
+/// with exit 0, as ripgrep does: the reader has all it wants. Any other failure (stdout on a
+/// full disk, `> /dev/full`) ends it with exit 2 and the reason: the report is lost, and a
+/// lost report must not pass for a clean one.
 pub fn out(line: &str) {
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = writeln!(stdout, "{line}")
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        let _ = writeln!(std::io::stderr(), "error: cannot write to stdout: {e}");
+    if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
+        write_failed("stdout", &e);
     }
+}
+
+/// Ends the run after a failed write of the report to `what` (see [`out`]).
+#[allow(clippy::exit)]
+pub fn write_failed(what: &str, e: &std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(i32::from(super::EXIT_OK));
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "error: cannot write the report to {what}: {e}"
+    );
+    std::process::exit(i32::from(super::EXIT_ERROR));
+}
+
+/// Appends `text` to the file at `path` (the GitHub job summary): created if missing, refused
+/// if it is not a regular file, opened non-blocking (a FIFO there never blocks the run).
+pub fn append_regular(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => {
+            return Err(std::io::Error::other("it is not a regular file"));
+        }
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut f = options.open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    f.write_all(text.as_bytes())?;
+    f.flush()
 }
 
 /// `1 node`, `2 nodes`.

@@ -108,11 +108,22 @@ pub const MAX_INLINED_NODES: usize = 1 << 17;
 thread_local! {
     /// Nodes added by inlining since the last [`reset_budget`] on this thread.
     static INLINED_NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Whether inlining stopped at [`MAX_INLINED_NODES`] since then.
+    static EXHAUSTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Starts a new session's inlining budget (the placer calls it once per model).
 pub fn reset_budget() {
     INLINED_NODES.with(|n| n.set(0));
+    EXHAUSTED.with(|e| e.set(false));
+}
+
+/// Why the last session on this thread is not a faithful simulation, if inlining stopped at
+/// its node budget (the prediction would then report nodes ORT inlines as having no kernel).
+pub fn budget_exceeded() -> Option<String> {
+    EXHAUSTED.with(std::cell::Cell::get).then(|| {
+        format!("inlining its functions would add more than {MAX_INLINED_NODES} nodes")
+    })
 }
 
 /// The nodes a body adds: its own and those of the subgraphs in their attributes.
@@ -147,6 +158,7 @@ pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) 
         (total <= MAX_INLINED_NODES).then(|| n.set(total)).is_some()
     });
     if !within {
+        EXHAUSTED.with(|e| e.set(true));
         return false;
     }
     splice(session, gi, ni, &node, &body);
