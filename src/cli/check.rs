@@ -630,7 +630,12 @@ fn report_for(
         (file.to_path_buf(), settings.clone(), base.to_path_buf());
     let (r, locations) = super::budget::bounded(file, move || {
         let a = lint::analyse(model::load(&owned_file)?, &owned_settings);
-        let locations: Vec<String> = a.model.external.iter().map(|e| e.location.clone()).collect();
+        let locations: Vec<String> = a
+            .model
+            .external
+            .iter()
+            .map(|e| e.location.clone())
+            .collect();
         let r = ModelReport::new(&a, &owned_settings, format, style, &owned_base);
         Ok((r, locations))
     })?;

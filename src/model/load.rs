@@ -387,8 +387,11 @@ pub fn read_text_model(path: &Path) -> Result<(ModelProto, u64), LoadError> {
     }
     // Bounded by the limit even if the file grows while it is read.
     let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_TEXT_FILE + 1), &mut bytes)
-        .map_err(io)?;
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_TEXT_FILE + 1),
+        &mut bytes,
+    )
+    .map_err(io)?;
     if bytes.len() as u64 > MAX_TEXT_FILE {
         return Err(LoadError::TextTooLarge {
             path: path.to_path_buf(),

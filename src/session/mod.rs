@@ -8,6 +8,9 @@
 //! - [`order`]: the two topological orders ORT uses.
 //! - [`names`]: ORT's per-graph name generator.
 
+/// The highest rank any analysis holds (ONNX itself sets none; ORT's kernels stop far below).
+/// A declared rank past it is kept as unknown; a constant past it is never folded.
+pub const MAX_RANK: usize = 64;
 pub mod names;
 pub mod order;
 pub mod types;
@@ -422,8 +425,8 @@ pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<
         return None;
     };
     let shape = tt.shape.as_ref()?;
-    // A declared rank past what any analysis holds is kept as unknown (`infer::eval::MAX_RANK`).
-    if shape.dim.len() > crate::infer::eval::MAX_RANK {
+    // A declared rank past what any analysis holds is kept as unknown.
+    if shape.dim.len() > MAX_RANK {
         return None;
     }
     Some(

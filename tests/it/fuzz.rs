@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use onnx_lint::cli::check::{self, ModelReport};
+use onnx_lint::cli::{Format, placement_json};
 use onnx_lint::diagnostics::render::Style;
 use onnx_lint::lint::{self, Settings};
-use onnx_lint::cli::{Format, placement_json};
 use onnx_lint::model::proto::ModelProto;
 use onnx_lint::model::{self, Model};
 use onnx_lint::placer::{self, OptLevel};
@@ -145,7 +145,10 @@ pub fn pipeline(path: &Path, proto: &ModelProto) {
     let _ = model::text::parse_model(&listing.text);
     drop(model);
     PLACED.with(|p| p.set(p.get() + 1));
-    let mut runs: Vec<(OptLevel, Vec<Ep>)> = LEVELS.iter().map(|&l| (l, vec![Ep::Cuda, Ep::Cpu])).collect();
+    let mut runs: Vec<(OptLevel, Vec<Ep>)> = LEVELS
+        .iter()
+        .map(|&l| (l, vec![Ep::Cuda, Ep::Cpu]))
+        .collect();
     runs.push((OptLevel::All, vec![Ep::Cpu]));
     for (level, eps) in runs {
         let Ok(model) = Model::from_proto(path, 0, proto.clone()) else {
@@ -216,7 +219,10 @@ fn make_input(target: Target, seed: u64, corpus: &[Vec<u8>]) -> Vec<u8> {
             } else {
                 corpus[r.below(corpus.len())].clone()
             };
-            let other = corpus.get(r.below(corpus.len())).cloned().unwrap_or_default();
+            let other = corpus
+                .get(r.below(corpus.len()))
+                .cloned()
+                .unwrap_or_default();
             mutate::bytes(&mut r, &mut base, &other);
             base
         }
@@ -289,7 +295,8 @@ impl Runner {
             let _ = std::fs::write(o.join(format!("current.{}", target.ext())), &input);
         }
         let label = format!("{} seed {seed:#018x}", target.name());
-        *self.current.lock().unwrap() = Some((label.clone(), input.clone(), Instant::now(), target));
+        *self.current.lock().unwrap() =
+            Some((label.clone(), input.clone(), Instant::now(), target));
         let start = Instant::now();
         let r = guarded(|| run_input(target, &input));
         let took = start.elapsed();
@@ -300,7 +307,9 @@ impl Runner {
         }
         if let Err(msg) = r {
             let file = self.save("crash", target, seed, &input);
-            tally.failures.push(format!("{label}: panic: {msg} (reproducer: {file})"));
+            tally
+                .failures
+                .push(format!("{label}: panic: {msg} (reproducer: {file})"));
         } else if took > self.slow {
             let file = self.save("slow", target, seed, &input);
             tally
@@ -377,7 +386,10 @@ fn fuzz_long() {
             let _ = std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes());
         }
     };
-    log(&format!("fuzz_long: seed {seed}, {secs} s, out {}", out.display()));
+    log(&format!(
+        "fuzz_long: seed {seed}, {secs} s, out {}",
+        out.display()
+    ));
     // The watchdog saves a case that runs past the slow limit while it still runs (a hang
     // never returns to the loop).
     let watch = runner.current.clone();
@@ -413,10 +425,18 @@ fn fuzz_long() {
         }
         i += 1;
         if start.elapsed() > next_log {
-            log(&format!("fuzz_long: {:?}: {}", start.elapsed(), report(&tally)));
+            log(&format!(
+                "fuzz_long: {:?}: {}",
+                start.elapsed(),
+                report(&tally)
+            ));
             next_log += Duration::from_secs(60);
         }
     }
-    log(&format!("fuzz_long: done after {:?}: {}", start.elapsed(), report(&tally)));
+    log(&format!(
+        "fuzz_long: done after {:?}: {}",
+        start.elapsed(),
+        report(&tally)
+    ));
     assert!(tally.failures.is_empty(), "{}", tally.failures.join("\n"));
 }
