@@ -6,6 +6,7 @@
 //! ort = "1.24"                       # release to simulate
 //! ep = "cuda"                        # cuda | cpu
 //! opt-level = "all"                  # disable | basic | extended | all
+//! dims = { batch = 1, sequence_length = 2048 }   # sizes of copies are evaluated here (else 1)
 //!
 //! [rules]                            # deny | warn | allow, by code or by name
 //! OL101 = "deny"
@@ -50,6 +51,7 @@ struct Raw {
     ort: Option<Spanned<String>>,
     ep: Option<Spanned<String>>,
     opt_level: Option<Spanned<String>>,
+    dims: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
     rules: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
 }
 
@@ -66,6 +68,8 @@ pub struct Config {
     pub opt_level: Option<String>,
     /// (rule code or name, severity), in file order.
     pub rules: Vec<(String, Severity)>,
+    /// Dim values that sizes of copies are evaluated at (`dims = { batch = 1 }`).
+    pub dims: BTreeMap<String, u64>,
 }
 
 impl Config {
@@ -78,6 +82,7 @@ impl Config {
         self.ep = over.ep.or(self.ep);
         self.opt_level = over.opt_level.or(self.opt_level);
         self.rules.extend(over.rules);
+        self.dims.extend(over.dims);
         self.origin = over.origin.or(self.origin);
         self
     }
@@ -184,10 +189,25 @@ pub fn parse(
         }
         config.opt_level = Some(v);
     }
+    for (key, value) in raw.dims.unwrap_or_default() {
+        let span = value.span();
+        let (key, value) = (key.into_inner(), value.into_inner());
+        let Ok(v) = u64::try_from(value) else {
+            return Err(error(
+                path,
+                text,
+                span,
+                format!("dim `{key}` must be a non-negative integer"),
+                "negative",
+                None,
+            ));
+        };
+        config.dims.insert(key, v);
+    }
     for (key, level) in raw.rules.unwrap_or_default() {
         let (kspan, vspan) = (key.span(), level.span());
         let (key, level) = (key.into_inner(), level.into_inner());
-        if key != "all" && rules::find(&key).is_none() {
+        if !rules::is_group(&key) && rules::find(&key).is_none() {
             let known: Vec<String> = rules::all()
                 .iter()
                 .map(|r| format!("{} ({})", r.code, r.name))

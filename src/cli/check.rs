@@ -48,6 +48,8 @@ pub struct Settings {
     pub options: placer::Options,
     pub severities: Severities,
     pub format: Format,
+    /// Dim values that sizes are evaluated at: `dims` in the configuration, then `--dim`.
+    pub dims: rules::cost::Dims,
 }
 
 /// Resolves settings: the command line over the configuration over defaults.
@@ -115,12 +117,18 @@ pub fn settings(shared: &SharedArgs, config: &Config) -> Result<Settings, String
             })?;
         }
     }
+    let mut dims = rules::cost::Dims(config.dims.clone());
+    for d in &shared.dim {
+        let (k, v) = rules::cost::Dims::parse_one(d).map_err(|e| format!("--dim {e}"))?;
+        dims.0.insert(k, v);
+    }
     Ok(Settings {
         release,
         release_reason,
         options,
         severities,
         format: shared.format,
+        dims,
     })
 }
 
@@ -139,12 +147,7 @@ pub fn analyse(model: Model, s: &Settings) -> Analysis {
         .iter()
         .map(|b| (b.version, b.table()))
         .collect();
-    let cx = rules::Context {
-        model: &model,
-        placement: &placement,
-        table,
-        releases: &releases,
-    };
+    let cx = rules::Context::new(&model, &placement, table, &releases, &s.dims);
     let findings = rules::check(&cx, &s.severities);
     Analysis {
         model,
@@ -414,13 +417,14 @@ fn cache_context(s: &Settings) -> String {
         _ => String::new(),
     };
     format!(
-        "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {:?} {style}\nreason {}",
+        "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {:?} {style}\nreason {}\ndims {:?}",
         s.release.version,
         crate::cache::sha256_hex(s.release.text.as_bytes()),
         s.options,
         s.severities,
         s.format,
         s.release_reason,
+        s.dims,
     )
 }
 

@@ -108,6 +108,11 @@ pub struct SharedArgs {
     /// Turn rules off. Repeatable.
     #[arg(long, global = true, value_name = "RULE")]
     pub allow: Vec<String>,
+
+    /// Evaluate sizes at this dim value: `--dim batch=1 --dim sequence_length=2048` (a dim not
+    /// set counts 1). Repeatable; over `dims` in the configuration.
+    #[arg(long, global = true, value_name = "NAME=VALUE")]
+    pub dim: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

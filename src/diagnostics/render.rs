@@ -267,6 +267,9 @@ pub fn finding_json(model: &Model, listing: Option<&Listing>, f: &Finding) -> Va
         "evidence": f.evidence,
         "cause": f.cause,
         "bytes": f.bytes,
+        "bytes_expr": f.bytes_expr,
+        "fix": f.fix,
+        "zero_cost": f.zero_cost,
         "source_location": f.source_location,
         "text_span": span_json(model, listing, f),
     })

@@ -130,9 +130,19 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             name: copy.value.clone(),
             text: format!("copied: {}", cx.describe_value(gi, &copy.value)),
         }];
-        f.bytes = bytes(cx, gi, &copy.value);
+        (f.bytes, f.bytes_expr) = crate::rules::cost::value_bytes(cx, gi, &copy.value);
+        if f.bytes.is_none() {
+            f.bytes = bytes(cx, gi, &copy.value);
+        }
+        let host_node = match copy.direction {
+            Direction::FromHost => host_side.first().copied(),
+            Direction::ToHost => host_side.first().copied(),
+        };
+        match host_node.and_then(|h| linked_finding(cx, gi, h)) {
+            Some(link) => f.evidence.push(format!("caused by {link}: {cause}")),
+            None => f.evidence.push(copy.log_line()),
+        }
         f.cause = cause;
-        f.evidence.push(copy.log_line());
         found.push(f);
     }
     // Largest transfers first within each cause, causes in order of their total size.
@@ -186,4 +196,21 @@ fn reason(cx: &Context, gi: usize, ni: usize) -> String {
         ),
         _ => format!("{}{since} on CPU", node.op),
     }
+}
+
+/// The finding on the host-side node that causes a copy: `OL101 (registration-gap) on `n``.
+fn linked_finding(cx: &Context, gi: usize, ni: usize) -> Option<String> {
+    let node = &cx.session().graphs[gi].nodes[ni];
+    let code = match cx.placement.decisions.get(&(gi, ni))? {
+        Decision::CpuFallback {
+            cuda_miss: Miss::Version { since },
+            ..
+        } if crate::rules::registration_gap::older_cuda_match(cx, gi, node, *since).is_some() => {
+            "OL101 (registration-gap)"
+        }
+        Decision::CpuFallback { .. } | Decision::CpuUnsupported { .. } => "OL102 (cpu-fallback)",
+        Decision::CpuPreferred { .. } => "OL103 (cpu-preferred)",
+        _ => return None,
+    };
+    Some(format!("{code} on `{}` ({})", node.name, node.op))
 }
