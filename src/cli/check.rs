@@ -137,6 +137,8 @@ pub struct Analysis {
     pub model: Model,
     pub placement: Placement,
     pub findings: Vec<Finding>,
+    /// Bytes every copy moves per run, in all: at the dims, and as an expression.
+    pub copied: (Option<u64>, Option<String>),
 }
 
 /// Places a model and runs the rules.
@@ -149,10 +151,13 @@ pub fn analyse(model: Model, s: &Settings) -> Analysis {
         .collect();
     let cx = rules::Context::new(&model, &placement, table, &releases, &s.dims);
     let findings = rules::check(&cx, &s.severities);
+    let copied = rules::cost::copied_per_run(&cx);
+    drop(cx);
     Analysis {
         model,
         placement,
         findings,
+        copied,
     }
 }
 
@@ -522,8 +527,14 @@ fn human_text(a: &Analysis) -> String {
     let (deny, warn) = severity_counts(&a.findings);
     text.push_str(&summary_line(&a.model));
     text.push('\n');
+    let copied = match a.copied {
+        (Some(b), Some(ref e)) if b > 0 => {
+            format!(" ({} per run at the dims: {e})", output::human_bytes(b))
+        }
+        _ => String::new(),
+    };
     text.push_str(&format!(
-        "  {}; {deny} error{}, {warn} warning{}",
+        "  {}{copied}; {deny} error{}, {warn} warning{}",
         prediction_line(&a.placement),
         if deny == 1 { "" } else { "s" },
         if warn == 1 { "" } else { "s" },
@@ -569,6 +580,9 @@ pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
             "external_bytes": s.external_bytes,
             "opsets": a.model.opsets.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
             "copies": p.copies.len(),
+            "bytes_copied": a.copied.0,
+            "bytes_copied_expr": a.copied.1,
+            "dims": settings.dims.0,
             "memcpy": placement["memcpy"],
             "deny": deny,
             "warn": warn,

@@ -83,8 +83,8 @@ pub struct Finding {
     pub bytes_expr: Option<String>,
     /// The machine-readable edit that fixes the finding, applied by `--fix`.
     pub fix: Option<Fix>,
-    /// Costs nothing at the simulated release (no copy, no CPU node on the hot path): reported
-    /// only when the `zero-cost` group is enabled.
+    /// Costs nothing at the simulated release (no copy moves data because of it): reported only
+    /// when the `zero-cost` group is enabled.
     pub zero_cost: bool,
     /// Python source location from the node's metadata (`pkg.torch.onnx.stack_trace`, ...).
     pub source_location: Option<String>,

@@ -70,8 +70,15 @@ pub fn value_bytes(cx: &Context, gi: usize, name: &str) -> (Option<u64>, Option<
         .map(|b| b.div_ceil(8));
     // Element size first, then the symbolic dims, then the product of the static ones.
     let mut parts: Vec<Dim> = Vec::new();
-    let text = if bits % 8 == 0 {
-        parts.push(Dim::konst(i64::try_from(bits / 8).unwrap_or(i64::MAX)));
+    let text = if factors.is_empty() {
+        match bytes {
+            Some(b) => format!("{b} B"),
+            None => "? B".into(),
+        }
+    } else if bits % 8 == 0 {
+        if bits != 8 {
+            parts.push(Dim::konst(i64::try_from(bits / 8).unwrap_or(i64::MAX)));
+        }
         parts.extend(factors.iter().cloned());
         if constant != 1 {
             parts.push(Dim::konst(constant));
@@ -135,25 +142,21 @@ pub fn copies_at(cx: &Context, gi: usize, ni: usize) -> Vec<String> {
 }
 
 /// Sets a finding's cost from the values it copies: `bytes`, `bytes_expr`, and `zero_cost`
-/// when there is no copy and `hot` (a node of the hot path on the CPU) is false.
-pub fn set_cost(cx: &Context, gi: usize, f: &mut Finding, copied: &[String], hot: bool) {
+/// when there is no copy. A CPU node that no copy connects to a CUDA node runs in a CPU island
+/// ORT feeds from host-bound inputs: it costs no transfer, and ORT runs the model with 0 copies.
+pub fn set_cost(cx: &Context, gi: usize, f: &mut Finding, copied: &[String]) {
     let sizes: Vec<_> = copied.iter().map(|v| value_bytes(cx, gi, v)).collect();
     (f.bytes, f.bytes_expr) = sum_bytes(&sizes);
-    f.zero_cost = copied.is_empty() && !hot;
+    f.zero_cost = copied.is_empty();
 }
 
-/// Whether node `ni` of graph `gi` is on the hot path: it produces a floating-point tensor (the
-/// model's activations, not shape arithmetic).
-pub fn on_hot_path(cx: &Context, gi: usize, ni: usize) -> bool {
-    use crate::infer::Type;
-    use crate::model::DataType as D;
-    let s = cx.session();
-    let Some(node) = s.graphs.get(gi).and_then(|g| g.nodes.get(ni)) else {
-        return false;
-    };
-    node.outputs.iter().filter(|o| !o.is_empty()).any(|o| {
-        matches!(s.type_of(gi, o), Some(Type::Tensor(e)) if [D::Float, D::Float16, D::Bfloat16, D::Double]
-            .iter()
-            .any(|d| *d as i32 == *e))
-    })
+/// Bytes all of ORT's copies move per run: at the dims, and as a sum of expressions.
+pub fn copied_per_run(cx: &Context) -> (Option<u64>, Option<String>) {
+    let sizes: Vec<_> = cx
+        .placement
+        .copies
+        .iter()
+        .map(|c| value_bytes(cx, c.graph, &c.value))
+        .collect();
+    sum_bytes(&sizes)
 }

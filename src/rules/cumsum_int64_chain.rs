@@ -148,7 +148,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             )
         });
         let copied = crate::rules::cost::copies_at(cx, gi, ni);
-        crate::rules::cost::set_cost(cx, gi, &mut f, &copied, false);
+        crate::rules::cost::set_cost(cx, gi, &mut f, &copied);
         out.push(f);
     }
 }

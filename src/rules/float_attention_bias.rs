@@ -126,9 +126,21 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             ("com.microsoft", "MultiHeadAttention") => node.inputs.get(5).cloned(),
             _ => continue,
         };
-        let Some(mask) = mask.filter(|m| !m.is_empty()) else {
+        let Some(mut mask) = mask.filter(|m| !m.is_empty()) else {
             continue;
         };
+        // A mask ORT copies to the device: name the model's value, not the copy.
+        if let Some(&p) = edges.producer.get(mask.as_str())
+            && s.graphs[gi].nodes[p].op.starts_with("Memcpy")
+            && let Some(src) = s.graphs[gi].nodes[p].inputs.first()
+        {
+            mask = src.clone();
+        }
+        // The name of the model's value where ORT renamed it for a copy.
+        let shown = mask
+            .strip_suffix("_CUDAExecutionProvider")
+            .unwrap_or(&mask)
+            .to_string();
         if !is_float(s, gi, &mask) {
             continue;
         }
@@ -167,15 +179,12 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         if copied.is_empty() && on_cpu.is_empty() {
             continue;
         }
-        let hot = on_cpu
-            .iter()
-            .any(|&c| crate::rules::cost::on_hot_path(cx, gi, c));
         let mut f = cx.node_finding(
             &RULE,
             gi,
             ni,
             format!(
-                "the float attention mask `{mask}` of `{}` is built by {} nodes ({} on CPU) with {} cop{}",
+                "the float attention mask `{shown}` of `{}` is built by {} nodes ({} on CPU) with {} cop{}",
                 node.name,
                 chain.len(),
                 on_cpu.len(),
@@ -184,23 +193,25 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             ),
         );
         // The mask itself first, then the node's inputs.
-        f.values.retain(|v| v.name != mask);
+        f.values.retain(|v| v.name != mask && v.name != shown);
         f.values.insert(
             0,
             ValueLabel {
-                name: mask.clone(),
+                name: shown.clone(),
                 text: format!("attention mask: {}", cx.describe_value(gi, &mask)),
             },
         );
         f.cause = "float mask".into();
-        crate::rules::cost::set_cost(cx, gi, &mut f, &copied, hot);
-        // The chain in graph order, nearest the mask last; int shape arithmetic left out.
+        crate::rules::cost::set_cost(cx, gi, &mut f, &copied);
+        // The chain in graph order, nearest the mask last; int shape arithmetic on CUDA left out.
         crate::rules::in_topological_order(s, gi, &mut chain);
         let ops: Vec<String> = chain
             .iter()
             .map(|&c| &s.graphs[gi].nodes[c])
             .filter(|n| {
                 MASK_OPS.contains(&n.op.as_str())
+                    || n.op.starts_with("Memcpy")
+                    || n.ep == Some(Ep::Cpu)
                     || n.outputs.first().is_some_and(|o| {
                         !matches!(s.type_of(gi, o), Some(Type::Tensor(e)) if *e == DataType::Int64 as i32 || *e == DataType::Int32 as i32)
                     })
@@ -209,7 +220,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             .collect();
         let skip = ops.len().saturating_sub(12);
         f.evidence.push(format!(
-            "mask chain: {}{} → `{mask}`",
+            "mask chain: {}{} → `{shown}`",
             if skip > 0 { "… → " } else { "" },
             ops[skip..].join(" → ")
         ));

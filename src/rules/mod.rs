@@ -326,9 +326,9 @@ impl Severities {
     }
 }
 
-/// The opt-in group of findings that cost nothing at the simulated release: no copy, and no
-/// node on the CPU that the hot path runs through. Off (`allow`) unless enabled with
-/// `--warn zero-cost` or `zero-cost = "warn"` under `[rules]`.
+/// The opt-in group of findings that cost nothing at the simulated release: no copy moves
+/// data because of them. Off (`allow`) unless enabled with `--warn zero-cost` or
+/// `zero-cost = "warn"` under `[rules]`.
 pub const ZERO_COST: &str = "zero-cost";
 
 /// Keys of severity overrides that name groups of rules rather than one rule.
@@ -356,6 +356,12 @@ pub fn check(cx: &Context, severities: &Severities) -> Vec<Finding> {
             f.severity = if f.zero_cost { zero_cost_level } else { level };
             if f.severity == Severity::Allow {
                 continue;
+            }
+            if f.zero_cost {
+                f.evidence.push(format!(
+                    "no copy at ORT {}: reported because the opt-in `{ZERO_COST}` group is enabled",
+                    cx.table.release().ort
+                ));
             }
             out.push(f);
         }

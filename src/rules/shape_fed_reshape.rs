@@ -86,7 +86,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 if copies.len() == 1 { "y" } else { "ies" }
             ),
         );
-        f.cause = "shape chain".into();
+        f.cause = "shape chain: constant proven".into();
         f.evidence.push(format!(
             "chain: {}",
             chain
@@ -97,12 +97,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 .join(" → ")
         ));
         // The cost: the copies the chain causes; none, and the finding is in the opt-in group.
-        let sizes: Vec<_> = copies
-            .iter()
-            .map(|v| crate::rules::cost::value_bytes(cx, gi, v))
-            .collect();
-        (f.bytes, f.bytes_expr) = crate::rules::cost::sum_bytes(&sizes);
-        f.zero_cost = copies.is_empty();
+        crate::rules::cost::set_cost(cx, gi, &mut f, &copies);
         match prove(cx.symbolic(), gi, node) {
             Ok(proof) => {
                 let text = format!("{:?}", proof.values);
@@ -124,6 +119,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 });
             }
             Err(why) => {
+                f.cause = "shape chain: no constant proven".into();
                 f.help = Some(format!(
                     "export with static shapes or fold the chain into a constant; the linter could not prove the constant: {why}"
                 ));

@@ -1,6 +1,7 @@
 //! Per-rule fixtures: `tests/it/fixtures/rules/<CODE>/*.onnxtxt`, models in ONNX's textual
 //! syntax with a leading comment block that sets the run (`# ort: 1.24.4`, `# level: disable`,
-//! `# ep: cpu`, `# rules: OL103=warn`). A fixture named `ok_*` must not fire its folder's rule;
+//! `# ep: cpu`, `# rules: OL103=warn`, `# dims: batch=1, seq=128`). A fixture named `ok_*` must
+//! not fire its folder's rule;
 //! every other fixture must fire it, and its rendered diagnostics (no colour, fixed width) are
 //! an insta snapshot.
 
@@ -69,6 +70,14 @@ fn run_fixture(path: &Path) -> (usize, String) {
         },
         severities,
         format: onnx_lint::cli::Format::Human,
+        dims: onnx_lint::rules::cost::Dims(
+            header(&text, "dims")
+                .unwrap_or("")
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|d| onnx_lint::rules::cost::Dims::parse_one(d).unwrap())
+                .collect(),
+        ),
     };
     let a = analyse(model, &settings);
     let mine: Vec<_> = a
@@ -83,9 +92,32 @@ fn run_fixture(path: &Path) -> (usize, String) {
         width: 100,
     };
     let rendered = render::human(&a.model, &mine, style);
+    // What JSON carries beyond the human form: the cost and the machine-readable fix.
+    let mut machine = String::new();
+    for f in &mine {
+        if f.bytes.is_none() && f.fix.is_none() {
+            continue;
+        }
+        machine.push_str(&format!(
+            "{} {}: bytes {:?}, bytes_expr {:?}, fix {}\n",
+            f.code,
+            f.node_name
+                .as_deref()
+                .or(f.values.first().map(|v| v.name.as_str()))
+                .unwrap_or(""),
+            f.bytes,
+            f.bytes_expr,
+            serde_json::to_string(&f.fix).unwrap()
+        ));
+    }
+    let machine = if machine.is_empty() {
+        String::new()
+    } else {
+        format!("# Cost and fixes\n{machine}")
+    };
     (
         mine.len(),
-        format!("# Input\n{text}\n# Diagnostics\n{rendered}"),
+        format!("# Input\n{text}\n# Diagnostics\n{rendered}{machine}"),
     )
 }
 
