@@ -25,7 +25,9 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Use a type or attribute the CUDA kernel supports (the finding lists the accepted types), or
-    /// restructure the graph so the op is not needed on the GPU path.
+    /// restructure the graph so the op is not needed on the GPU path, or move to the first bundled
+    /// ORT release whose CUDA table has a kernel for the node's op, since-version and types (the
+    /// finding names it when there is one).
     ///
     /// ## Fix safety
     /// Display only: changing a type or attribute changes what the model computes.

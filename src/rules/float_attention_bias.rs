@@ -16,23 +16,27 @@ declare_rule! {
     /// Flags an additive float attention mask built at run time from comparisons, `Where` or
     /// `CumSum` (the causal and padding masks of exported decoders: `Less`/`Equal` → `Where(0,
     /// -inf)` → `Add` before `Softmax`, or into an attention op's mask input) when part of that
-    /// chain runs on the CPU or crosses devices.
+    /// chain runs on the CPU or crosses devices. The mask is the `Add` operand that is not the
+    /// (scaled) Q·Kᵀ scores; the finding names it first in `values`, and its chain is the mask's
+    /// own (never the rotary-embedding path of Q and K).
     ///
     /// ## Why is this bad?
     /// The mask is as large as the attention scores (batch × heads × query × key), so every copy
-    /// around it moves a lot of data, on every step.
+    /// around it moves a lot of data, on every step. A mask chain that causes no copy at the
+    /// simulated release is reported only in the opt-in `zero-cost` group.
     ///
     /// ## Example
     /// ```text
     /// causal = Less (k_pos, q_pos)
     /// bias = Where (causal, zero, neg_inf)
-    /// scores2 = Add (scores, bias)
-    /// probs = Softmax (scores2)
+    /// scores = Div (MatMul (q, kt), sqrt_d)
+    /// probs = Softmax (Add (scores, bias))
     /// ```
     ///
     /// ## How to fix
-    /// Let the attention kernel build the mask: a bool mask or `is_causal = 1` on ONNX `Attention`,
-    /// or `GroupQueryAttention` with its sequence lengths and `local_window_size` — the finding
+    /// Let the attention kernel build the mask: a bool mask or `is_causal = 1` on ONNX `Attention`
+    /// (when the node already has `is_causal = 1`, pass only the padding part), or
+    /// `GroupQueryAttention` with its sequence lengths and `local_window_size` — the finding
     /// names only the ones the release's CUDA table has.
     ///
     /// ## Fix safety

@@ -10,9 +10,12 @@ use crate::rules::{Context, Edges};
 declare_rule! {
     /// ## What it does
     /// Reports each `MemcpyFromHost`/`MemcpyToHost` node ORT will insert: the value copied, the
-    /// node that produces it and the nodes on the other side that read it, the bytes per run when
-    /// shapes are known, and the cause (the CPU node or host-memory argument that forces the copy).
-    /// Copies with the same cause are grouped; the largest come first.
+    /// node that produces it and the nodes on the other side that read it, and the finding that
+    /// causes it (the OL101/OL102 node behind the boundary). Its size is a symbolic expression
+    /// over the model's dim names (`bytes_expr`, `2·batch·seq·64 B`) and a number (`bytes`)
+    /// evaluated at the dims you set (`--dim batch=1 --dim seq=2048`, or `dims` in the
+    /// configuration; a dim not set counts 1). Findings are ordered by cost, largest first, and
+    /// copies with the same cause are grouped.
     ///
     /// ## Why is this bad?
     /// Each copy is a synchronising transfer over PCIe on every run, and any copy in the main graph

@@ -58,8 +58,15 @@ impl RuleMeta {
         if let Some(first) = summary.get_mut(0..1) {
             first.make_ascii_uppercase();
         }
+        let group = if ZERO_COST_RULES.contains(&self.code) {
+            format!(
+                " A finding that causes no copy at the simulated release is in the opt-in `{ZERO_COST}` group: reported only with `--warn {ZERO_COST}` (or `{ZERO_COST} = \"warn\"` under `[rules]`)."
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "# {} {}\n\n{summary}.\n\nDefault level: **{}**. Explain it with `cargo onnx-lint explain {}`.\n\n{}\n",
+            "# {} {}\n\n{summary}.\n\nDefault level: **{}**.{group} Explain it with `cargo onnx-lint explain {}`.\n\n{}\n",
             self.code,
             self.name,
             self.default,
@@ -313,8 +320,9 @@ impl Severities {
         level
     }
 
-    /// The level of a rule's findings that cost nothing at the simulated release: the rule's
-    /// level, capped by the [`ZERO_COST`] group's (`allow` unless `zero-cost` or `all` is set).
+    /// The level of a rule's findings that cost nothing at the simulated release: the
+    /// [`ZERO_COST`] group's (`allow` unless `zero-cost` or `all` is set), and `allow` when the
+    /// rule itself is.
     pub fn zero_cost_level(&self, rule: &RuleMeta) -> Severity {
         let mut group = Severity::Allow;
         for (key, l) in &self.overrides {
@@ -322,7 +330,11 @@ impl Severities {
                 group = *l;
             }
         }
-        self.level(rule).min(group)
+        if self.level(rule) == Severity::Allow {
+            Severity::Allow
+        } else {
+            group
+        }
     }
 }
 
@@ -330,6 +342,9 @@ impl Severities {
 /// data because of them. Off (`allow`) unless enabled with `--warn zero-cost` or
 /// `zero-cost = "warn"` under `[rules]`.
 pub const ZERO_COST: &str = "zero-cost";
+
+/// Rules whose findings may cost nothing (no copy) and then belong to the [`ZERO_COST`] group.
+pub const ZERO_COST_RULES: [&str; 5] = ["OL101", "OL102", "OL301", "OL302", "OL303"];
 
 /// Keys of severity overrides that name groups of rules rather than one rule.
 pub fn is_group(key: &str) -> bool {

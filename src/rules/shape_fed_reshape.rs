@@ -13,36 +13,50 @@ declare_rule! {
     /// ## What it does
     /// Flags a `Reshape` (also `Expand`, `Tile`, `ConstantOfShape`) whose shape input is computed
     /// at run time from a `Shape` node: the classic `Shape → Gather → Unsqueeze → Concat → Reshape`
-    /// chain of TorchScript exports. When the chain's values can be worked out statically, the
-    /// finding gives the constant that replaces it (`[0, 0, -1]`: 0 keeps the input's dim, -1 is
-    /// inferred; or the static dims).
+    /// chain of TorchScript exports. It proves the constant that replaces the chain the way ORT
+    /// computes the output shape: every dim is carried symbolically (the model's dim names,
+    /// `batch`, `seq`, `past+seq`) through MatMul/Gemm, Transpose, elementwise ops, Slice, Gather,
+    /// Concat, Unsqueeze, Squeeze, Reshape and Split, so the `Shape` of the hidden state taken
+    /// before a projection still proves the view after it. A proven constant comes with a
+    /// machine-readable fix (JSON `fix`, kind `replace-input-with-constant`).
     ///
     /// ## Why is this bad?
     /// The chain is shape arithmetic that ORT runs on the CPU; where a piece of it stays on CUDA
     /// (a large constant in the `Concat`, a GPU value mixed in), every crossing is copied. It also
-    /// blocks CUDA-graph capture and keeps ORT's fusions from matching.
+    /// blocks CUDA-graph capture and keeps ORT's fusions from matching. Chains that cause no copy
+    /// at the simulated release cost nothing there: they are reported only in the opt-in
+    /// `zero-cost` group.
     ///
     /// ## Example
     /// ```text
-    /// s = Shape (x)
+    /// s = Shape (hidden)                   # bsz, q_len, _ = hidden.size()
     /// b = Gather <axis = 0> (s, zero)
-    /// t = Unsqueeze (b, axes0)
-    /// shape = Concat <axis = 0> (t, rest)
-    /// y = Reshape (x, shape)
+    /// t = Gather <axis = 0> (s, one)
+    /// shape = Concat <axis = 0> (Unsqueeze (b, axes0), Unsqueeze (t, axes0), heads, dim)
+    /// q = MatMul (hidden, wq)
+    /// y = Reshape (q, shape)
     /// ```
     /// Use instead:
     /// ```text
-    /// y = Reshape (x, shape_const)     # shape_const = [0, 12, 64]
+    /// y = Reshape (q, shape_const)         # shape_const = [0, 0, 12, 64]
     /// ```
     ///
     /// ## How to fix
-    /// Replace the shape input with the constant the finding names and delete the chain, or export
-    /// with static shapes / let the exporter fold it (the dynamo exporter, `do_constant_folding`).
+    /// Replace the shape input with the constant the finding names and delete the chain (`--fix`
+    /// applies the JSON `fix`), or export with static shapes / let the exporter fold it (the
+    /// dynamo exporter, `do_constant_folding`). When no constant is proven the finding says which
+    /// element is not constant: a view that splits `batch·seq` back into two dims (GPT-2's
+    /// `Conv1D`: `view(-1, k)`, `Gemm`, `view(bsz, q_len, n)`) has none; use a 3-D `MatMul`.
     ///
     /// ## Fix safety
-    /// The replacement is exact when the finding says "proved": every element was derived from
-    /// the `Shape` of the data input at the same position (0) or from constants. With a `-1`, the
-    /// replacement is exact as long as the total size is unchanged, which `Reshape` requires anyway.
+    /// A proven constant keeps outputs bit-identical: each element is a constant of the graph or,
+    /// for `Reshape`, `0` where it equals the data input's dim at the same position (not with
+    /// `allowzero = 1`, where `0` means an empty dim), for `Expand`, `1` where it equals the data
+    /// dim it broadcasts against. One element left over becomes `-1`, which `Reshape` infers from
+    /// the total size the original shape had to keep anyway; such a fix is `unsafe` when another
+    /// element is a `0` that copies a dim, because ORT rejects `-1` next to a zero-size dim (an
+    /// empty batch) where the original shape would not. Dims are equal when their names are (as
+    /// ONNX defines `dim_param`).
     pub static RULE = ("OL301", "shape-fed-reshape", Warn, "a Reshape/Expand/Tile shape input is computed from Shape at run time", check);
 }
 

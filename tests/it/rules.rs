@@ -138,3 +138,131 @@ fn rule_fixtures() {
         }
     });
 }
+
+/// Copies a rule fixture into a fresh folder (no configuration above it) and returns the folder.
+fn fixture_dir(code: &str, name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/fixtures/rules")
+        .join(code)
+        .join(name);
+    std::fs::copy(&src, dir.path().join(name)).unwrap();
+    dir
+}
+
+fn json_of(run: &crate::support::Run) -> serde_json::Value {
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
+}
+
+#[test]
+fn copies_have_bytes_at_the_dims_and_findings_are_ordered_by_cost() {
+    let name = "attention_copies_bytes.onnxtxt";
+    let dir = fixture_dir("OL201", name);
+    let v = json_of(&crate::support::run_in(
+        dir.path(),
+        &[
+            name, "--ort", "1.24.4", "--format", "json", "--dim", "batch=2", "--dim", "seq=8",
+        ],
+    ));
+    let findings = v["findings"].as_array().unwrap();
+    let copies: Vec<_> = findings.iter().filter(|f| f["code"] == "OL201").collect();
+    assert_eq!(
+        copies.len(),
+        v["summary"]["copies"].as_u64().unwrap() as usize
+    );
+    assert!(!copies.is_empty());
+    for f in &copies {
+        assert!(f["bytes"].is_u64(), "{f}");
+        assert!(f["bytes_expr"].is_string(), "{f}");
+    }
+    // 2·batch·seq·16 B at batch = 2, seq = 8.
+    let q = copies
+        .iter()
+        .find(|f| f["bytes_expr"] == "2·batch·seq·16 B")
+        .expect("a [batch, seq, 16] float16 copy");
+    assert_eq!(q["bytes"], 2 * 2 * 8 * 16);
+    // Highest cost first, in the whole list.
+    let bytes: Vec<u64> = findings
+        .iter()
+        .map(|f| f["bytes"].as_u64().unwrap_or(0))
+        .collect();
+    assert!(bytes.windows(2).all(|w| w[0] >= w[1]), "{bytes:?}");
+    // The model's total is the sum of its copies.
+    let total: u64 = copies.iter().map(|f| f["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(v["summary"]["bytes_copied"], total);
+    assert_eq!(v["summary"]["dims"]["seq"], 8);
+    // Each copy names the finding behind it.
+    assert!(
+        copies.iter().all(|f| f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with("caused by OL10"))),
+        "{copies:?}"
+    );
+}
+
+#[test]
+fn dims_come_from_the_configuration_and_the_command_line_wins() {
+    let name = "attention_copies_bytes.onnxtxt";
+    let dir = fixture_dir("OL201", name);
+    std::fs::write(
+        dir.path().join("onnx-lint.toml"),
+        "ort = \"1.24.4\"\n[dims]\nbatch = 2\nseq = 8\n",
+    )
+    .unwrap();
+    let bytes_of = |args: &[&str]| {
+        let mut all = vec![name, "--format", "json"];
+        all.extend_from_slice(args);
+        let v = json_of(&crate::support::run_in(dir.path(), &all));
+        v["summary"]["bytes_copied"].as_u64().unwrap()
+    };
+    let from_config = bytes_of(&[]);
+    assert_eq!(
+        from_config,
+        bytes_of(&["--dim", "batch=2", "--dim", "seq=8"])
+    );
+    assert_eq!(bytes_of(&["--dim", "seq=16"]), 2 * from_config);
+    // Not a number, or negative in the file: errors, exit code 2.
+    let bad = crate::support::run_in(dir.path(), &[name, "--dim", "seq"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("NAME=VALUE"), "{}", bad.stderr);
+    std::fs::write(dir.path().join("onnx-lint.toml"), "[dims]\nseq = -1\n").unwrap();
+    let bad = crate::support::run_in(dir.path(), &[name]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("non-negative"), "{}", bad.stderr);
+}
+
+#[test]
+fn zero_cost_findings_are_opt_in() {
+    let name = "ok_torchscript_decoder_zero_cost.onnxtxt";
+    let dir = fixture_dir("OL301", name);
+    let count = |args: &[&str]| {
+        let mut all = vec![name, "--ort", "1.31.1", "--format", "json"];
+        all.extend_from_slice(args);
+        let v = json_of(&crate::support::run_in(dir.path(), &all));
+        assert_eq!(v["summary"]["copies"], 0);
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == "OL301")
+            .map(|f| {
+                assert_eq!(f["zero_cost"], true);
+                assert_eq!(f["fix"]["kind"], "replace-input-with-constant", "{f}");
+                f["severity"].as_str().unwrap().to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    // 0 copies: nothing at warn or deny by default.
+    assert!(count(&[]).is_empty());
+    assert_eq!(count(&["--warn", "zero-cost"]), vec!["warn"; 4]);
+    assert!(count(&["--warn", "zero-cost", "--allow", "OL301"]).is_empty());
+    std::fs::write(
+        dir.path().join("onnx-lint.toml"),
+        "[rules]\nzero-cost = \"deny\"\n",
+    )
+    .unwrap();
+    assert_eq!(count(&[]), vec!["deny"; 4]);
+}
