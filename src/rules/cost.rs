@@ -43,16 +43,25 @@ impl Dims {
 /// Bytes per run of value `name` of session graph `gi`: the symbolic expression
 /// (`2·batch·seq·64 B`) and its value at the context's dims.
 pub fn value_bytes(cx: &Context, gi: usize, name: &str) -> (Option<u64>, Option<String>) {
+    use crate::infer::Type;
     let s = cx.session();
-    let Some(elem) = s.type_of(gi, name).and_then(|t| t.elem()) else {
-        return (None, None);
+    // A tensor (or an optional one); a sequence of tensors counts an unknown number of them.
+    let (elem, seq) = match s.type_of(gi, name) {
+        Some(Type::Tensor(e)) => (*e, false),
+        Some(Type::Optional(t)) if t.elem().is_some() => (t.elem().unwrap_or(0), false),
+        Some(Type::Seq(t)) if t.elem().is_some() => (t.elem().unwrap_or(0), true),
+        _ => return (None, Some("? B".into())),
     };
     let Some(bits) = element_bits(elem) else {
-        return (None, None);
+        return (None, Some("? B".into()));
     };
-    let shape: Option<Vec<Dim>> = cx.symbolic().shape(gi, name).map(<[Dim]>::to_vec);
-    let Some(shape) = shape else {
-        return (None, None);
+    // Unknown dims (an unknown rank, a sequence's length and element shapes) print as `?` and
+    // count like a dim not set.
+    let unknown = |what: &str| Dim::sym(&format!("?{what}#{name}"));
+    let shape: Vec<Dim> = match cx.symbolic().shape(gi, name) {
+        Some(d) if !seq => d.to_vec(),
+        _ if seq => vec![unknown("len"), unknown("elements")],
+        _ => vec![unknown("elements")],
     };
     let dims = |n: &str| cx.dims.get(n);
     let mut elements: Option<u64> = Some(1);

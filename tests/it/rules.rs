@@ -266,3 +266,96 @@ fn zero_cost_findings_are_opt_in() {
     .unwrap();
     assert_eq!(count(&[]), vec!["deny"; 4]);
 }
+
+/// The oracle's records (`tests/fixtures/oracle/*.jsonl.gz`, or the shared corpus's `.jsonl`).
+fn oracle_records(path: &Path) -> Vec<serde_json::Value> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).unwrap();
+    let lines: Vec<String> = if path.to_string_lossy().ends_with(".gz") {
+        std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+            .lines()
+            .map(Result::unwrap)
+            .collect()
+    } else {
+        std::io::BufReader::new(file)
+            .lines()
+            .map(Result::unwrap)
+            .collect()
+    };
+    lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// No noise: on every model ORT runs with 0 copies (the oracle's record) the default run reports
+/// nothing at warn or deny. Probes always; the shared corpus when it is there.
+#[test]
+fn no_findings_at_warn_on_models_ort_runs_without_copies() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sets: Vec<(std::path::PathBuf, std::path::PathBuf)> = vec![
+        (
+            repo.join("tests/fixtures/oracle/probes-1.31.1-all.jsonl.gz"),
+            repo.join("tests/fixtures"),
+        ),
+        (
+            repo.join("tests/fixtures/oracle/probes-1.24.4-all.jsonl.gz"),
+            repo.join("tests/fixtures"),
+        ),
+    ];
+    match crate::support::shared() {
+        Some(shared) => sets.push((
+            shared.join("corpus/truth/models-1.31.1-all.jsonl"),
+            shared.join("corpus/models"),
+        )),
+        None => {
+            eprintln!("skipped the shared corpus: ../shared is not there");
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the shared corpus is missing and CI=true"
+            );
+        }
+    }
+    let mut checked = 0;
+    let mut noisy = Vec::new();
+    for (truth, root) in sets {
+        for r in oracle_records(&truth) {
+            if r["session"] != "ok" || r["copies"].as_array().is_some_and(|c| !c.is_empty()) {
+                continue;
+            }
+            let name = r["model"].as_str().unwrap();
+            let Ok(model) = onnx_lint::model::load(&root.join(name)) else {
+                continue;
+            };
+            let settings = Settings {
+                release: tables::resolve(r["ort"].as_str().unwrap()).unwrap(),
+                release_reason: "oracle".into(),
+                options: Options {
+                    eps: vec![Ep::Cuda, Ep::Cpu],
+                    level: OptLevel::All,
+                },
+                severities: Severities::default(),
+                format: onnx_lint::cli::Format::Json,
+                dims: Default::default(),
+            };
+            let a = analyse(model, &settings);
+            checked += 1;
+            let loud: Vec<_> = a
+                .findings
+                .iter()
+                .filter(|f| f.severity != Severity::Allow)
+                .map(|f| f.code)
+                .collect();
+            if !loud.is_empty() {
+                noisy.push(format!("{name} ({}): {loud:?}", r["ort"]));
+            }
+        }
+    }
+    assert!(checked >= 70, "only {checked} models with 0 copies");
+    assert!(
+        noisy.is_empty(),
+        "findings at warn/deny on models with 0 copies:\n{}",
+        noisy.join("\n")
+    );
+}
