@@ -6,6 +6,7 @@
 //! ort = "1.24"                       # release to simulate
 //! ep = "cuda"                        # cuda | cpu
 //! opt-level = "all"                  # disable | basic | extended | all
+//! dims = { batch = 1, sequence_length = 2048 }   # sizes of copies are evaluated here (else 1)
 //!
 //! [rules]                            # deny | warn | allow, by code or by name
 //! OL101 = "deny"
@@ -47,7 +48,7 @@ pub struct ConfigError {
 
 /// The configuration keys. A key added to `Raw` is added here too (unknown keys are reported
 /// with a suggestion before `Raw` is read).
-pub const KEYS: &[&str] = &["models", "ort", "ep", "opt-level", "rules"];
+pub const KEYS: &[&str] = &["models", "ort", "ep", "opt-level", "dims", "rules"];
 
 /// The closest of `candidates` to `key` (case-insensitive Jaro-Winkler similarity of at least
 /// 0.8, as clap suggests flags), for "did you mean".
@@ -156,6 +157,7 @@ struct Raw {
     ort: Option<Spanned<String>>,
     ep: Option<Spanned<String>>,
     opt_level: Option<Spanned<String>>,
+    dims: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
     rules: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
 }
 
@@ -172,6 +174,8 @@ pub struct Config {
     pub opt_level: Option<String>,
     /// (rule code or name, severity), in file order.
     pub rules: Vec<(String, Severity)>,
+    /// Dim values that sizes of copies are evaluated at (`dims = { batch = 1 }`).
+    pub dims: BTreeMap<String, u64>,
 }
 
 impl Config {
@@ -184,6 +188,7 @@ impl Config {
         self.ep = over.ep.or(self.ep);
         self.opt_level = over.opt_level.or(self.opt_level);
         self.rules.extend(over.rules);
+        self.dims.extend(over.dims);
         self.origin = over.origin.or(self.origin);
         self
     }
@@ -328,11 +333,28 @@ pub fn parse(
             ));
         }
     }
+    for (key, value) in raw.dims.unwrap_or_default() {
+        let span = value.span();
+        let (key, value) = (key.into_inner(), value.into_inner());
+        match u64::try_from(value) {
+            Ok(v) => {
+                config.dims.insert(key, v);
+            }
+            Err(_) => errors.push(*error(
+                path,
+                text,
+                span,
+                format!("dim `{key}` must be a non-negative integer"),
+                "negative",
+                None,
+            )),
+        }
+    }
     for (key, level) in raw.rules.unwrap_or_default() {
         let (kspan, vspan) = (key.span(), level.span());
         let (key, level) = (key.into_inner(), level.into_inner());
         let mut ok = true;
-        if key != "all" && rules::find(&key).is_none() {
+        if !rules::is_group(&key) && rules::find(&key).is_none() {
             ok = false;
             errors.push(*error(
                 path,

@@ -16,6 +16,8 @@ pub struct Settings {
     pub release_reason: String,
     pub options: placer::Options,
     pub severities: Severities,
+    /// Dim values that sizes are evaluated at: `dims` in the configuration, then `--dim`.
+    pub dims: rules::cost::Dims,
 }
 
 /// One analysed model.
@@ -23,6 +25,8 @@ pub struct Analysis {
     pub model: Model,
     pub placement: Placement,
     pub findings: Vec<Finding>,
+    /// Bytes every copy moves per run, in all: at the dims, and as an expression.
+    pub copied: (Option<u64>, Option<String>),
 }
 
 impl Analysis {
@@ -45,16 +49,14 @@ pub fn analyse(model: Model, s: &Settings) -> Analysis {
         .iter()
         .map(|b| (b.version, b.table()))
         .collect();
-    let cx = rules::Context {
-        model: &model,
-        placement: &placement,
-        table,
-        releases: &releases,
-    };
+    let cx = rules::Context::new(&model, &placement, table, &releases, &s.dims);
     let findings = rules::check(&cx, &s.severities);
+    let copied = rules::cost::copied_per_run(&cx);
+    drop(cx);
     Analysis {
         model,
         placement,
         findings,
+        copied,
     }
 }

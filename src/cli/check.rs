@@ -215,6 +215,7 @@ pub fn run(
             allow: &args.allow,
             warn: &args.warn,
             deny: &args.deny,
+            dims: &args.dim,
         },
         cargo,
     )?;
@@ -596,7 +597,7 @@ fn cache_context(s: &Settings, format: Format, style: Style, base: &Path) -> Str
         _ => String::new(),
     };
     format!(
-        "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {format:?} {extra}\nreason {}",
+        "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {format:?} {extra}\nreason {}\ndims {:?}",
         s.release.version,
         crate::cache::sha256_hex(
             &[s.release.compact, s.release.attributes_text.as_bytes()].concat()
@@ -604,6 +605,7 @@ fn cache_context(s: &Settings, format: Format, style: Style, base: &Path) -> Str
         s.options,
         s.severities,
         s.release_reason,
+        s.dims,
     )
 }
 
@@ -702,8 +704,14 @@ fn human_summary(a: &Analysis) -> String {
     let (deny, warn) = severity_counts(&a.findings);
     let mut text = summary_line(&a.model);
     text.push('\n');
+    let copied = match &a.copied {
+        (Some(b), Some(e)) if *b > 0 => {
+            format!(" ({} per run at the dims: {e})", output::human_bytes(*b))
+        }
+        _ => String::new(),
+    };
     text.push_str(&format!(
-        "  {}; {}, {}",
+        "  {}{copied}; {}, {}",
         prediction_line(&a.placement),
         plural(deny, "error", "errors"),
         plural(warn, "warning", "warnings"),

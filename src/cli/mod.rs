@@ -97,6 +97,11 @@ pub struct LintArgs {
     /// Exit 0 even when findings are at deny level (unreadable input still exits 2).
     #[arg(long)]
     pub exit_zero: bool,
+
+    /// Evaluate sizes at this dim value: `--dim batch=1 --dim sequence_length=2048` (a dim not
+    /// set counts 1). Repeatable; over `dims` in the configuration.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub dim: Vec<String>,
 }
 
 /// Cargo workspace options of the default command, as other cargo subcommands spell them.

@@ -52,6 +52,8 @@ pub struct RuleFlags<'a> {
     pub allow: &'a [String],
     pub warn: &'a [String],
     pub deny: &'a [String],
+    /// `--dim NAME=VALUE`: over `dims` in the configuration.
+    pub dims: &'a [String],
 }
 
 /// What the Cargo project says about the release, for one group of models.
@@ -196,6 +198,15 @@ pub fn resolve(
             }
         }
     }
+    let mut dims = crate::rules::cost::Dims(config.dims.clone());
+    for d in rules.dims {
+        match crate::rules::cost::Dims::parse_one(d) {
+            Ok((k, v)) => {
+                dims.0.insert(k, v);
+            }
+            Err(e) => errors.push(UsageError::new(format!("--dim {e}"), None)),
+        }
+    }
     if let Some(e) = UsageError::combine(errors) {
         return Err(e);
     }
@@ -210,6 +221,7 @@ pub fn resolve(
             release_reason: reason,
             options,
             severities,
+            dims,
         },
         note,
         warnings,

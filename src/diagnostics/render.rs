@@ -99,8 +99,13 @@ impl Diagnostic for Rendered<'_> {
         if let Some(loc) = &f.source_location {
             lines.push(format!("source: {loc}"));
         }
-        if let Some(b) = f.bytes {
-            lines.push(format!("size: {} per run", super::human_bytes(b)));
+        match (f.bytes, &f.bytes_expr) {
+            (Some(b), Some(e)) if *e != format!("{b} B") => lines.push(format!(
+                "size: {} per run at the dims ({e})",
+                super::human_bytes(b)
+            )),
+            (Some(b), _) => lines.push(format!("size: {} per run", super::human_bytes(b))),
+            _ => {}
         }
         if !self.more.is_empty() {
             let total: u64 =

@@ -118,6 +118,7 @@ fn settings(level: OptLevel, eps: Vec<Ep>) -> Settings {
         release_reason: "fuzz".into(),
         options: placer::Options { eps, level },
         severities: Severities::default(),
+        dims: Default::default(),
     }
 }
 

@@ -114,6 +114,9 @@ pub fn finding_json(model: &Model, listing: Option<&Listing>, f: &Finding) -> Va
         "evidence": f.evidence,
         "cause": f.cause,
         "bytes": f.bytes,
+        "bytes_expr": f.bytes_expr,
+        "fix": f.fix,
+        "zero_cost": f.zero_cost,
         "source_location": f.source_location,
         "text_span": span_json(model, listing, f),
     })
@@ -158,6 +161,9 @@ pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
             "memcpy": placement["memcpy"],
             "deny": deny,
             "warn": warn,
+            "bytes_copied": a.copied.0,
+            "bytes_copied_expr": a.copied.1,
+            "dims": settings.dims.0,
         },
         "findings": a.findings.iter().map(|f| finding_json(&a.model, listing.as_ref(), f)).collect::<Vec<_>>(),
         "problems": a.model.problems.iter().map(|p| json!({
