@@ -390,7 +390,7 @@ fn broadcast(shapes: &[&[Dim]]) -> Vec<Option<Dim>> {
 fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
     let r = i64::try_from(rank).ok()?;
     let a = if axis < 0 { axis + r } else { axis };
-    (0..r).contains(&a).then(|| a as usize)
+    (0..r).contains(&a).then_some(a as usize)
 }
 
 const PASS_THROUGH: &[&str] = &[
@@ -1203,18 +1203,54 @@ mod tests {
     fn polynomials() {
         let b = Dim::sym("batch");
         let s = Dim::sym("seq");
-        let bs = b.mul(&s).unwrap();
+        let bs = b.mul(&s).expect("small polynomials");
         assert_eq!(bs.div_exact(&s), Some(b.clone()));
         assert_eq!(bs.div_exact(&Dim::konst(2)), None);
-        let p = Dim::sym("past").add(&s).unwrap();
+        let p = Dim::sym("past").add(&s).expect("small polynomials");
         assert_eq!(p.to_string(), "past+seq");
         assert_eq!(
             product_text(&[Dim::konst(2), b.clone(), p, Dim::konst(64)]),
             "2·batch·(past+seq)·64"
         );
-        assert_eq!(s.sub(&Dim::konst(1)).unwrap().to_string(), "seq-1");
+        assert_eq!(
+            s.sub(&Dim::konst(1))
+                .expect("small polynomials")
+                .to_string(),
+            "seq-1"
+        );
         let dims = |n: &str| if n == "seq" { 7 } else { 1 };
-        assert_eq!(bs.mul(&Dim::konst(64)).unwrap().eval(&dims), Some(448));
+        assert_eq!(
+            bs.mul(&Dim::konst(64))
+                .expect("small polynomials")
+                .eval(&dims),
+            Some(448)
+        );
+    }
+
+    #[test]
+    fn equal_of_a_dim_and_a_negative_constant_is_false() {
+        let node = SNode {
+            name: "eq".into(),
+            op: "Equal".into(),
+            domain: "ai.onnx".into(),
+            since: Some(19),
+            inputs: vec!["a".into(), "b".into()],
+            outputs: vec!["y".into()],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            origin: None,
+            removed: false,
+        };
+        let value = |i: usize| match i {
+            0 => Some(vec![Dim::sym("batch"), Dim::konst(-1)]),
+            _ => Some(vec![Dim::konst(-1)]),
+        };
+        assert_eq!(
+            elementwise_value("Equal", &node, &value),
+            Some(vec![Dim::konst(0), Dim::konst(1)])
+        );
     }
 
     #[test]
@@ -1225,7 +1261,7 @@ mod tests {
             reshape(&x, &t, false),
             Some(vec![Dim::sym("b"), Dim::sym("s")])
         );
-        let t = [Dim::konst(0), Dim::konst(0), Dim::konst(2)];
+        let t = [Dim::konst(0), Dim::konst(0), Dim::konst(0)];
         assert_eq!(reshape(&x, &t, false), None);
     }
 }

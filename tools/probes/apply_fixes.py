@@ -3,7 +3,7 @@
 emits (by hand, with onnx) and compares CPU onnxruntime outputs of the original and the fixed
 model, bit for bit, at several dim values.
 
-  python3 tools/probes/apply_fixes.py [--lint BIN] [--ort 1.31.1] MODEL.onnx...
+  python3 tools/probes/apply_fixes.py [--lint BIN] [--ort 1.31.1] [--opt-level all] MODEL.onnx...
 
 Prints one line per model: OL301 findings, how many carry a fix, outputs identical or not.
 Exits 1 when any output differs or a fixed model fails where the original runs.
@@ -19,10 +19,11 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 
-def findings(bin_, model, release):
+def findings(bin_, model, release, level):
     # Every OL301 finding, the zero-cost group included.
     out = subprocess.run(
-        [bin_, "onnx-lint", "--format", "json", "--ort", release, "--warn", "zero-cost", model],
+        [bin_, "onnx-lint", "--format", "json", "--ort", release, "--opt-level", level,
+         "--warn", "zero-cost", model],
         capture_output=True, text=True, check=False).stdout
     d = json.loads(out)
     if isinstance(d, list):
@@ -91,12 +92,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lint", default="target/debug/cargo-onnx-lint")
     ap.add_argument("--ort", default="1.31.1")
+    ap.add_argument("--opt-level", default="all")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     bad = 0
     total = proven = 0
     for path in a.models:
-        fs = findings(a.lint, path, a.ort)
+        fs = findings(a.lint, path, a.ort, a.opt_level)
         fixes = [f["fix"] for f in fs if f.get("fix")]
         total += len(fs)
         proven += len(fixes)

@@ -214,6 +214,77 @@ def attention_op(opset, is_causal, dtype=F16, causal_chain=False):
     return g.model(ir=10)
 
 
+def llama_torchscript(layers=2, heads=4, kv_heads=2, hd=8):
+    """An evaluation model, not a fixture: a Llama-style decoder as the TorchScript exporter
+    writes it, with a KV cache (past_key/past_value inputs, Concat), grouped-query attention
+    (repeat_kv: Unsqueeze → Expand → Reshape), rotary embeddings from a cos/sin cache sliced to
+    the total length, and RMSNorm decomposed (Pow → ReduceMean → Add → Sqrt → Div)."""
+    g = G(17)
+    width, kv_width = heads * hd, kv_heads * hd
+    ids = g.inp("input_ids", I64, ["batch", "seq"])
+    h = g.op("Gather", [g.weight([32, width]), ids], "embed/Gather", axis=0)
+    seq = g.dim(ids, 1, "pos")
+    outs = []
+    for i in range(layers):
+        p = f"layers.{i}"
+        pk = g.inp(f"past_key.{i}", F32, ["batch", kv_heads, "past", hd])
+        pv = g.inp(f"past_value.{i}", F32, ["batch", kv_heads, "past", hd])
+        past = g.dim(pk, 2, f"{p}/past")
+        total = g.op("Add", [past, seq], f"{p}/Add_total")
+        # RMSNorm.
+        var = g.op("ReduceMean", [g.op("Pow", [h, g.const(2.0, F32)], f"{p}/Pow")], f"{p}/ReduceMean", axes=[-1], keepdims=1)
+        x = g.op("Div", [h, g.op("Sqrt", [g.op("Add", [var, g.const(1e-6, F32)], f"{p}/Add_eps")], f"{p}/Sqrt")], f"{p}/Div_norm")
+        x = g.op("Mul", [x, g.weight([width])], f"{p}/Mul_norm")
+        bsz = g.unsq(g.dim(x, 0, p), p)
+        q_len = g.unsq(g.dim(x, 1, p), p)
+        def heads_view(y, n, tag):
+            shp = g.op("Concat", [bsz, q_len, g.const([n]), g.const([hd])], f"{p}/{tag}/Concat", axis=0)
+            r = g.op("Reshape", [y, shp], f"{p}/{tag}/Reshape")
+            return g.op("Transpose", [r], f"{p}/{tag}/Transpose", perm=[0, 2, 1, 3])
+        q = heads_view(g.op("MatMul", [x, g.weight([width, width])], f"{p}/q_proj"), heads, "q")
+        k = heads_view(g.op("MatMul", [x, g.weight([width, kv_width])], f"{p}/k_proj"), kv_heads, "k")
+        v = heads_view(g.op("MatMul", [x, g.weight([width, kv_width])], f"{p}/v_proj"), kv_heads, "v")
+        # Rotary: cos[:total], then the last q_len positions.
+        end = g.op("Unsqueeze", [total, g.const([0])], f"{p}/Unsqueeze_total")
+        cos = g.op("Slice", [g.weight([64, hd]), g.const([0]), end, g.const([0])], f"{p}/Slice_cos")
+        sin = g.op("Slice", [g.weight([64, hd]), g.const([0]), end, g.const([0])], f"{p}/Slice_sin")
+        start = g.op("Unsqueeze", [past, g.const([0])], f"{p}/Unsqueeze_past")
+        cos = g.op("Slice", [cos, start, end, g.const([0])], f"{p}/Slice_cos_1")
+        sin = g.op("Slice", [sin, start, end, g.const([0])], f"{p}/Slice_sin_1")
+        rot = []
+        for name, t in (("q", q), ("k", k)):
+            a = g.op("Slice", [t, g.const([0]), g.const([hd // 2]), g.const([3])], f"{p}/rot_{name}/Slice")
+            b = g.op("Slice", [t, g.const([hd // 2]), g.const([hd]), g.const([3])], f"{p}/rot_{name}/Slice_1")
+            rh = g.op("Concat", [g.op("Neg", [b], f"{p}/rot_{name}/Neg"), a], f"{p}/rot_{name}/Concat", axis=-1)
+            rot.append(g.op("Add", [g.op("Mul", [t, cos], f"{p}/rot_{name}/Mul"),
+                                    g.op("Mul", [rh, sin], f"{p}/rot_{name}/Mul_1")], f"{p}/rot_{name}/Add"))
+        q, k = rot
+        k = g.op("Concat", [pk, k], f"{p}/Concat_k", axis=2)
+        v = g.op("Concat", [pv, v], f"{p}/Concat_v", axis=2)
+        outs += [k, v]
+        # repeat_kv: x[:, :, None].expand(b, kvh, n_rep, s, d).reshape(b, kvh * n_rep, s, d).
+        def repeat(t, tag):
+            u = g.op("Unsqueeze", [t, g.const([2])], f"{p}/{tag}/Unsqueeze")
+            b_ = g.unsq(g.dim(t, 0, f"{p}/{tag}"), f"{p}/{tag}")
+            s_ = g.unsq(g.dim(t, 2, f"{p}/{tag}"), f"{p}/{tag}")
+            tgt = g.op("Concat", [b_, g.const([kv_heads]), g.const([heads // kv_heads]), s_, g.const([hd])], f"{p}/{tag}/Concat", axis=0)
+            e = g.op("Expand", [u, tgt], f"{p}/{tag}/Expand")
+            shp = g.op("Concat", [b_, g.const([heads]), s_, g.const([hd])], f"{p}/{tag}/Concat_1", axis=0)
+            return g.op("Reshape", [e, shp], f"{p}/{tag}/Reshape")
+        k, v = repeat(k, "repeat_k"), repeat(v, "repeat_v")
+        scores = g.op("Div", [g.op("MatMul", [q, g.op("Transpose", [k], f"{p}/Transpose_kt", perm=[0, 1, 3, 2])], f"{p}/MatMul_qk"),
+                              g.const(float(np.sqrt(hd)), F32)], f"{p}/Div")
+        probs = g.op("Softmax", [scores], f"{p}/Softmax", axis=-1)
+        ctx = g.op("Transpose", [g.op("MatMul", [probs, v], f"{p}/MatMul_pv")], f"{p}/Transpose_out", perm=[0, 2, 1, 3])
+        merge = g.op("Concat", [bsz, q_len, g.const([width])], f"{p}/Concat_out", axis=0)
+        o = g.op("MatMul", [g.op("Reshape", [ctx, merge], f"{p}/Reshape_out"), g.weight([width, width])], f"{p}/o_proj")
+        h = g.op("Add", [h, o], f"{p}/Add_residual")
+    g.out(h, shape=["batch", "seq", width])
+    for i, o in enumerate(outs):
+        g.out(o, shape=["batch", kv_heads, "total", hd])
+    return g.model()
+
+
 def write_text(path, header, model):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -270,6 +341,9 @@ def main():
             "Copies around a CPU Attention: each has bytes_expr over the model's dims and its value at",
             "batch = 1, seq = 2048, and names the OL102 finding that causes it."]),
     ]
+    # Evaluation models (tools/probes/apply_fixes.py), not rule fixtures.
+    os.makedirs(os.path.join(out, "models"), exist_ok=True)
+    onnx.save(llama_torchscript(), os.path.join(out, "models", "eval_llama_torchscript.onnx"))
     for name, model, header in cases:
         write_text(os.path.join(out, name + ".onnxtxt"), header, model)
         os.makedirs(os.path.join(out, "models"), exist_ok=True)
