@@ -266,7 +266,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
             return placement;
         }
     }
-    fusions::run(&mut session, model, options.level, &table.release().ort);
+    fusions::run(&mut session, table, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {
