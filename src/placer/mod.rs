@@ -72,26 +72,29 @@ impl Default for Options {
     }
 }
 
-/// Why a node landed where it did. Kernels are boxed: a placement holds one decision per node,
-/// and a small decision keeps the map of a large model small.
+/// Why a node landed where it did. Kernels are rows of the release's table, referenced, never
+/// copied.
 #[derive(Debug, Clone)]
 pub enum Decision {
     /// CUDA took it with this registration.
-    Cuda(Box<KernelDef>),
+    Cuda(&'static KernelDef),
     /// CUDA had a kernel, the shape-subgraph pass moved it to CPU.
     CpuPreferred {
-        cuda: Box<KernelDef>,
-        cpu: Option<Box<KernelDef>>,
+        cuda: &'static KernelDef,
+        cpu: Option<&'static KernelDef>,
     },
     /// CUDA's lookup failed (`cuda_miss`); the CPU kernel took it.
     CpuFallback {
         cuda_miss: Miss,
-        cpu: Box<KernelDef>,
+        cpu: &'static KernelDef,
     },
     /// CUDA had a kernel but rejected the node (attributes it does not support).
-    CpuUnsupported { reason: String, cpu: Box<KernelDef> },
+    CpuUnsupported {
+        reason: String,
+        cpu: &'static KernelDef,
+    },
     /// The provider list was CPU only.
-    Cpu(Box<KernelDef>),
+    Cpu(&'static KernelDef),
     /// Inserted by ORT (Memcpy nodes).
     Inserted,
     /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
@@ -272,7 +275,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
             return placement;
         }
     }
-    fusions::run(&mut session, model, options.level, &table.release().ort);
+    fusions::run(&mut session, table, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {
@@ -478,7 +481,7 @@ fn bind_fused_kernels(
             let node = &session.graphs[gi].nodes[ni];
             if let Ok(kd) = lookup(table, Ep::Cuda, session, gi, node, Some(schema)) {
                 session.graphs[gi].nodes[ni].kernel = Some(kd);
-                decisions.insert((gi, ni), Decision::Cuda(Box::new(kd.clone())));
+                decisions.insert((gi, ni), Decision::Cuda(kd));
             }
         }
     }
@@ -581,7 +584,7 @@ fn partition(
                         } else {
                             session.graphs[gi].nodes[ni].ep = Some(Ep::Cuda);
                             session.graphs[gi].nodes[ni].kernel = Some(kd);
-                            decisions.insert((gi, ni), Decision::Cuda(Box::new(kd.clone())));
+                            decisions.insert((gi, ni), Decision::Cuda(kd));
                         }
                     }
                 }
@@ -596,13 +599,13 @@ fn partition(
                         let key = (gi, ni);
                         let decision = match lookup(table, Ep::Cpu, session, gi, node, schema) {
                             Ok(kd) => {
-                                let cpu = Box::new(kd.clone());
+                                let cpu = kd;
                                 if let Some(cuda) = cuda_kernel
                                     .remove(&key)
                                     .filter(|_| preferred.contains(&key))
                                 {
                                     Decision::CpuPreferred {
-                                        cuda: Box::new(cuda.clone()),
+                                        cuda,
                                         cpu: Some(cpu),
                                     }
                                 } else if let Some(reason) = unsupported.remove(&key) {

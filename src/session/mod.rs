@@ -130,6 +130,9 @@ pub struct SGraph {
     pub types: HashMap<String, Type>,
     /// Declared or inferred shapes (`None` dims are unknown or symbolic).
     pub shapes: HashMap<String, Vec<Option<i64>>>,
+    /// The `dim_param`s declared on the graph's inputs, outputs and value_info (main graph only),
+    /// per dim; `None` for a dim without one. Symbolic dims ONNX inference starts from.
+    pub dim_params: HashMap<String, Vec<Option<String>>>,
     /// ORT's per-graph name counter (`<base>_token_<k>`), shared by generated node and value names.
     pub name_counter: usize,
     /// Node names generated so far (ORT remembers them: a name generated once is never handed
@@ -265,6 +268,11 @@ impl Session {
                 }
                 if let Some(shape) = shape_of(t) {
                     graph.shapes.entry(vi.name().to_string()).or_insert(shape);
+                }
+                if parent.is_none()
+                    && let Some(params) = dim_params_of(t)
+                {
+                    graph.dim_params.insert(vi.name().to_string(), params);
                 }
             }
         }
@@ -435,6 +443,25 @@ pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<
             .iter()
             .map(|d| match d.value {
                 Some(D::DimValue(v)) if v >= 0 => Some(v),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// The `dim_param` of each dim of a tensor type with a shape.
+fn dim_params_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<String>>> {
+    use crate::model::proto::{tensor_shape_proto::dimension::Value as D, type_proto::Value};
+    let Some(Value::TensorType(tt)) = &t.value else {
+        return None;
+    };
+    let shape = tt.shape.as_ref()?;
+    Some(
+        shape
+            .dim
+            .iter()
+            .map(|d| match &d.value {
+                Some(D::DimParam(p)) if !p.is_empty() => Some(p.clone()),
                 _ => None,
             })
             .collect(),

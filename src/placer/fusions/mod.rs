@@ -23,11 +23,10 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
-use crate::model::Model;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::placer::{OptLevel, registry};
 use crate::session::{SNode, Session};
-use crate::tables::Ep;
+use crate::tables::{Ep, KernelTable};
 
 const MS: &str = "com.microsoft";
 mod bias_gelu_fusion;
@@ -62,7 +61,7 @@ const TRIGGERS: &[&str] = &[
 const MAX_STEPS: usize = 10;
 
 /// Applies the level-2/3 fusions of `level` to the partitioned session graph.
-pub fn run(session: &mut Session, model: &Model, level: OptLevel, ort: &str) {
+pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
     if level < OptLevel::Extended {
         return;
     }
@@ -79,9 +78,9 @@ pub fn run(session: &mut Session, model: &Model, level: OptLevel, ort: &str) {
             .live_nodes()
             .any(|(_, n)| n.op == "LayerNormalization" || n.op == "ReduceMean");
         let mut f = Fuser::new(session, gi);
-        f.release = release_of(ort);
+        f.since_1_25 = table.release_at_least(1, 25);
         if gi == 0 && layer_norms {
-            f.params = declared_params(model);
+            f.params = session.graphs[0].dim_params.clone();
         }
         // ORT's transformer manager repeats the level's list while anything changed; the list
         // and its order are the registry's.
@@ -127,8 +126,8 @@ struct Fuser {
     after: HashMap<usize, Vec<usize>>,
     /// The graph's ai.onnx opset.
     opset: i64,
-    /// The simulated ORT release (major, minor).
-    release: (u32, u32),
+    /// The simulated ORT release is 1.25 or later.
+    since_1_25: bool,
     counter: usize,
     /// Fusions made so far.
     fused: usize,
@@ -212,7 +211,7 @@ impl Fuser {
             generated_args: HashSet::default(),
             after: HashMap::default(),
             opset: session.opsets.get("ai.onnx").copied().unwrap_or(0),
-            release: (1, 99),
+            since_1_25: true,
             counter: g.name_counter,
             fused: 0,
             ops: HashMap::default(),
@@ -491,48 +490,12 @@ impl Fuser {
     }
 }
 
-/// `1.25.1` → (1, 25); anything unreadable counts as the newest.
-fn release_of(ort: &str) -> (u32, u32) {
-    let mut parts = ort.split('.').map(|p| p.parse::<u32>().ok());
-    match (parts.next().flatten(), parts.next().flatten()) {
-        (Some(a), Some(b)) => (a, b),
-        _ => (u32::MAX, 0),
-    }
-}
-
 /// The index key of a value name.
 fn key(name: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
     name.hash(&mut h);
     h.finish()
-}
-
-/// The `dim_param`s declared for the main graph's values (inputs, outputs, value_info).
-fn declared_params(model: &Model) -> HashMap<String, Vec<Option<String>>> {
-    use crate::model::proto::{tensor_shape_proto::dimension::Value as Dv, type_proto::Value};
-    let mut out = HashMap::default();
-    let Some(g) = model.proto.graph.as_ref() else {
-        return out;
-    };
-    for vi in g.input.iter().chain(&g.output).chain(&g.value_info) {
-        let Some(Value::TensorType(tt)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
-            continue;
-        };
-        let Some(shape) = tt.shape.as_ref() else {
-            continue;
-        };
-        let dims = shape
-            .dim
-            .iter()
-            .map(|d| match &d.value {
-                Some(Dv::DimParam(p)) if !p.is_empty() => Some(p.clone()),
-                _ => None,
-            })
-            .collect();
-        out.insert(vi.name().to_string(), dims);
-    }
-    out
 }
 
 /// A constant scalar initializer equal to `expected` (ORT's `IsInitializerWithExpectedValue`:

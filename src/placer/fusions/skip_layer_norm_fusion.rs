@@ -12,7 +12,7 @@ impl Fuser {
         };
         for ni in self.pass_order(session) {
             let ln = &session.graphs[g].nodes[ni];
-            if ln.op == "SkipLayerNormalization" && ln.domain == MS && self.release >= (1, 25) {
+            if ln.op == "SkipLayerNormalization" && ln.domain == MS && self.since_1_25 {
                 self.skip_layer_norm_bias(session, ni);
                 continue;
             }
