@@ -4,18 +4,20 @@
     clippy::unwrap_used,
     clippy::expect_used
 )]
-//! `cargo bench --bench speed`: load time and peak memory, placement time, and the ratio against
-//! peers measured in the same run.
+//! `cargo bench --bench speed`: `place` against its decode floor and against ONNX Runtime's own
+//! (CPU) session creation, measured in the same run, each measurement in its own process so that
+//! its peak RSS (`VmHWM`) is its own.
 //!
 //! Cases (generated into a temporary folder):
-//! - a decoder-like model with 100k nodes (5,000 layers of norm, QKV projections, a Shape-fed
-//!   Reshape chain, attention and MLP), weights stored in the file;
+//! - decoder-like models of about 1k, 10k, 100k and 1M nodes (norm, QKV projections, the
+//!   TorchScript Shape→Gather→Unsqueeze→Concat→Reshape chain, attention and MLP per layer),
+//!   weights in the file; ORT must load each (checked when onnxruntime is importable);
+//! - a TorchScript-style Llama decoder of about 7k nodes (`tools/probes/gen.py`'s `llama`, 66
+//!   layers; needs python with `onnx`), compared whole-process with ORT's session creation;
 //! - a model whose 2 GiB of weights live in an external-data file (sparse, never read).
 //!
-//! Peers, when present on the machine: `python3 -c 'onnx.load(..., load_external_data=False)'`
-//! for loading, and ORT's own session creation through the oracle
-//! (`../shared/oracle/ortstub.py place`) for placement. Each measurement runs in a child process
-//! so that its peak RSS (`VmHWM`) is its own.
+//! Python: `$ONNX_LINT_PYTHON`, else `python3`; without `onnxruntime` the ORT columns say so.
+//! `ONNX_LINT_BENCH_MAX` (nodes, default 1000000) caps the decoder sizes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,7 +103,12 @@ fn decoder(nodes: usize) -> ModelProto {
         ..Default::default()
     };
     g.initializer.push(i64_tensor("axes0", &[0]));
-    g.initializer.push(i64_tensor("idx0", &[0]));
+    // A scalar index: `Gather` gives a scalar, `Unsqueeze` a 1-D `[batch]`, and `Concat` joins
+    // three 1-D tensors (with `[0]` the Unsqueeze gave 2-D and ORT refused the model at load).
+    g.initializer.push(TensorProto {
+        dims: Vec::new(),
+        ..i64_tensor("idx0", &[0])
+    });
     g.initializer.push(i64_tensor("idx1", &[1]));
     g.initializer.push(i64_tensor("heads", &[2, 8]));
     g.initializer.push(i64_tensor("flat", &[0, 0, 16]));
@@ -238,10 +245,16 @@ fn peak_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Child mode: `speed --child load|place PATH [ORT LEVEL]` prints `seconds peak_kib`.
+/// Child mode: `speed --child load|decode|place PATH [ORT LEVEL]` prints `seconds peak_kib`.
 fn child(args: &[String]) {
     let path = PathBuf::from(&args[1]);
     let start = Instant::now();
+    if args[0] == "decode" {
+        let proto = onnx_lint::model::read_model_proto(&path).expect("bench model decodes");
+        std::hint::black_box(&proto);
+        println!("{} {}", start.elapsed().as_secs_f64(), peak_kib());
+        return;
+    }
     let m = onnx_lint::model::load(&path).expect("bench model loads");
     if args[0] == "place" {
         let table = onnx_lint::tables::resolve(&args[2])
@@ -255,7 +268,6 @@ fn child(args: &[String]) {
             level,
             ..Default::default()
         };
-        let t = Instant::now();
         let p = onnx_lint::placer::place(&m, table, &options);
         // A model the placer refuses is not a placement to time.
         assert!(
@@ -264,7 +276,8 @@ fn child(args: &[String]) {
             p.outcome
         );
         std::hint::black_box(&p);
-        println!("{} {}", t.elapsed().as_secs_f64(), peak_kib());
+        // Load included: the time from the file to the placement, as `place` spends it.
+        println!("{} {}", start.elapsed().as_secs_f64(), peak_kib());
         return;
     }
     std::hint::black_box(&m);
@@ -306,6 +319,64 @@ fn peer(cmd: &[&str], runs: usize) -> Option<f64> {
     Some(times[times.len() / 2])
 }
 
+/// ORT's session creation (CPU provider), in-process time of `InferenceSession(...)` alone and
+/// of the whole python process, with the process's peak RSS: `(in_process, whole, peak_kib)`.
+/// `None` (with the reason printed) when python or onnxruntime is missing or ORT refuses it.
+fn ort_session(python: &str, model: &str, level: &str, runs: usize) -> Option<(f64, f64, u64)> {
+    let ort_level = if level == "disable" {
+        "ORT_DISABLE_ALL"
+    } else {
+        "ORT_ENABLE_ALL"
+    };
+    let script = format!(
+        "import time, resource, onnxruntime as ort\n\
+         so = ort.SessionOptions()\n\
+         so.graph_optimization_level = ort.GraphOptimizationLevel.{ort_level}\n\
+         t = time.perf_counter()\n\
+         ort.InferenceSession({model:?}, so, providers=['CPUExecutionProvider'])\n\
+         print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    );
+    let mut inner = Vec::new();
+    let mut whole = Vec::new();
+    let mut peak = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = Command::new(python).args(["-c", &script]).output().ok()?;
+        let elapsed = t.elapsed().as_secs_f64();
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            println!(
+                "       ORT session creation failed ({level}): {}",
+                err.lines().last().unwrap_or("")
+            );
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut it = text.split_whitespace();
+        inner.push(it.next()?.parse::<f64>().ok()?);
+        peak = peak.max(it.next()?.parse::<u64>().ok()?);
+        whole.push(elapsed);
+    }
+    inner.sort_by(f64::total_cmp);
+    whole.sort_by(f64::total_cmp);
+    Some((inner[inner.len() / 2], whole[whole.len() / 2], peak))
+}
+
+fn python() -> String {
+    std::env::var("ONNX_LINT_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn has_module(python: &str, module: &str) -> bool {
+    Command::new(python)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
 fn main() {
     onnx_lint::alloc::tune();
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -314,101 +385,162 @@ fn main() {
     }
     let exe = std::env::current_exe().expect("current exe");
     let dir = tempfile::tempdir().expect("tempdir");
-    let dec = dir.path().join("decoder-100k.onnx");
-    let m = decoder(100_000);
-    let nodes = m.graph.as_ref().map_or(0, |g| g.node.len());
-    std::fs::write(&dec, m.encode_to_vec()).expect("write decoder");
-    let dec_size = std::fs::metadata(&dec).map(|m| m.len()).unwrap_or(0);
-    let ext = external(dir.path());
-    let (dec_s, ext_s) = (
-        dec.to_string_lossy().to_string(),
-        ext.to_string_lossy().to_string(),
+    let python = python();
+    let ort = has_module(&python, "onnxruntime");
+    const ORT_RELEASE: &str = "1.31.1";
+    println!(
+        "cargo-onnx-lint speed bench: median of runs, each in its own process; peak = VmHWM (ORT: \
+         ru_maxrss); place = load + placement in process; ORT = InferenceSession(...) in process \
+         (CPU provider, python {python})"
+    );
+    if !ort {
+        println!("(onnxruntime is not importable by {python}: the ORT columns are skipped)");
+    }
+    let max: usize = std::env::var("ONNX_LINT_BENCH_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    println!(
+        "| nodes | MiB | decode floor ms | place disable ms (peak MiB) | place all ms (peak MiB) | \
+         ORT disable ms | ORT all ms | ORT/place disable | ORT/place all | place all / floor |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut per_node: Vec<(usize, f64)> = Vec::new();
+    for target in [1_000usize, 10_000, 100_000, 1_000_000] {
+        if target > max {
+            continue;
+        }
+        let path = dir.path().join(format!("decoder-{target}.onnx"));
+        let m = decoder(target);
+        let nodes = m.graph.as_ref().map_or(0, |g| g.node.len());
+        std::fs::write(&path, m.encode_to_vec()).expect("write decoder");
+        drop(m);
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let p = path.to_string_lossy().to_string();
+        let runs = if target >= 1_000_000 { 1 } else { 3 };
+        let floor = measure(&exe, &["decode", &p], runs);
+        let dis = measure(&exe, &["place", &p, ORT_RELEASE, "disable"], runs);
+        let all = measure(&exe, &["place", &p, ORT_RELEASE, "all"], runs);
+        // ORT at 1M nodes takes minutes: the ratio is measured up to 100k.
+        let (od, oa) = if ort && target <= 100_000 {
+            let r = if target >= 100_000 { 1 } else { 3 };
+            (
+                ort_session(&python, &p, "disable", r),
+                ort_session(&python, &p, "all", r),
+            )
+        } else {
+            (None, None)
+        };
+        let ms =
+            |x: Option<(f64, u64)>| x.map_or("–".to_string(), |(t, _)| format!("{:.1}", t * 1e3));
+        let with_peak = |x: Option<(f64, u64)>| {
+            x.map_or("–".to_string(), |(t, k)| {
+                format!("{:.1} ({:.0})", t * 1e3, mib(k))
+            })
+        };
+        let ratio = |o: Option<(f64, f64, u64)>, p: Option<(f64, u64)>| match (o, p) {
+            (Some((o, _, _)), Some((p, _))) => format!("{:.1}x", o / p),
+            _ => "–".into(),
+        };
+        println!(
+            "| {nodes} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            size as f64 / 1048576.0,
+            ms(floor),
+            with_peak(dis),
+            with_peak(all),
+            od.map_or("–".into(), |(t, _, _)| format!("{:.0}", t * 1e3)),
+            oa.map_or("–".into(), |(t, _, _)| format!("{:.0}", t * 1e3)),
+            ratio(od, dis),
+            ratio(oa, all),
+            match (all, floor) {
+                (Some((a, _)), Some((f, _))) => format!("{:.1}x", a / f),
+                _ => "–".into(),
+            },
+        );
+        if let Some((t, _)) = all {
+            per_node.push((nodes, t / nodes as f64 * 1e9));
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    let growth: Vec<String> = per_node
+        .iter()
+        .map(|(n, ns)| format!("{n}: {ns:.0} ns/node"))
+        .collect();
+    println!(
+        "place all, cost per node (linear growth keeps it flat): {}",
+        growth.join(", ")
     );
 
-    println!(
-        "cargo-onnx-lint speed bench (median of runs; peak = max VmHWM of the measuring process)"
+    // A TorchScript-style decoder, whole process against whole process.
+    let probes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/probes");
+    let llama = dir.path().join("llama66.ts.op17.onnx");
+    let script = format!(
+        "import sys; sys.argv = ['gen']; sys.path.insert(0, {:?}); import gen; \
+         gen.llama({:?}, opset=17, layers=66)",
+        probes.to_string_lossy(),
+        llama.to_string_lossy()
     );
-    if let Some((t, kib)) = measure(&exe, &["load", &dec_s], 5) {
-        println!(
-            "load   decoder, {nodes} nodes, {:.1} MiB file: {:.1} ms, peak {:.1} MiB",
-            dec_size as f64 / 1048576.0,
-            t * 1e3,
-            kib as f64 / 1024.0
-        );
-        let py = format!("import onnx; onnx.load('{dec_s}', load_external_data=False)");
-        if let Some(pt) = peer(&["python3", "-c", &py], 3) {
-            println!(
-                "       peer: python onnx.load {:.1} ms (process included) -> {:.1}x",
-                pt * 1e3,
-                pt / t
-            );
-        }
-    }
-    if let Some((t, kib)) = measure(&exe, &["load", &ext_s], 5) {
-        println!(
-            "load   2 GiB external-data model: {:.2} ms, peak {:.1} MiB (weights never read)",
-            t * 1e3,
-            kib as f64 / 1024.0
-        );
-    }
-    for level in ["disable", "all"] {
-        if let Some((t, kib)) = measure(&exe, &["place", &dec_s, "1.24.4", level], 3) {
-            println!(
-                "place  decoder, {nodes} nodes, ORT 1.24.4, level {level}: {:.0} ms, peak {:.1} MiB",
-                t * 1e3,
-                kib as f64 / 1024.0
-            );
-        }
-    }
-    // Against ORT's own session creation (the oracle), on real models, in the same run.
-    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/oracle/ortstub.py");
+    let generated = Command::new(&python)
+        .args(["-c", &script])
+        .output()
+        .is_ok_and(|o| o.status.success());
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/cargo-onnx-lint");
-    let corpus = [
-        "examples/gemma4-decoder.op24.onnx",
-        "examples/bert.torchscript.op17.onnx",
-    ];
-    if oracle.is_file() && bin.is_file() {
-        for model in corpus {
-            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join(model)
-                .to_string_lossy()
-                .to_string();
+    if !generated {
+        println!("(TorchScript-style decoder skipped: {python} cannot run tools/probes/gen.py)");
+    } else if !bin.is_file() {
+        println!(
+            "(TorchScript-style decoder skipped: needs a release build: cargo build --release)"
+        );
+    } else {
+        let l = llama.to_string_lossy().to_string();
+        let nodes = onnx_lint::model::load(&llama).map_or(0, |m| m.node_count());
+        for level in ["disable", "all"] {
             let ours = peer(
                 &[
                     bin.to_str().unwrap_or_default(),
                     "place",
-                    &path,
+                    &l,
                     "--ort",
-                    "1.24.4",
+                    ORT_RELEASE,
+                    "--opt-level",
+                    level,
                     "--format",
                     "json",
                 ],
-                5,
+                7,
             );
-            let ort = peer(
-                &[
-                    "python3",
-                    oracle.to_str().unwrap_or_default(),
-                    "place",
-                    "1.24.4",
-                    &path,
-                    "--level",
-                    "all",
-                ],
-                3,
-            );
-            if let (Some(a), Some(b)) = (ours, ort) {
-                println!(
-                    "place  {model}: cargo-onnx-lint {:.1} ms vs ORT session creation (oracle) {:.0} ms -> {:.0}x",
+            let theirs = if ort {
+                ort_session(&python, &l, level, 5)
+            } else {
+                None
+            };
+            match (ours, theirs) {
+                (Some(a), Some((inner, whole, _))) => println!(
+                    "place  TorchScript-style Llama ({nodes} nodes), level {level}: cargo-onnx-lint \
+                     {:.1} ms per process vs ORT session creation {:.0} ms per process ({:.0} ms in \
+                     process) -> {:.0}x ({:.0}x in process)",
                     a * 1e3,
-                    b * 1e3,
-                    b / a
-                );
+                    whole * 1e3,
+                    inner * 1e3,
+                    whole / a,
+                    inner / a
+                ),
+                (Some(a), None) => println!(
+                    "place  TorchScript-style Llama ({nodes} nodes), level {level}: {:.1} ms per process",
+                    a * 1e3
+                ),
+                _ => println!("place  TorchScript-style Llama: measuring failed"),
             }
         }
-    } else {
+    }
+
+    let ext = external(dir.path());
+    let ext_s = ext.to_string_lossy().to_string();
+    if let Some((t, kib)) = measure(&exe, &["load", &ext_s], 5) {
         println!(
-            "(ORT peer skipped: needs ../shared/oracle and a release build: cargo build --release)"
+            "load   2 GiB external-data model: {:.2} ms, peak {:.1} MiB (weights never read)",
+            t * 1e3,
+            mib(kib)
         );
     }
 }

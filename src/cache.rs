@@ -15,9 +15,14 @@
 //! grew, shrank or now links elsewhere makes the entry a miss. Their contents are not keyed on,
 //! because no answer depends on them.
 //!
-//! Entries live in `<target-dir>/onnx-lint/cache-v1/<key>.json`, written to a temporary file and
-//! renamed into place, so concurrent runs (pre-commit runs hooks in parallel) never see half an
-//! entry. A corrupt or unreadable entry is a miss. Nothing here prints.
+//! Entries live in `<target-dir>/onnx-lint/cache-v2/<key>.json`, written to a temporary file and
+//! renamed into place, so concurrent runs (pre-commit runs hooks in parallel, or two processes
+//! share one target directory) never see half an entry. An entry's first line is the SHA-256 of
+//! its key and of the bytes after that line; an entry whose checksum does not match (truncated,
+//! corrupt, or edited by hand) is a miss, never an answer. Only regular files are read, and at
+//! most [`MAX_ENTRY`] bytes: a FIFO or device put in place of an entry is a miss too. A cache
+//! that cannot be written (a read-only target directory) only costs the next run its analysis.
+//! Nothing here prints.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -29,7 +34,10 @@ use sha2::{Digest, Sha256};
 
 /// The folder name under the target directory.
 pub const DIR_NAME: &str = "onnx-lint";
-const ENTRIES: &str = "cache-v1";
+const ENTRIES: &str = "cache-v2";
+
+/// The largest entry read back (reports are kilobytes; anything this large is not ours).
+pub const MAX_ENTRY: u64 = 64 << 20;
 
 /// A cache rooted in a folder (created on first write).
 #[derive(Debug, Clone)]
@@ -96,6 +104,16 @@ impl FileFacts {
     }
 }
 
+/// The checksum line of an entry: SHA-256 over the key and the entry's body.
+fn checksum(key: &Key, body: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(b"onnx-lint cache entry\0");
+    h.update(key.0.as_bytes());
+    h.update(b"\0");
+    h.update(body);
+    hex(&h.finalize())
+}
+
 /// SHA-256 of `bytes`, as hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
@@ -153,7 +171,7 @@ impl Cache {
         h.update(b"\0");
         h.update(context.as_bytes());
         h.update(b"\0");
-        let mut f = fs::File::open(model)?;
+        let (mut f, _) = crate::model::open_regular(model)?;
         let mut buf = vec![0u8; 1 << 20];
         loop {
             let n = f.read(&mut buf)?;
@@ -171,8 +189,18 @@ impl Cache {
 
     /// The stored value, when there is one and every external file it depended on is as it was.
     pub fn get(&self, key: &Key) -> Option<Value> {
-        let text = fs::read(self.path(key)).ok()?;
-        let entry: Value = serde_json::from_slice(&text).ok()?;
+        let (f, meta) = crate::model::open_regular(&self.path(key)).ok()?;
+        if meta.len() > MAX_ENTRY {
+            return None;
+        }
+        let mut text = Vec::new();
+        f.take(MAX_ENTRY).read_to_end(&mut text).ok()?;
+        let newline = text.iter().position(|&b| b == b'\n')?;
+        let (sum, body) = (&text[..newline], &text[newline + 1..]);
+        if sum != checksum(key, body).as_bytes() {
+            return None;
+        }
+        let entry: Value = serde_json::from_slice(body).ok()?;
         if entry.get("key")?.as_str()? != key.0 {
             return None;
         }
@@ -202,7 +230,10 @@ impl Cache {
             "files": files.iter().map(FileFacts::to_json).collect::<Vec<_>>(),
             "value": value,
         });
-        let bytes = serde_json::to_vec(&entry).map_err(io::Error::other)?;
+        let body = serde_json::to_vec(&entry).map_err(io::Error::other)?;
+        let mut bytes = checksum(key, &body).into_bytes();
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&body);
         let nanos = std::time::SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
@@ -255,5 +286,42 @@ mod tests {
         assert_eq!(cache.get(&k2), None, "external file appeared");
         fs::write(cache.path(&k2), b"{not json").unwrap();
         assert_eq!(cache.get(&k2), None, "corrupt entry");
+    }
+
+    /// issue 15: a well-formed entry edited by hand was served as the answer.
+    #[test]
+    fn a_tampered_truncated_or_special_entry_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().join("c"));
+        let model = dir.path().join("m.onnx");
+        fs::write(&model, b"abc").unwrap();
+        let k = cache.key(&model, "ctx").unwrap();
+        cache
+            .put(&k, &[], &json!({"exit": 1, "text": "1 error"}))
+            .unwrap();
+        assert_eq!(cache.get(&k), Some(json!({"exit": 1, "text": "1 error"})));
+        let stored = fs::read_to_string(cache.path(&k)).unwrap();
+        // Still well-formed JSON after the edit, with a fabricated answer.
+        let edited = stored.replace("\"exit\":1", "\"exit\":0");
+        assert_ne!(edited, stored);
+        fs::write(cache.path(&k), &edited).unwrap();
+        assert_eq!(cache.get(&k), None, "edited by hand");
+        fs::write(cache.path(&k), &stored[..stored.len() - 3]).unwrap();
+        assert_eq!(cache.get(&k), None, "truncated");
+        fs::write(cache.path(&k), &stored).unwrap();
+        assert!(cache.get(&k).is_some(), "restored");
+        // Another key's valid entry copied over this one.
+        let k2 = cache.key(&model, "other").unwrap();
+        cache.put(&k2, &[], &json!({"exit": 0})).unwrap();
+        fs::copy(cache.path(&k2), cache.path(&k)).unwrap();
+        assert_eq!(cache.get(&k), None, "another key's entry");
+        #[cfg(unix)]
+        {
+            // A FIFO in place of an entry: a miss, at once (never blocks).
+            fs::remove_file(cache.path(&k)).unwrap();
+            let c = std::ffi::CString::new(cache.path(&k).to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            assert_eq!(cache.get(&k), None, "a FIFO");
+        }
     }
 }

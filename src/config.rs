@@ -6,6 +6,7 @@
 //! ort = "1.24"                       # release to simulate
 //! ep = "cuda"                        # cuda | cpu
 //! opt-level = "all"                  # disable | basic | extended | all
+//! dims = { batch = 1, sequence_length = 2048 }   # sizes of copies are evaluated here (else 1)
 //!
 //! [rules]                            # deny | warn | allow, by code or by name
 //! OL101 = "deny"
@@ -40,6 +41,112 @@ pub struct ConfigError {
     pub label: String,
     #[help]
     pub help: Option<String>,
+    /// The file's other errors: every mistake is reported at once, not only the first.
+    #[related]
+    pub more: Vec<ConfigError>,
+}
+
+/// The configuration keys. A key added to `Raw` is added here too (unknown keys are reported
+/// with a suggestion before `Raw` is read).
+pub const KEYS: &[&str] = &["models", "ort", "ep", "opt-level", "dims", "rules"];
+
+/// The closest of `candidates` to `key` (case-insensitive Jaro-Winkler similarity of at least
+/// 0.8, as clap suggests flags), for "did you mean".
+pub fn suggest<'a>(key: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let key = key.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(&key, &c.to_ascii_lowercase()), c))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// " (did you mean `x`?)" or nothing.
+pub fn did_you_mean<'a>(key: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    suggest(key, candidates)
+        .map(|c| format!("; did you mean `{c}`?"))
+        .unwrap_or_default()
+}
+
+/// The help of an unknown rule: a suggestion, then every rule.
+pub fn unknown_rule_help(key: &str) -> String {
+    let names = rules::all()
+        .into_iter()
+        .flat_map(|r| [r.code, r.name])
+        .chain(["all"]);
+    let known: Vec<String> = rules::all()
+        .iter()
+        .map(|r| format!("{} ({})", r.code, r.name))
+        .collect();
+    let hint = suggest(key, names)
+        .map(|c| format!("did you mean `{c}`? "))
+        .unwrap_or_default();
+    format!(
+        "{hint}rules: {}, or `all` (`cargo onnx-lint rules` lists them)",
+        known.join(", ")
+    )
+}
+
+/// An ORT release that no bundled table stands for.
+#[derive(Debug, Error, Diagnostic)]
+#[error("unknown ORT release `{spec}`")]
+#[diagnostic(code(onnx_lint::tables::unknown_release), help("{help}"))]
+pub struct UnknownRelease {
+    pub spec: String,
+    pub help: String,
+}
+
+/// The bundled table for a release spec, and a note when it is not that exact release:
+/// `1.24.4` exactly; `1.24` for the newest bundled 1.24.x; a patch release without a table of
+/// its own (`1.24.1`) maps to its minor release's table (ORT registers kernels per minor
+/// release; the note says so).
+pub fn resolve_release(
+    spec: &str,
+) -> Result<(&'static crate::tables::Bundled, Option<String>), UnknownRelease> {
+    use crate::tables;
+    if let Ok(b) = tables::resolve(spec) {
+        return Ok((b, None));
+    }
+    let clean = spec.trim().trim_start_matches('v');
+    let parts: Vec<&str> = clean.split('.').collect();
+    if parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        let minor = format!("{}.{}", parts[0], parts[1]);
+        if let Ok(b) = tables::resolve(&minor) {
+            return Ok((
+                b,
+                Some(format!(
+                    "ORT {clean} has no bundled table of its own: simulating the {minor} kernel table ({}), which stands for every {minor}.x release",
+                    b.version
+                )),
+            ));
+        }
+    }
+    let versions: Vec<&'static str> = tables::bundled().iter().map(|b| b.version).collect();
+    let minors: Vec<String> = versions
+        .iter()
+        .map(|v| v.split('.').take(2).collect::<Vec<_>>().join("."))
+        .collect();
+    let hint = suggest(
+        clean,
+        versions
+            .iter()
+            .copied()
+            .chain(minors.iter().map(String::as_str)),
+    )
+    .map(|c| format!("did you mean `{c}`? "))
+    .unwrap_or_default();
+    Err(UnknownRelease {
+        spec: spec.to_string(),
+        help: format!(
+            "{hint}bundled releases: {}; give one of them, a minor release such as `1.24`, or a patch release of a bundled minor (`1.24.1`)",
+            versions.join(", ")
+        ),
+    })
 }
 
 /// The configuration keys, as read.
@@ -50,6 +157,7 @@ struct Raw {
     ort: Option<Spanned<String>>,
     ep: Option<Spanned<String>>,
     opt_level: Option<Spanned<String>>,
+    dims: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
     rules: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
 }
 
@@ -66,6 +174,8 @@ pub struct Config {
     pub opt_level: Option<String>,
     /// (rule code or name, severity), in file order.
     pub rules: Vec<(String, Severity)>,
+    /// Dim values that sizes of copies are evaluated at (`dims = { batch = 1 }`).
+    pub dims: BTreeMap<String, u64>,
 }
 
 impl Config {
@@ -78,6 +188,7 @@ impl Config {
         self.ep = over.ep.or(self.ep);
         self.opt_level = over.opt_level.or(self.opt_level);
         self.rules.extend(over.rules);
+        self.dims.extend(over.dims);
         self.origin = over.origin.or(self.origin);
         self
     }
@@ -97,7 +208,17 @@ fn error(
         span: SourceSpan::new(span.start.into(), span.end.saturating_sub(span.start)),
         label: label.to_string(),
         help,
+        more: Vec::new(),
     })
+}
+
+/// One error carrying the others (in file order), or `None`.
+fn combine(mut errors: Vec<ConfigError>) -> Option<Box<ConfigError>> {
+    errors.sort_by_key(|e| e.span.offset());
+    let mut it = errors.into_iter();
+    let mut first = it.next()?;
+    first.more.extend(it);
+    Some(Box::new(first))
 }
 
 /// Parses configuration text. `table_prefix` locates the keys inside a larger document (for a
@@ -107,12 +228,38 @@ pub fn parse(
     text: &str,
     table_prefix: Option<&str>,
 ) -> Result<Config, Box<ConfigError>> {
-    let raw: Raw = match table_prefix {
-        None => toml::from_str(text).map_err(|e| toml_error(path, text, &e))?,
-        Some(prefix) => match sub_table(path, text, prefix)? {
-            Some(raw) => raw,
-            None => return Ok(Config::default()),
-        },
+    let Some(table) = find_table(path, text, table_prefix)? else {
+        return Ok(Config::default());
+    };
+    let mut errors: Vec<ConfigError> = Vec::new();
+    // Unknown keys first, all of them, each with a suggestion; the rest is then read by serde.
+    let (span, inner) = (table.span(), table.into_inner());
+    let mut known = toml::de::DeTable::new();
+    for (key, value) in inner {
+        if KEYS.contains(&key.get_ref().as_ref()) {
+            known.insert(key, value);
+        } else {
+            let k: &str = key.get_ref();
+            errors.push(*error(
+                path,
+                text,
+                key.span(),
+                format!(
+                    "unknown field `{k}`{}",
+                    did_you_mean(k, KEYS.iter().copied())
+                ),
+                "not a configuration key",
+                Some(format!("the keys are {}", KEYS.join(", "))),
+            ));
+        }
+    }
+    let value = Spanned::new(span, toml::de::DeValue::Table(known));
+    let raw = match Raw::deserialize(toml::de::ValueDeserializer::from(value)) {
+        Ok(raw) => raw,
+        Err(e) => {
+            errors.push(*toml_error(path, text, &e));
+            return Err(combine(errors).unwrap_or_else(|| toml_error(path, text, &e)));
+        }
     };
     let dir = path.parent().unwrap_or(Path::new(""));
     let mut config = Config {
@@ -123,102 +270,134 @@ pub fn parse(
         for m in models.into_inner() {
             let span = m.span();
             let pattern = m.into_inner();
-            if let Err(e) = glob::Pattern::new(&pattern) {
-                return Err(error(
+            match glob::Pattern::new(&pattern) {
+                Ok(_) => config
+                    .models
+                    .push(dir.join(&pattern).to_string_lossy().into_owned()),
+                Err(e) => errors.push(*error(
                     path,
                     text,
                     span,
                     format!("bad glob `{pattern}`: {e}"),
                     "this glob",
                     None,
-                ));
+                )),
             }
-            config
-                .models
-                .push(dir.join(&pattern).to_string_lossy().into_owned());
         }
     }
     if let Some(ort) = raw.ort {
         let span = ort.span();
         let v = ort.into_inner();
-        if crate::tables::resolve(&v).is_err() {
-            let bundled: Vec<&str> = crate::tables::bundled().iter().map(|b| b.version).collect();
-            return Err(error(
+        match resolve_release(&v) {
+            Ok(_) => config.ort = Some(v),
+            Err(e) => errors.push(*error(
                 path,
                 text,
                 span,
                 format!("unknown ORT release `{v}`"),
                 "not a bundled release",
-                Some(format!("bundled releases: {}", bundled.join(", "))),
-            ));
+                Some(e.help),
+            )),
         }
-        config.ort = Some(v);
     }
     if let Some(ep) = raw.ep {
         let span = ep.span();
         let v = ep.into_inner();
-        if !matches!(v.as_str(), "cuda" | "cpu") {
-            return Err(error(
+        if matches!(v.as_str(), "cuda" | "cpu") {
+            config.ep = Some(v);
+        } else {
+            errors.push(*error(
                 path,
                 text,
                 span,
-                format!("unknown ep `{v}`"),
+                format!("unknown ep `{v}`{}", did_you_mean(&v, ["cuda", "cpu"])),
                 "expected `cuda` or `cpu`",
                 None,
             ));
         }
-        config.ep = Some(v);
     }
+    const LEVELS: [&str; 4] = ["disable", "basic", "extended", "all"];
     if let Some(level) = raw.opt_level {
         let span = level.span();
         let v = level.into_inner();
-        if !matches!(v.as_str(), "disable" | "basic" | "extended" | "all") {
-            return Err(error(
+        if LEVELS.contains(&v.as_str()) {
+            config.opt_level = Some(v);
+        } else {
+            errors.push(*error(
                 path,
                 text,
                 span,
-                format!("unknown opt-level `{v}`"),
+                format!("unknown opt-level `{v}`{}", did_you_mean(&v, LEVELS)),
                 "expected disable, basic, extended or all",
                 None,
             ));
         }
-        config.opt_level = Some(v);
+    }
+    for (key, value) in raw.dims.unwrap_or_default() {
+        let span = value.span();
+        let (key, value) = (key.into_inner(), value.into_inner());
+        match u64::try_from(value) {
+            Ok(v) => {
+                config.dims.insert(key, v);
+            }
+            Err(_) => errors.push(*error(
+                path,
+                text,
+                span,
+                format!("dim `{key}` must be a non-negative integer"),
+                "negative",
+                None,
+            )),
+        }
     }
     for (key, level) in raw.rules.unwrap_or_default() {
         let (kspan, vspan) = (key.span(), level.span());
         let (key, level) = (key.into_inner(), level.into_inner());
-        if key != "all" && rules::find(&key).is_none() {
-            let known: Vec<String> = rules::all()
-                .iter()
-                .map(|r| format!("{} ({})", r.code, r.name))
-                .collect();
-            return Err(error(
+        let mut ok = true;
+        if !rules::is_group(&key) && rules::find(&key).is_none() {
+            ok = false;
+            errors.push(*error(
                 path,
                 text,
                 kspan,
                 format!("unknown rule `{key}`"),
                 "no rule has this code or name",
-                Some(format!("rules: {}", known.join(", "))),
+                Some(unknown_rule_help(&key)),
             ));
         }
-        let Some(sev) = Severity::parse(&level) else {
-            return Err(error(
+        match Severity::parse(&level) {
+            Some(sev) if ok => config.rules.push((key, sev)),
+            Some(_) => {}
+            None => errors.push(*error(
                 path,
                 text,
                 vspan,
-                format!("unknown level `{level}`"),
+                format!(
+                    "unknown level `{level}`{}",
+                    did_you_mean(&level, ["deny", "warn", "allow"])
+                ),
                 "expected deny, warn or allow",
                 None,
-            ));
-        };
-        config.rules.push((key, sev));
+            )),
+        }
     }
-    Ok(config)
+    match combine(errors) {
+        Some(e) => Err(e),
+        None => Ok(config),
+    }
 }
 
-/// Deserialises `prefix` (dotted) of a document with spans relative to the whole text.
-fn sub_table(path: &Path, text: &str, prefix: &str) -> Result<Option<Raw>, Box<ConfigError>> {
+/// The table that holds the keys: the whole document, or `prefix` (dotted) of it, with spans
+/// relative to the whole text. `None` when the document has no such table.
+fn find_table<'t>(
+    path: &Path,
+    text: &'t str,
+    prefix: Option<&str>,
+) -> Result<Option<Spanned<toml::de::DeTable<'t>>>, Box<ConfigError>> {
     let table = toml::de::DeTable::parse(text).map_err(|e| toml_error(path, text, &e))?;
+    let Some(prefix) = prefix else {
+        return Ok(Some(table));
+    };
     let mut current = table.into_inner();
     let parts: Vec<&str> = prefix.split('.').collect();
     for (i, part) in parts.iter().enumerate() {
@@ -229,12 +408,7 @@ fn sub_table(path: &Path, text: &str, prefix: &str) -> Result<Option<Raw>, Box<C
         let span = item.span();
         match item.into_inner() {
             toml::de::DeValue::Table(t) if i + 1 < parts.len() => current = t,
-            toml::de::DeValue::Table(t) => {
-                let value = Spanned::new(span, toml::de::DeValue::Table(t));
-                let raw = Raw::deserialize(toml::de::ValueDeserializer::from(value))
-                    .map_err(|e| toml_error(path, text, &e))?;
-                return Ok(Some(raw));
-            }
+            toml::de::DeValue::Table(t) => return Ok(Some(Spanned::new(span, t))),
             _ => return Ok(None),
         }
     }
@@ -270,6 +444,7 @@ pub fn load_file(path: &Path) -> Result<Config, Box<ConfigError>> {
             span: SourceSpan::new(0.into(), 0),
             label: String::new(),
             help: None,
+            more: Vec::new(),
         })
     })?;
     parse(path, &text, None)

@@ -9,7 +9,20 @@
 //!   structural problems come back as [`model::Problem`]s on a model that still loads.
 //! - [`tables`]: the per-release ORT data (kernel registrations with host-memory arguments,
 //!   op schemas, highest opsets), embedded and parsed on first use. Knows nothing about models.
-//! - [`cli`]: arguments, output formats, exit codes. The only module that prints.
+//! - [`session`]: the session graph every later stage works on (built from a model), with
+//!   both node orders ORT uses and its name generator. Depends on `model` and `tables` only.
+//! - [`infer`]: schemas, types and shapes over the session graph, as `Graph::Resolve` does.
+//! - [`placer`]: ORT's session creation: load checks, the graph transformers (one file per ORT
+//!   source file, ordered by [`placer::registry`]), partitioning, casts.
+//! - [`memcpy`]: ORT's `MemcpyTransformer`.
+//! - [`rules`], [`diagnostics`]: the lint rules and their findings.
+//! - [`lint`]: the composition root of a lint run (place the model, run the rules) from resolved
+//!   [`lint::Settings`]; pure.
+//! - [`cli`]: arguments, settings resolution (`cli/settings.rs`, shared by every command),
+//!   output formats (`cli/output/`: the JSON, SARIF and GitHub shapes live only there), exit
+//!   codes. The only module that prints.
+//!
+//! `ARCHITECTURE.md` at the top of the repository has the full code map and the invariants.
 //!
 //! ## Invariants
 //!
@@ -26,9 +39,11 @@ pub mod config;
 pub mod diagnostics;
 pub mod fix;
 pub mod infer;
+pub mod lint;
 pub mod memcpy;
 pub mod model;
 pub mod placer;
 pub mod rules;
+pub mod session;
 pub mod tables;
 pub mod verify;

@@ -18,7 +18,7 @@ use crate::diagnostics::Fix;
 use crate::infer::{self, Type, formal_input_positions, formal_output_positions};
 use crate::model::proto::{GraphProto, ModelProto, ValueInfoProto};
 use crate::model::{Model, normalize_domain};
-use crate::placer::ir::{SNode, Session};
+use crate::session::{SNode, Session};
 use crate::tables::attributes::SchemaAttributes;
 use crate::tables::{FormalParam, KernelTable, OpSchema, ParamOption, attributes_of};
 

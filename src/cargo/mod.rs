@@ -96,6 +96,8 @@ pub struct Member {
     pub declared: Declared,
     /// The requirement of its own dependency on the `ort` crate, if any.
     pub ort_req: Option<VersionReq>,
+    /// How its manifest enables the `ort` crate's `load-dynamic` feature, if it does.
+    pub ort_dynamic: Option<String>,
 }
 
 /// A Cargo workspace with its onnx-lint configuration.
@@ -137,6 +139,8 @@ pub struct Unit {
     pub ort_origin: Option<String>,
     /// The package's own `ort` requirement (picks among several locked `ort` versions).
     pub ort_req: Option<VersionReq>,
+    /// How the package's manifest enables `ort`'s `load-dynamic` feature, if it does.
+    pub ort_dynamic: Option<String>,
     pub models: Vec<PathBuf>,
 }
 
@@ -182,19 +186,27 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
 
     let members_ids: BTreeSet<&cargo_metadata::PackageId> = meta.workspace_members.iter().collect();
     let mut members = Vec::new();
+    let mut config_errors: Vec<ConfigError> = Vec::new();
     for p in meta.packages.iter().filter(|p| members_ids.contains(&p.id)) {
         let manifest = p.manifest_path.clone().into_std_path_buf();
-        let declared = read_declared(&manifest, cwd, PACKAGE_TABLE)?;
-        let ort_req = p
-            .dependencies
-            .iter()
-            .find(|d| d.name == "ort")
-            .map(|d| d.req.clone());
+        let declared = match read_declared(&manifest, cwd, PACKAGE_TABLE) {
+            Ok(d) => d,
+            // Every manifest's mistakes are reported, not only the first manifest's.
+            Err(CargoError::Config(e)) => {
+                config_errors.push(*e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let ort_dep = p.dependencies.iter().find(|d| d.name == "ort");
+        let ort_req = ort_dep.map(|d| d.req.clone());
+        let ort_dynamic = load_dynamic(p, ort_dep);
         members.push(Member {
             name: p.name.to_string(),
             dir: manifest.parent().unwrap_or(Path::new("")).to_path_buf(),
             declared,
             ort_req,
+            ort_dynamic,
         });
     }
     members.sort_by(|a, b| a.name.cmp(&b.name));
@@ -215,7 +227,19 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
         .filter(|p| default_ids.contains(&&p.id))
         .filter_map(|p| members.iter().position(|m| m.name == p.name.as_str()))
         .collect();
-    let declared = read_declared(&root_manifest, cwd, WORKSPACE_TABLE)?;
+    let declared = match read_declared(&root_manifest, cwd, WORKSPACE_TABLE) {
+        Ok(d) => d,
+        Err(CargoError::Config(e)) => {
+            config_errors.push(*e);
+            Declared::default()
+        }
+        Err(e) => return Err(e),
+    };
+    let mut it = config_errors.into_iter();
+    if let Some(mut first) = it.next() {
+        first.more.extend(it);
+        return Err(CargoError::Config(Box::new(first)));
+    }
     let lock = ort_version::read_lock(&root.join("Cargo.lock"))?;
     Ok(Workspace {
         at_root: current_manifest.as_deref() == Some(canon(&root_manifest).as_path()),
@@ -227,6 +251,30 @@ pub fn discover(manifest_path: Option<&Path>, cwd: &Path) -> Result<Workspace, C
         current,
         lock,
     })
+}
+
+/// How a package's manifest enables the `ort` crate's `load-dynamic` feature: on its `ort`
+/// dependency, or through one of its own features (`dynamic = ["ort/load-dynamic"]`).
+fn load_dynamic(
+    p: &cargo_metadata::Package,
+    ort_dep: Option<&cargo_metadata::Dependency>,
+) -> Option<String> {
+    let dep = ort_dep?;
+    if dep.features.iter().any(|f| f == "load-dynamic") {
+        return Some(format!(
+            "package `{}` depends on `ort` with its `load-dynamic` feature",
+            p.name
+        ));
+    }
+    let (feature, _) = p.features.iter().find(|(_, enables)| {
+        enables
+            .iter()
+            .any(|e| e == "ort/load-dynamic" || e == "ort?/load-dynamic")
+    })?;
+    Some(format!(
+        "package `{}`'s feature `{feature}` enables `ort/load-dynamic`",
+        p.name
+    ))
 }
 
 /// Reads one table of a `Cargo.toml`. Errors name it relative to `cwd` when inside it, and its
@@ -336,6 +384,7 @@ impl Workspace {
             config,
             ort_origin,
             ort_req: m.ort_req.clone(),
+            ort_dynamic: m.ort_dynamic.clone(),
             models: Vec::new(),
         }
     }
@@ -370,6 +419,7 @@ impl Workspace {
             config,
             ort_origin,
             ort_req: None,
+            ort_dynamic: None,
             models: Vec::new(),
         }
     }
@@ -526,6 +576,7 @@ fn expand(d: &Declared) -> Result<Vec<PathBuf>, CargoError> {
                         _ => ".".to_string(),
                     }
                 )),
+                more: Vec::new(),
             }))
         };
         let entries = glob::glob(pattern)

@@ -55,6 +55,9 @@ pub fn mapping() -> Result<&'static Mapping, String> {
 pub struct Locked {
     pub ort: Vec<Version>,
     pub ort_sys: Vec<Version>,
+    /// The locked `ort` depends on `libloading`, which only its `load-dynamic` feature pulls
+    /// in: the program loads whatever ONNX Runtime library it finds at run time.
+    pub ort_dynamic: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +70,8 @@ struct LockFile {
 struct LockPackage {
     name: String,
     version: String,
+    #[serde(default)]
+    dependencies: Vec<String>,
 }
 
 /// Reads `ort`/`ort-sys` from a Cargo.lock; a missing file names neither.
@@ -91,7 +96,16 @@ pub fn read_lock(path: &Path) -> Result<Locked, CargoError> {
             continue;
         };
         match p.name.as_str() {
-            "ort" => locked.ort.push(v),
+            "ort" => {
+                // `"libloading"` or `"libloading 0.8.9"` when two versions are locked.
+                if p.dependencies
+                    .iter()
+                    .any(|d| d.split(' ').next() == Some("libloading"))
+                {
+                    locked.ort_dynamic = true;
+                }
+                locked.ort.push(v)
+            }
             "ort-sys" => locked.ort_sys.push(v),
             _ => {}
         }
@@ -99,6 +113,20 @@ pub fn read_lock(path: &Path) -> Result<Locked, CargoError> {
     locked.ort.sort();
     locked.ort_sys.sort();
     Ok(locked)
+}
+
+/// Why the ORT release cannot be read from Cargo.lock: the `ort` crate is built with
+/// `load-dynamic`, so the program loads whatever library it finds at run time. `manifest` is
+/// what the package's manifest says (its `ort` dependency's features), when it says so.
+pub fn dynamic_reason(locked: &Locked, manifest: Option<&str>) -> Option<String> {
+    match manifest {
+        Some(why) => Some(why.to_string()),
+        None if locked.ort_dynamic => Some(
+            "Cargo.lock shows `ort` with `libloading`, which only its `load-dynamic` feature pulls in"
+                .to_string(),
+        ),
+        None => None,
+    }
 }
 
 /// The release chosen from a Cargo.lock, and why.

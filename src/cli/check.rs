@@ -1,21 +1,26 @@
-//! The default command: lint model files and folders.
+//! The default command: lint model files and folders. Plans the groups of models (a Cargo
+//! package's, or the files given), resolves each group's settings (`settings.rs`), analyses each
+//! model (`crate::lint`) and prints one report in the chosen format, with a closing summary.
 
-use std::io::IsTerminal;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use miette::Diagnostic;
 use serde_json::{Value, json};
 
-use super::output::{self, out};
-use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Format, SharedArgs};
+use super::output::{self, ColorChoice, Sink, github, json as json_out, plural, sarif};
+use super::settings::{self, CargoFacts, Resolved, RuleFlags, UsageError};
+use super::workspace::{self, Planned};
+use super::{CargoArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Format, LintArgs, SharedArgs};
 use crate::cache::{Cache, FileFacts};
 use crate::config::{self, Config};
 use crate::diagnostics::render::{self, Style};
 use crate::diagnostics::{Finding, Severity};
+use crate::lint::{self, Analysis, Settings};
 use crate::model::{self, LoadError, Model, ProblemLevel};
-use crate::placer::{self, Outcome, Placement};
-use crate::rules::{self, Severities};
-use crate::tables::{self, Bundled, Ep};
+use crate::placer::{Outcome, Placement};
+use crate::rules;
+use crate::tables::Ep;
 
 /// Expands folders into the `*.onnx` files below them, sorted; files are taken as given.
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
@@ -40,304 +45,410 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     Ok(out)
 }
 
-/// Everything a lint run needs, resolved from the command line and configuration.
-pub struct Settings {
-    pub release: &'static Bundled,
-    /// Why that release: `--ort`, the config file, or the default.
-    pub release_reason: String,
-    pub options: placer::Options,
-    pub severities: Severities,
-    pub format: Format,
+/// Model files under one set of settings (a Cargo package's, or the files given).
+pub struct Group {
+    /// `package `a``, `workspace`; `None` outside a Cargo project.
+    pub label: Option<String>,
+    pub targets: Vec<PathBuf>,
+    pub resolved: Resolved,
 }
 
-/// Resolves settings: the command line over the configuration over defaults.
-pub fn settings(shared: &SharedArgs, config: &Config) -> Result<Settings, String> {
-    let (release, release_reason) = match (&shared.ort, &config.ort) {
-        (Some(v), _) => (
-            tables::resolve(v).map_err(|e| release_error(&e))?,
-            format!("--ort {v}"),
-        ),
-        (None, Some(v)) => (
-            tables::resolve(v).map_err(|e| release_error(&e))?,
-            format!(
-                "ort = \"{v}\" in {}",
-                config
-                    .origin
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            ),
-        ),
-        (None, None) => (tables::newest(), "the newest bundled release".to_string()),
-    };
-    let mut options = super::place::options(shared);
-    if shared.ep.is_none()
-        && let Some(ep) = &config.ep
-    {
-        options.eps = if ep == "cpu" {
-            vec![Ep::Cpu]
-        } else {
-            vec![Ep::Cuda, Ep::Cpu]
-        };
-    }
-    if shared.opt_level.is_none()
-        && let Some(level) = &config.opt_level
-    {
-        options.level = match level.as_str() {
-            "disable" => placer::OptLevel::Disable,
-            "basic" => placer::OptLevel::Basic,
-            "extended" => placer::OptLevel::Extended,
-            _ => placer::OptLevel::All,
-        };
-    }
-    let mut severities = Severities::default();
-    for (rule, level) in &config.rules {
-        severities
-            .set(rule, *level)
-            .map_err(|e| format!("unknown rule `{}` in configuration", e.0))?;
-    }
-    for (list, level) in [
-        (&shared.allow, Severity::Allow),
-        (&shared.warn, Severity::Warn),
-        (&shared.deny, Severity::Deny),
-    ] {
-        for rule in list {
-            severities.set(rule, level).map_err(|e| {
-                let known: Vec<String> = rules::all()
-                    .iter()
-                    .map(|r| format!("{} ({})", r.code, r.name))
-                    .collect();
-                format!(
-                    "unknown rule `{}`; rules: {}, or `all`",
-                    e.0,
-                    known.join(", ")
-                )
-            })?;
+impl Group {
+    /// `note: package `a`: ORT 1.24.4: ...`: which release, and why.
+    pub fn note(&self) -> String {
+        match &self.label {
+            Some(l) => format!("note: {l}: {}", self.resolved.note),
+            None => format!("note: {}", self.resolved.note),
         }
     }
-    Ok(Settings {
-        release,
-        release_reason,
-        options,
-        severities,
-        format: shared.format,
-    })
 }
 
-/// One analysed model.
-pub struct Analysis {
-    pub model: Model,
-    pub placement: Placement,
-    pub findings: Vec<Finding>,
+/// The groups of a run and where its cache is.
+pub struct Groups {
+    pub groups: Vec<Group>,
+    pub cache_dir: Option<PathBuf>,
+    pub warnings: Vec<String>,
 }
 
-/// Places a model and runs the rules.
-pub fn analyse(model: Model, s: &Settings) -> Analysis {
-    let table = s.release.table();
-    let placement = placer::place(&model, table, &s.options);
-    let releases: Vec<(&'static str, &tables::KernelTable)> = tables::bundled()
-        .iter()
-        .map(|b| (b.version, b.table()))
-        .collect();
-    let cx = rules::Context {
-        model: &model,
-        placement: &placement,
-        table,
-        releases: &releases,
-    };
-    let findings = rules::check(&cx, &s.severities);
-    Analysis {
-        model,
-        placement,
-        findings,
-    }
-}
-
-pub fn run(paths: &[PathBuf], shared: &SharedArgs, cargo: &super::CargoArgs) -> u8 {
-    run_with(paths, shared, cargo, &|groups, cache| {
-        lint_groups(groups, cache)
-    })
-}
-
-/// What the default command does with the models it resolved: lint them (`lint_groups`), or
-/// fix them (`--fix`).
-pub type Finish<'a> = dyn Fn(&[Group], Option<&Cache>) -> u8 + 'a;
-
-/// Resolves the models and settings (paths or workspace configuration) and hands them to `finish`.
-pub fn run_with(
+/// Plans the groups of models for `paths` (none: the configured models) and resolves each
+/// group's settings. Shared by the lint command and `place`.
+pub fn plan_groups(
     paths: &[PathBuf],
     shared: &SharedArgs,
-    cargo: &super::CargoArgs,
-    finish: &Finish,
-) -> u8 {
+    rule_flags: RuleFlags,
+    cargo: &CargoArgs,
+) -> Result<Groups, miette::Report> {
     let cwd = std::env::current_dir().unwrap_or_default();
-    let config = match config::find_file(&cwd) {
+    let file_config = match config::find_file(&cwd) {
         // Shown relative to the working directory, like the models.
-        Some(file) => match config::load_file(file.strip_prefix(&cwd).unwrap_or(&file)) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("{}", output::render_report(&miette::Report::new(*e)));
-                return EXIT_ERROR;
-            }
-        },
+        Some(file) => config::load_file(file.strip_prefix(&cwd).unwrap_or(&file))
+            .map_err(|e| miette::Report::new(*e))?,
         None => Config::default(),
     };
-    // Inside a Cargo project: the workspace's configuration, models, Cargo.lock and cache.
-    if let Some(code) = super::workspace::run_with(paths, shared, cargo, &config, finish) {
-        return code;
-    }
-    let targets: Vec<PathBuf> = if paths.is_empty() {
-        let mut found = Vec::new();
-        for pattern in &config.models {
-            if let Ok(entries) = glob::glob(pattern) {
-                found.extend(entries.filter_map(Result::ok));
-            }
-        }
-        if found.is_empty() {
-            eprintln!(
-                "error: no model given; pass model files or folders, or list them in {} (`models = [\"models/**/*.onnx\"]`)",
-                config::FILE_NAME
-            );
-            return EXIT_ERROR;
-        }
-        found.sort();
-        found
+    let files = if paths.is_empty() {
+        None
     } else {
-        paths.to_vec()
-    };
-    let settings = match settings(shared, &config) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_ERROR;
-        }
-    };
-    finish(
-        &[Group {
-            targets,
-            settings: &settings,
-            note: None,
-        }],
-        None,
-    )
-}
-
-/// Lints `targets` (files or folders) with `settings` and prints in the chosen format.
-pub fn lint(targets: &[PathBuf], settings: &Settings) -> u8 {
-    lint_groups(
-        &[Group {
-            targets: targets.to_vec(),
-            settings,
-            note: None,
-        }],
-        None,
-    )
-}
-
-/// Model files or folders to lint under one set of settings (a Cargo package's, say).
-pub struct Group<'a> {
-    pub targets: Vec<PathBuf>,
-    pub settings: &'a Settings,
-    /// Printed before the group's models in human output (which release, and why).
-    pub note: Option<String>,
-}
-
-/// Lints every group and prints one report in the groups' format (that of the first group), with
-/// one exit code. With a cache, a model whose bytes, settings and external files are unchanged
-/// is not loaded or analysed again: its rendered report is read back.
-pub fn lint_groups(groups: &[Group], cache: Option<&Cache>) -> u8 {
-    let Some(format) = groups.first().map(|g| g.settings.format) else {
-        return EXIT_OK;
-    };
-    let mut exit = EXIT_OK;
-    let mut reports: Vec<ModelReport> = Vec::new();
-    let mut json_out: Vec<Value> = Vec::new();
-    for group in groups {
-        let settings = group.settings;
-        let files = match expand_paths(&group.targets) {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("{}", output::render_report(&miette::Report::new(e)));
-                return EXIT_ERROR;
-            }
-        };
+        let files = expand_paths(paths).map_err(miette::Report::new)?;
         if files.is_empty() {
-            eprintln!(
-                "error: no `*.onnx` files under {}",
-                join_paths(&group.targets)
+            return Err(UsageError::new(
+                format!("no `*.onnx` files under {}", join_paths(paths)),
+                None,
+            )
+            .into());
+        }
+        Some(files)
+    };
+    let mut warnings = Vec::new();
+    let (units, lock, cache_dir) = match workspace::plan(files.as_deref(), cargo, &file_config)
+        .map_err(miette::Report::new)?
+    {
+        Planned::Cargo(p) => (
+            p.units
+                .into_iter()
+                .map(|u| {
+                    let label = Some(u.label.clone());
+                    (label, u)
+                })
+                .collect::<Vec<_>>(),
+            Some(p.lock),
+            (!cargo.no_cache).then_some(p.cache_dir),
+        ),
+        other => {
+            if let Planned::Without(w) = other {
+                warnings.push(w);
+            }
+            let models = match files {
+                Some(f) => f,
+                None => configured_models(&file_config)?,
+            };
+            let unit = crate::cargo::Unit {
+                label: String::new(),
+                config: file_config.clone(),
+                ort_origin: None,
+                ort_req: None,
+                ort_dynamic: None,
+                models,
+            };
+            (vec![(None, unit)], None, None)
+        }
+    };
+    let mut groups = Vec::new();
+    for (label, u) in units {
+        let resolved = settings::resolve(
+            shared,
+            rule_flags,
+            &u.config,
+            CargoFacts {
+                lock: lock.as_ref(),
+                ort_req: u.ort_req.as_ref(),
+                ort_dynamic: u.ort_dynamic.as_deref(),
+                ort_origin: u.ort_origin.as_deref(),
+            },
+        )?;
+        for w in &resolved.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
+        groups.push(Group {
+            label,
+            targets: u.models,
+            resolved,
+        });
+    }
+    Ok(Groups {
+        groups,
+        cache_dir,
+        warnings,
+    })
+}
+
+/// The models `onnx-lint.toml` lists, outside a Cargo project.
+fn configured_models(config: &Config) -> Result<Vec<PathBuf>, miette::Report> {
+    let mut found = Vec::new();
+    for pattern in &config.models {
+        if let Ok(entries) = glob::glob(pattern) {
+            found.extend(entries.filter_map(Result::ok));
+        }
+    }
+    if found.is_empty() {
+        return Err(UsageError::new(
+            format!(
+                "no model given; pass model files or folders, or list them in {} (`models = [\"models/**/*.onnx\"]`)",
+                config::FILE_NAME
+            ),
+            None,
+        )
+        .into());
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// How the report is printed.
+pub struct Printing {
+    pub format: Format,
+    pub quiet: bool,
+    pub statistics: bool,
+    pub exit_zero: bool,
+    pub color: ColorChoice,
+}
+
+pub fn run(
+    paths: &[PathBuf],
+    shared: &SharedArgs,
+    args: &LintArgs,
+    cargo: &CargoArgs,
+    color: ColorChoice,
+) -> Result<u8, miette::Report> {
+    if args.statistics && matches!(args.format, Format::Sarif | Format::Github) {
+        return Err(UsageError::new(
+            "--statistics prints a table: use it with --format human or json",
+            None,
+        )
+        .into());
+    }
+    let planned = plan_groups(
+        paths,
+        shared,
+        RuleFlags {
+            allow: &args.allow,
+            warn: &args.warn,
+            deny: &args.deny,
+            dims: &args.dim,
+        },
+        cargo,
+    )?;
+    for w in &planned.warnings {
+        eprintln!("warning: {w}");
+    }
+    let cache = planned.cache_dir.map(Cache::new);
+    let printing = Printing {
+        format: args.format,
+        quiet: args.quiet,
+        statistics: args.statistics,
+        exit_zero: args.exit_zero,
+        color,
+    };
+    let mut sink = Sink::new(args.output.as_deref());
+    let exit = lint_groups(&planned.groups, cache.as_ref(), &printing, &mut sink);
+    sink.finish()
+        .map_err(|e| miette::Report::new(UsageError::new(e, None)))?;
+    Ok(exit)
+}
+
+/// Totals over the models of a run, for the closing summary and `--statistics`.
+#[derive(Default)]
+struct Totals {
+    models: usize,
+    with_findings: usize,
+    unreadable: usize,
+    deny: usize,
+    warn: usize,
+    cpu_nodes: usize,
+    copies: usize,
+    failing_sessions: usize,
+    /// (code, rule, severity) → count.
+    per_rule: BTreeMap<(String, String, String), usize>,
+}
+
+impl Totals {
+    fn add(&mut self, r: &ModelReport) {
+        self.models += 1;
+        if r.deny + r.warn > 0 {
+            self.with_findings += 1;
+        }
+        self.deny += r.deny;
+        self.warn += r.warn;
+        self.cpu_nodes += r.cpu_nodes;
+        self.copies += r.copies;
+        self.failing_sessions += usize::from(r.session_fails);
+        for (code, rule, severity, n) in &r.per_rule {
+            *self
+                .per_rule
+                .entry((code.clone(), rule.clone(), severity.clone()))
+                .or_default() += n;
+        }
+    }
+
+    /// `Found 0 errors and 47 warnings in 1 of 2 models; 19 nodes on CPU, 28 copies; ...`.
+    fn line(&self) -> String {
+        let mut s = format!(
+            "Found {} and {} in {} of {}",
+            plural(self.deny, "error", "errors"),
+            plural(self.warn, "warning", "warnings"),
+            self.with_findings,
+            plural(self.models + self.unreadable, "model", "models"),
+        );
+        s += &format!(
+            "; {} on CPU, {} in all",
+            plural(self.cpu_nodes, "node", "nodes"),
+            plural(self.copies, "copy", "copies")
+        );
+        if self.failing_sessions > 0 {
+            s += &format!(
+                "; session creation fails for {}",
+                plural(self.failing_sessions, "model", "models")
             );
-            return EXIT_ERROR;
         }
-        if let (Format::Human, Some(note)) = (format, &group.note) {
-            out(&format!("note: {note}"));
+        if self.unreadable > 0 {
+            s += &format!(
+                "; {} could not be read",
+                plural(self.unreadable, "model", "models")
+            );
         }
-        let context = cache.map(|_| cache_context(settings));
-        for file in &files {
-            match report_for(file, settings, cache.zip(context.as_deref())) {
+        s
+    }
+
+    fn statistics_human(&self) -> String {
+        let mut rows: Vec<(&(String, String, String), &usize)> = self.per_rule.iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let width = rows.iter().map(|(k, _)| k.1.len()).max().unwrap_or(0);
+        rows.iter()
+            .map(|((code, rule, sev), n)| format!("{n:>6}  {code}  {rule:<width$}  [{sev}]"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn statistics_json(&self) -> Value {
+        let mut rows: Vec<(&(String, String, String), &usize)> = self.per_rule.iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        Value::Array(
+            rows.into_iter()
+                .map(|((code, rule, sev), n)| {
+                    json!({"code": code, "rule": rule, "severity": sev, "count": n})
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Lints every group and prints one report, with one exit code. With a cache, a model whose
+/// bytes, settings and external files are unchanged is not loaded or analysed again: its
+/// rendered report is read back.
+pub fn lint_groups(groups: &[Group], cache: Option<&Cache>, p: &Printing, sink: &mut Sink) -> u8 {
+    let format = p.format;
+    let style = Style {
+        color: p.color.enabled(sink.is_terminal()),
+        unicode: sink.is_terminal(),
+        width: output::width(),
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut exit = EXIT_OK;
+    let mut totals = Totals::default();
+    let mut json_records: Vec<Value> = Vec::new();
+    let mut sarif_results: Vec<Value> = Vec::new();
+    let mut failures: Vec<sarif::Failure> = Vec::new();
+    let (mut rows, mut sections) = (Vec::new(), Vec::new());
+    for group in groups {
+        let settings = &group.resolved.settings;
+        if !p.quiet {
+            if format == Format::Human && !p.statistics {
+                sink.line(&group.note());
+            } else {
+                eprintln!("{}", group.note());
+            }
+        }
+        let context = cache.map(|_| cache_context(settings, format, style, &cwd));
+        for file in &group.targets {
+            match report_for(
+                file,
+                settings,
+                format,
+                style,
+                &cwd,
+                cache.zip(context.as_deref()),
+            ) {
                 Err(e) => {
                     exit = EXIT_ERROR;
+                    totals.unreadable += 1;
+                    let shown = file.display().to_string();
                     match format {
-                        Format::Json => json_out.push(json!({
-                            "model": file.display().to_string(),
-                            "error": {"code": e.code().map(|c| c.to_string()), "message": e.to_string()},
-                        })),
-                        Format::Github => out(&format!(
-                            "::error file={},title=load error::{}",
-                            file.display(),
-                            e.to_string().replace('%', "%25").replace('\n', "%0A")
+                        Format::Json => json_records.push(json_out::load_error_json(
+                            &shown,
+                            e.code().map(|c| c.to_string()),
+                            &e.to_string(),
                         )),
-                        _ => eprintln!("{}", output::render_report(&miette::Report::new(e))),
+                        Format::Github => sink.line(&github::load_error(&shown, &e.to_string())),
+                        Format::Sarif => {
+                            failures.push(sarif::Failure {
+                                path: shown,
+                                code: e.code().map(|c| c.to_string()),
+                                message: e.to_string(),
+                            });
+                            eprintln!("{}", output::render_report(&miette::Report::new(e)));
+                        }
+                        Format::Human => {
+                            eprintln!("{}", output::render_report(&miette::Report::new(e)))
+                        }
                     }
                 }
                 Ok(r) => {
                     exit = exit.max(r.exit);
+                    totals.add(&r);
                     match format {
-                        Format::Human => out(&r.text),
-                        Format::Github => {
-                            for line in &r.lines {
-                                out(line);
+                        Format::Human if !p.statistics => {
+                            if !r.text.is_empty() {
+                                sink.line(&r.text);
+                            }
+                            if !p.quiet {
+                                sink.line(&r.summary);
                             }
                         }
-                        Format::Json => json_out.push(r.value.clone()),
-                        Format::Sarif => {}
+                        Format::Human => {}
+                        Format::Github => {
+                            for line in &r.lines {
+                                sink.line(line);
+                            }
+                            rows.push(r.text.clone());
+                            sections.push(r.section.clone());
+                        }
+                        Format::Json => json_records.push(r.value.clone()),
+                        Format::Sarif => {
+                            sarif_results.extend(r.value.as_array().cloned().unwrap_or_default())
+                        }
                     }
-                    reports.push(r);
                 }
             }
         }
     }
     match format {
+        Format::Human if p.statistics => {
+            let table = totals.statistics_human();
+            if !table.is_empty() {
+                sink.line(&table);
+            }
+            if !p.quiet {
+                sink.line(&totals.line());
+            }
+        }
+        Format::Human => {
+            if !p.quiet {
+                sink.line(&totals.line());
+            }
+        }
         Format::Json => {
-            let v = if json_out.len() == 1 {
-                json_out.remove(0)
+            let v = if p.statistics {
+                totals.statistics_json()
             } else {
-                Value::Array(json_out)
+                Value::Array(json_records)
             };
-            out(&serde_json::to_string_pretty(&v).unwrap_or_default());
+            sink.line(&serde_json::to_string_pretty(&v).unwrap_or_default());
         }
         Format::Sarif => {
-            let mut log = render::sarif(&[], &rules::all(), env!("CARGO_PKG_VERSION"));
-            let results: Vec<Value> = reports
-                .iter()
-                .flat_map(|r| r.value.as_array().cloned().unwrap_or_default())
-                .collect();
-            log["runs"][0]["results"] = Value::Array(results);
-            out(&serde_json::to_string_pretty(&log).unwrap_or_default());
+            let log = sarif::log(
+                sarif_results,
+                &failures,
+                &cwd,
+                &rules::all(),
+                env!("CARGO_PKG_VERSION"),
+            );
+            sink.line(&serde_json::to_string_pretty(&log).unwrap_or_default());
         }
         Format::Github => {
             if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-                let mut text = render::github_summary(&[]);
-                for r in &reports {
-                    text.push_str(&r.text);
-                }
-                for r in &reports {
-                    text.push_str(&r.section);
-                }
-                let written = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+                let text = github::summary(&rows, &sections);
+                let written = output::append_regular(Path::new(&path), &text);
                 if let Err(e) = written {
                     eprintln!(
                         "warning: cannot write the job summary to {}: {e}",
@@ -346,104 +457,155 @@ pub fn lint_groups(groups: &[Group], cache: Option<&Cache>) -> u8 {
                 }
             }
         }
-        Format::Human => {}
     }
-    exit
+    if exit == EXIT_FINDINGS && p.exit_zero {
+        EXIT_OK
+    } else {
+        exit
+    }
 }
 
-/// One model's rendered report in the run's format: what the cache stores.
+/// One model's rendered report in the run's format, with its counts: what the cache stores.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelReport {
     /// `EXIT_OK` or `EXIT_FINDINGS`.
     pub exit: u8,
-    /// human: the text; github: the job-summary table row.
+    /// human: the diagnostics; github: the job-summary table row.
     pub text: String,
+    /// human: the model's summary lines (path, opsets, prediction, problems).
+    pub summary: String,
     /// github: the annotations.
     pub lines: Vec<String>,
     /// github: the job-summary section of this model (empty without findings).
     pub section: String,
     /// json: the record; sarif: the array of results.
     pub value: Value,
+    pub deny: usize,
+    pub warn: usize,
+    pub cpu_nodes: usize,
+    pub copies: usize,
+    pub session_fails: bool,
+    /// (code, rule, severity, count) of the findings.
+    pub per_rule: Vec<(String, String, String, usize)>,
 }
 
 impl ModelReport {
-    /// Renders an analysis for `settings.format`.
-    pub fn new(a: &Analysis, settings: &Settings) -> ModelReport {
-        let deny = a.findings.iter().any(|f| f.severity == Severity::Deny)
-            || a.model
-                .problems
-                .iter()
-                .any(|p| p.level == ProblemLevel::Error);
+    /// Renders an analysis for `format`.
+    pub fn new(
+        a: &Analysis,
+        settings: &Settings,
+        format: Format,
+        style: Style,
+        base: &Path,
+    ) -> ModelReport {
+        let (deny, warn) = severity_counts(&a.findings);
+        let (_, cpu) = node_counts(&a.placement);
+        let mut per_rule: Vec<(String, String, String, usize)> = Vec::new();
+        for f in &a.findings {
+            match per_rule.iter_mut().find(|r| r.0 == f.code) {
+                Some(r) => r.3 += 1,
+                None => per_rule.push((
+                    f.code.to_string(),
+                    f.rule.to_string(),
+                    f.severity.name().to_string(),
+                    1,
+                )),
+            }
+        }
         let mut r = ModelReport {
-            exit: if deny { EXIT_FINDINGS } else { EXIT_OK },
+            exit: if a.denies() { EXIT_FINDINGS } else { EXIT_OK },
             text: String::new(),
+            summary: String::new(),
             lines: Vec::new(),
             section: String::new(),
             value: Value::Null,
+            deny,
+            warn,
+            cpu_nodes: cpu,
+            copies: a.placement.copies.len(),
+            session_fails: !matches!(a.placement.outcome, Outcome::Ok),
+            per_rule,
         };
-        match settings.format {
-            Format::Human => r.text = human_text(a),
-            Format::Json => r.value = analysis_json(a, settings),
+        match format {
+            Format::Human => {
+                r.text = render::human(&a.model, &a.findings, style)
+                    .trim_end()
+                    .to_string();
+                if !r.text.is_empty() {
+                    r.text.push('\n');
+                }
+                r.summary = human_summary(a);
+            }
+            Format::Json => r.value = json_out::analysis_json(a, settings),
             Format::Github => {
-                r.lines = render::github(&a.model, &a.findings);
-                // The summary of one model is the header, its row, then its section.
-                let header = render::github_summary(&[]);
-                let one = render::github_summary(&[(
-                    &a.model,
-                    a.findings.as_slice(),
-                    prediction_line(&a.placement),
-                )]);
-                let body = one.strip_prefix(header.as_str()).unwrap_or(&one);
-                let cut = body.find("\n### `").map(|i| i + 1).unwrap_or(body.len());
-                r.text = body[..cut].to_string();
-                r.section = body[cut..].to_string();
+                let shown = a.model.path.display().to_string();
+                r.lines = github::annotations(&a.model, &a.findings);
+                r.text = github::summary_row(&shown, &prediction_line(&a.placement), &a.findings);
+                r.section = github::summary_section(&shown, &a.findings);
             }
             Format::Sarif => {
-                let log = render::sarif(
-                    &[(&a.model, a.findings.as_slice())],
+                r.value = Value::Array(sarif::results(
+                    &a.model.path,
+                    base,
+                    &a.findings,
                     &rules::all(),
-                    env!("CARGO_PKG_VERSION"),
-                );
-                r.value = log["runs"][0]["results"].clone();
+                ))
             }
         }
         r
     }
 
     fn to_json(&self) -> Value {
-        json!({"exit": self.exit, "text": self.text, "lines": self.lines, "section": self.section, "value": self.value})
+        json!({
+            "exit": self.exit, "text": self.text, "summary": self.summary, "lines": self.lines,
+            "section": self.section, "value": self.value, "deny": self.deny, "warn": self.warn,
+            "cpu_nodes": self.cpu_nodes, "copies": self.copies, "session_fails": self.session_fails,
+            "per_rule": self.per_rule,
+        })
     }
 
     fn from_json(v: &Value) -> Option<ModelReport> {
+        let n = |k: &str| v.get(k)?.as_u64().and_then(|x| usize::try_from(x).ok());
+        let s = |k: &str| Some(v.get(k)?.as_str()?.to_string());
         Some(ModelReport {
             exit: u8::try_from(v.get("exit")?.as_u64()?).ok()?,
-            text: v.get("text")?.as_str()?.to_string(),
+            text: s("text")?,
+            summary: s("summary")?,
             lines: v
                 .get("lines")?
                 .as_array()?
                 .iter()
                 .map(|l| l.as_str().map(str::to_string))
                 .collect::<Option<Vec<_>>>()?,
-            section: v.get("section")?.as_str()?.to_string(),
+            section: s("section")?,
             value: v.get("value")?.clone(),
+            deny: n("deny")?,
+            warn: n("warn")?,
+            cpu_nodes: n("cpu_nodes")?,
+            copies: n("copies")?,
+            session_fails: v.get("session_fails")?.as_bool()?,
+            per_rule: serde_json::from_value(v.get("per_rule")?.clone()).ok()?,
         })
     }
 }
 
 /// Everything besides the model's bytes that a report depends on (see `crate::cache`).
-fn cache_context(s: &Settings) -> String {
-    let style = match s.format {
-        Format::Human => format!("{:?}", style()),
+fn cache_context(s: &Settings, format: Format, style: Style, base: &Path) -> String {
+    let extra = match format {
+        Format::Human => format!("{style:?}"),
+        Format::Sarif => format!("base {}", base.display()),
         _ => String::new(),
     };
     format!(
-        "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {:?} {style}\nreason {}",
+        "ort {} table {}\noptions {:?}\nseverities {:?}\nformat {format:?} {extra}\nreason {}\ndims {:?}",
         s.release.version,
-        crate::cache::sha256_hex(s.release.text.as_bytes()),
+        crate::cache::sha256_hex(
+            &[s.release.compact, s.release.attributes_text.as_bytes()].concat()
+        ),
         s.options,
         s.severities,
-        s.format,
         s.release_reason,
+        s.dims,
     )
 }
 
@@ -451,6 +613,9 @@ fn cache_context(s: &Settings) -> String {
 fn report_for(
     file: &Path,
     settings: &Settings,
+    format: Format,
+    style: Style,
+    base: &Path,
     cache: Option<(&Cache, &str)>,
 ) -> Result<ModelReport, LoadError> {
     let key = cache.and_then(|(c, context)| {
@@ -462,17 +627,27 @@ fn report_for(
     {
         return Ok(r);
     }
-    let a = analyse(model::load(file)?, settings);
-    let r = ModelReport::new(&a, settings);
-    if let Some((c, k)) = &key {
-        let dir = file.parent().unwrap_or(Path::new(""));
-        let mut seen = std::collections::BTreeSet::new();
-        let facts: Vec<FileFacts> = a
+    // Loaded, analysed and rendered within the whole-model budget (`cli/budget.rs`).
+    let (owned_file, owned_settings, owned_base) =
+        (file.to_path_buf(), settings.clone(), base.to_path_buf());
+    let (r, locations) = super::budget::bounded(file, move || {
+        let a = lint::analyse(model::load(&owned_file)?, &owned_settings);
+        let locations: Vec<String> = a
             .model
             .external
             .iter()
-            .filter(|e| seen.insert(e.location.clone()))
-            .map(|e| FileFacts::of(&dir.join(&e.location)))
+            .map(|e| e.location.clone())
+            .collect();
+        let r = ModelReport::new(&a, &owned_settings, format, style, &owned_base);
+        Ok((r, locations))
+    })?;
+    if let Some((c, k)) = &key {
+        let dir = file.parent().unwrap_or(Path::new(""));
+        let mut seen = std::collections::BTreeSet::new();
+        let facts: Vec<FileFacts> = locations
+            .iter()
+            .filter(|l| seen.insert((*l).clone()))
+            .map(|l| FileFacts::of(&dir.join(l)))
             .collect();
         let _ = c.put(k, &facts, &r.to_json());
     }
@@ -487,8 +662,8 @@ fn join_paths(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// `ORT 1.24.4 (all): 52 nodes on CUDA, 33 on CPU, 28 copies`.
-pub fn prediction_line(p: &Placement) -> String {
+/// Nodes on CUDA (copies not counted) and on the CPU.
+fn node_counts(p: &Placement) -> (usize, usize) {
     let (mut cuda, mut cpu) = (0, 0);
     for g in &p.session.graphs {
         for (_, n) in g.live_nodes() {
@@ -499,13 +674,19 @@ pub fn prediction_line(p: &Placement) -> String {
             }
         }
     }
+    (cuda, cpu)
+}
+
+/// `ORT 1.24.4 (all): 52 nodes on CUDA, 33 on CPU, 28 copies`.
+pub fn prediction_line(p: &Placement) -> String {
+    let (cuda, cpu) = node_counts(p);
     match &p.outcome {
         Outcome::Ok => format!(
-            "ORT {} ({}): {cuda} nodes on CUDA, {cpu} on CPU, {} cop{}",
+            "ORT {} ({}): {} on CUDA, {cpu} on CPU, {}",
             p.ort,
             p.level.name(),
-            p.copies.len(),
-            if p.copies.len() == 1 { "y" } else { "ies" }
+            plural(cuda, "node", "nodes"),
+            plural(p.copies.len(), "copy", "copies")
         ),
         Outcome::LoadFail(e)
         | Outcome::NoKernel(e)
@@ -518,34 +699,22 @@ pub fn prediction_line(p: &Placement) -> String {
     }
 }
 
-fn style() -> Style {
-    let tty = std::io::stdout().is_terminal();
-    Style {
-        color: tty && std::env::var_os("NO_COLOR").is_none(),
-        unicode: tty,
-        width: std::env::var("ONNX_LINT_WIDTH")
-            .ok()
-            .and_then(|w| w.parse().ok())
-            .unwrap_or(100),
-    }
-}
-
-/// The human report of one model: its findings, then its summary line and problems.
-fn human_text(a: &Analysis) -> String {
-    let mut text = String::new();
-    let rendered = render::human(&a.model, &a.findings, style());
-    if !rendered.is_empty() {
-        text.push_str(rendered.trim_end());
-        text.push_str("\n\n");
-    }
+/// The summary lines of one model: path and structure, prediction and counts, problems.
+fn human_summary(a: &Analysis) -> String {
     let (deny, warn) = severity_counts(&a.findings);
-    text.push_str(&summary_line(&a.model));
+    let mut text = summary_line(&a.model);
     text.push('\n');
+    let copied = match &a.copied {
+        (Some(b), Some(e)) if *b > 0 => {
+            format!(" ({} per run at the dims: {e})", output::human_bytes(*b))
+        }
+        _ => String::new(),
+    };
     text.push_str(&format!(
-        "  {}; {deny} error{}, {warn} warning{}",
+        "  {}{copied}; {}, {}",
         prediction_line(&a.placement),
-        if deny == 1 { "" } else { "s" },
-        if warn == 1 { "" } else { "s" },
+        plural(deny, "error", "errors"),
+        plural(warn, "warning", "warnings"),
     ));
     for p in &a.model.problems {
         let level = match p.level {
@@ -561,46 +730,6 @@ fn human_text(a: &Analysis) -> String {
     text
 }
 
-/// The `--format json` record of one linted model.
-pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
-    let listing = a
-        .findings
-        .iter()
-        .any(|f| f.node.is_some())
-        .then(|| crate::model::text::print_model(&a.model.proto));
-    let s = a.model.stats();
-    let p = &a.placement;
-    let (deny, warn) = severity_counts(&a.findings);
-    let placement = super::place::placement_json(&a.model.path.display().to_string(), p);
-    json!({
-        "model": a.model.path.display().to_string(),
-        "ort": p.ort,
-        "ort_reason": settings.release_reason,
-        "level": p.level.name(),
-        "ep": if settings.options.eps.first() == Some(&Ep::Cuda) { "cuda" } else { "cpu" },
-        "session": placement["session"],
-        "error": placement["error"],
-        "summary": {
-            "nodes": s.nodes,
-            "graphs": s.graphs,
-            "initializers": s.initializers,
-            "initializer_bytes": s.initializer_bytes,
-            "external_bytes": s.external_bytes,
-            "opsets": a.model.opsets.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-            "copies": p.copies.len(),
-            "memcpy": placement["memcpy"],
-            "deny": deny,
-            "warn": warn,
-        },
-        "findings": a.findings.iter().map(|f| render::finding_json(&a.model, listing.as_ref(), f)).collect::<Vec<_>>(),
-        "problems": a.model.problems.iter().map(|p| json!({
-            "level": match p.level { ProblemLevel::Error => "error", ProblemLevel::Warning => "warning" },
-            "code": p.code,
-            "message": p.message,
-        })).collect::<Vec<_>>(),
-    })
-}
-
 /// `path: ir 8, opsets ai.onnx 17 + com.microsoft 1; 1234 nodes in 3 graphs; 56 initializers (12.3 MiB); external data: ...`
 pub fn summary_line(m: &Model) -> String {
     let s = m.stats();
@@ -611,7 +740,7 @@ pub fn summary_line(m: &Model) -> String {
         .collect::<Vec<_>>()
         .join(" + ");
     let mut line = format!(
-        "{}: ir {}, opsets {}; {} nodes in {} graph{}",
+        "{}: ir {}, opsets {}; {} in {}",
         m.path.display(),
         m.proto.ir_version(),
         if opsets.is_empty() {
@@ -619,16 +748,18 @@ pub fn summary_line(m: &Model) -> String {
         } else {
             opsets
         },
-        s.nodes,
-        s.graphs,
-        if s.graphs == 1 { "" } else { "s" },
+        plural(s.nodes, "node", "nodes"),
+        plural(s.graphs, "graph", "graphs"),
     );
     if s.functions > 0 {
-        line += &format!(", {} local functions", s.functions);
+        line += &format!(
+            ", {}",
+            plural(s.functions, "local function", "local functions")
+        );
     }
     line += &format!(
-        "; {} initializers ({})",
-        s.initializers,
+        "; {} ({})",
+        plural(s.initializers, "initializer", "initializers"),
         output::human_bytes(s.initializer_bytes)
     );
     if !s.external_files.is_empty() {
@@ -639,19 +770,12 @@ pub fn summary_line(m: &Model) -> String {
             .collect::<Vec<_>>()
             .join(", ");
         line += &format!(
-            "; external data: {} in {} file{} ({files})",
+            "; external data: {} in {} ({files})",
             output::human_bytes(s.external_bytes),
-            s.external_files.len(),
-            if s.external_files.len() == 1 { "" } else { "s" }
+            plural(s.external_files.len(), "file", "files")
         );
     }
     line
-}
-
-/// An unknown release, with the list of bundled ones.
-fn release_error(e: &tables::TableError) -> String {
-    let bundled: Vec<&str> = tables::bundled().iter().map(|b| b.version).collect();
-    format!("{e}; bundled releases: {}", bundled.join(", "))
 }
 
 /// Findings at deny and at warn level.

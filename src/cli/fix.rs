@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::check::{self, Analysis, ModelReport, Settings};
-use super::output::{self, out};
+use super::check::{self, ModelReport};
+use super::output::{self, github, json as json_out, out, sarif};
 use super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, Format};
 use crate::analysis::opset_lowering::{self, Verdict};
-use crate::diagnostics::render;
+use crate::diagnostics::render::Style;
 use crate::diagnostics::{Fix, FixSafety, Severity};
 use crate::fix;
+use crate::lint::{self, Analysis, Settings};
 use crate::model::{self, Model, ProblemLevel};
 use crate::placer::Placement;
 use crate::rules;
@@ -88,15 +89,22 @@ fn cpu_nodes(p: &Placement) -> usize {
 // The lint API this module uses, in one place: analysing a model and rendering the final report.
 
 fn analyse(model: Model, settings: &Settings) -> Analysis {
-    check::analyse(model, settings)
+    lint::analyse(model, settings)
 }
 
-/// The final analysis rendered in `format` (human text, GitHub lines, SARIF results) and as the
-/// JSON record.
-fn final_report(a: &Analysis, settings: &Settings, _format: Format) -> (ModelReport, Value) {
+/// The final analysis rendered in `format` (human text, GitHub lines, SARIF results with paths
+/// relative to the working directory) and as the JSON record.
+fn final_report(a: &Analysis, settings: &Settings, format: Format) -> (ModelReport, Value) {
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let style = Style {
+        color: false,
+        unicode: tty,
+        width: output::width(),
+    };
+    let base = std::env::current_dir().unwrap_or_default();
     (
-        ModelReport::new(a, settings),
-        check::analysis_json(a, settings),
+        ModelReport::new(a, settings, format, style, &base),
+        json_out::analysis_json(a, settings),
     )
 }
 
@@ -150,8 +158,8 @@ pub fn fix_groups(groups: &[(&[PathBuf], &Settings)], format: Format, opts: &Fix
                     })),
                     Format::Github => out(&format!(
                         "::error file={},title=onnx-lint --fix::{}",
-                        file.display(),
-                        escape(&message)
+                        github::escape_property(&file.display().to_string()),
+                        github::escape_data(&message)
                     )),
                     _ => eprintln!("error: {}: {message}", file.display()),
                 }
@@ -427,7 +435,10 @@ fn print(format: Format, done: &[Outcome], mut json_out: Vec<Value>, opts: &FixO
                     for l in details(o, opts) {
                         out(&l);
                     }
-                    out(&o.report.text);
+                    if !o.report.text.is_empty() {
+                        out(o.report.text.trim_end_matches('\n'));
+                    }
+                    out(&o.report.summary);
                 }
             }
         }
@@ -440,12 +451,18 @@ fn print(format: Format, done: &[Outcome], mut json_out: Vec<Value>, opts: &FixO
             out(&serde_json::to_string_pretty(&Value::Array(json_out)).unwrap_or_default());
         }
         Format::Sarif => {
-            let mut log = render::sarif(&[], &rules::all(), env!("CARGO_PKG_VERSION"));
             let results: Vec<Value> = done
                 .iter()
                 .flat_map(|o| o.report.value.as_array().cloned().unwrap_or_default())
                 .collect();
-            log["runs"][0]["results"] = Value::Array(results);
+            let base = std::env::current_dir().unwrap_or_default();
+            let mut log = sarif::log(
+                results,
+                &[],
+                &base,
+                &rules::all(),
+                env!("CARGO_PKG_VERSION"),
+            );
             log["runs"][0]["properties"] = json!({
                 "fixes": done.iter().map(|o| {
                     let mut v = fix_json(o);
@@ -459,8 +476,8 @@ fn print(format: Format, done: &[Outcome], mut json_out: Vec<Value>, opts: &FixO
             for o in done {
                 out(&format!(
                     "::notice file={},title=onnx-lint --fix::{}",
-                    o.path.display(),
-                    escape(&format!(
+                    github::escape_property(&o.path.display().to_string()),
+                    github::escape_data(&format!(
                         "{} ({})",
                         headline(o, opts),
                         details(o, opts).join("; ").trim()
@@ -472,11 +489,4 @@ fn print(format: Format, done: &[Outcome], mut json_out: Vec<Value>, opts: &FixO
             }
         }
     }
-}
-
-/// GitHub workflow-command escaping.
-fn escape(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
 }

@@ -1,24 +1,29 @@
 //! The command line: arguments, output, exit codes. The only module that prints.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod budget;
 pub mod check;
 pub mod explain;
 pub mod fix;
 pub mod output;
 mod place;
+pub mod settings;
 pub mod tables;
 mod verify;
 mod workspace;
 
 pub use check::expand_paths;
 pub use output::human_bytes;
-pub use place::placement_json;
+pub use output::json::placement_json;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::lint;
+use output::ColorChoice;
 
 /// Exit code: nothing at deny level.
 pub const EXIT_OK: u8 = 0;
@@ -50,7 +55,27 @@ pub struct Cli {
     pub shared: SharedArgs,
 
     #[command(flatten)]
+    pub lint: LintArgs,
+
+    #[command(flatten)]
     pub cargo: CargoArgs,
+
+    /// Colour: `auto` = on a terminal, unless NO_COLOR (CLICOLOR_FORCE, FORCE_COLOR force it).
+    #[arg(long, global = true, value_enum, default_value_t, value_name = "WHEN")]
+    pub color: ColorChoice,
+}
+
+/// Options of the lint command only.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LintArgs {
+    /// Output format.
+    #[arg(long, visible_alias = "output-format", value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+
+    /// Write the report to FILE instead of stdout (atomically). With --fix or --diff: write the
+    /// fixed model to FILE (one model) instead of in place.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// Apply the safe fixes of every finding that carries one (JSON `fix`), then re-analyse and
     /// report what changed (`28 → 0 copies, 19 → 0 CPU nodes`).
@@ -70,9 +95,34 @@ pub struct Cli {
     #[arg(long, help_heading = "Fix options", requires = "fix")]
     pub exit_non_zero_on_fix: bool,
 
-    /// With --fix or --diff: write the fixed model to PATH (one model) instead of in place.
-    #[arg(short = 'o', long = "output")]
-    pub output: Option<PathBuf>,
+    /// Set rules (code or name, or `all`: every enabled rule) to deny level. Repeatable.
+    #[arg(long, value_name = "RULE")]
+    pub deny: Vec<String>,
+
+    /// Set rules (or `all`: every enabled rule) to warn level. Repeatable.
+    #[arg(long, value_name = "RULE")]
+    pub warn: Vec<String>,
+
+    /// Turn rules (or `all`) off. Repeatable.
+    #[arg(long, value_name = "RULE")]
+    pub allow: Vec<String>,
+
+    /// Print the number of findings per rule instead of the findings.
+    #[arg(long)]
+    pub statistics: bool,
+
+    /// Print only the findings: no notes, no per-model or closing summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// Exit 0 even when findings are at deny level (unreadable input still exits 2).
+    #[arg(long)]
+    pub exit_zero: bool,
+
+    /// Evaluate sizes at this dim value: `--dim batch=1 --dim sequence_length=2048` (a dim not
+    /// set counts 1). Repeatable; over `dims` in the configuration.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub dim: Vec<String>,
 }
 
 /// Cargo workspace options of the default command, as other cargo subcommands spell them.
@@ -101,36 +151,20 @@ pub struct CargoArgs {
     pub no_cache: bool,
 }
 
-/// Options shared by every command.
-#[derive(Debug, Args, Clone)]
+/// What to simulate: options of the commands that place models (lint, `place`, `verify`).
+#[derive(Debug, Args, Clone, Default)]
 pub struct SharedArgs {
-    /// ORT release to simulate: `1.24.4`, or `1.24` for the newest bundled 1.24.x.
-    #[arg(long, global = true, value_name = "VERSION")]
+    /// ORT release to simulate: `1.24.4`, `1.24` (newest 1.24.x), `1.24.1` (the 1.24 table).
+    #[arg(long, value_name = "VERSION")]
     pub ort: Option<String>,
 
     /// Provider list to simulate: `cuda` = [CUDA, CPU], `cpu` = [CPU]. [default: cuda]
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, value_enum)]
     pub ep: Option<EpArg>,
 
     /// ORT graph optimisation level to simulate. [default: all]
-    #[arg(long = "opt-level", global = true, value_enum)]
+    #[arg(long = "opt-level", value_enum)]
     pub opt_level: Option<OptLevelArg>,
-
-    /// Output format.
-    #[arg(long, global = true, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
-
-    /// Set rules (code or name, or `all`) to deny level. Repeatable.
-    #[arg(long, global = true, value_name = "RULE")]
-    pub deny: Vec<String>,
-
-    /// Set rules to warn level. Repeatable.
-    #[arg(long, global = true, value_name = "RULE")]
-    pub warn: Vec<String>,
-
-    /// Turn rules off. Repeatable.
-    #[arg(long, global = true, value_name = "RULE")]
-    pub allow: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -147,31 +181,72 @@ pub enum OptLevelArg {
     All,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum Format {
+    #[default]
     Human,
     Json,
     Sarif,
     Github,
 }
 
+/// The formats of the commands that print no findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum PlainFormat {
+    #[default]
+    Human,
+    Json,
+}
+
+impl From<PlainFormat> for Format {
+    fn from(f: PlainFormat) -> Format {
+        match f {
+            PlainFormat::Human => Format::Human,
+            PlainFormat::Json => Format::Json,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// What ORT would do with a model: placement, copies, load outcome.
+    /// What ORT would do with models: placement, copies, load outcome.
     Place {
-        /// Model files.
+        /// Model files or folders (searched recursively for `*.onnx`).
         #[arg(required = true)]
         models: Vec<PathBuf>,
+        #[command(flatten)]
+        shared: SharedArgs,
+        /// Output format.
+        #[arg(long, visible_alias = "output-format", value_enum, default_value_t)]
+        format: PlainFormat,
     },
-    /// Print a rule's documentation (by code or name).
+    /// Print a rule's documentation (by code or name); without a rule, list the rules.
     Explain {
         /// Rule code (`OL101`) or name (`registration-gap`).
-        rule: String,
+        rule: Option<String>,
+    },
+    /// List the rules: code, name, default level, what each flags.
+    Rules {
+        /// Output format.
+        #[arg(long, visible_alias = "output-format", value_enum, default_value_t)]
+        format: PlainFormat,
     },
     /// The bundled ORT releases and their kernel tables.
     Tables {
         #[command(subcommand)]
         action: Option<TablesAction>,
+        /// Output format.
+        // Its own id: a global argument's value is also seen by the parent command, whose
+        // `format` has another type.
+        #[arg(
+            id = "tables_format",
+            long = "format",
+            visible_alias = "output-format",
+            value_enum,
+            default_value_t,
+            global = true
+        )]
+        format: PlainFormat,
     },
     /// Run a live ORT session and compare it with the prediction (exit 0 agree, 1 disagree,
     /// 2 nothing could be checked).
@@ -191,7 +266,7 @@ pub enum TablesAction {
 
 /// Parses `args` (the process arguments, program name first) and runs the command.
 /// `cargo onnx-lint ARGS` runs this binary as `cargo-onnx-lint onnx-lint ARGS`: the extra
-/// argument is dropped.
+/// argument is dropped. Errors are rendered here, and only here.
 pub fn main(args: Vec<OsString>) -> ExitCode {
     let mut args = args;
     if args.get(1).is_some_and(|a| a == "onnx-lint") {
@@ -205,37 +280,77 @@ pub fn main(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    output::install_miette_hook();
-    ExitCode::from(run(cli))
+    output::install_miette_hook(cli.color);
+    match run(cli) {
+        Ok(code) => code,
+        Err(report) => {
+            eprintln!("{}", output::render_report(&report));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
 }
 
-fn run(cli: Cli) -> u8 {
+/// Runs a parsed command: the exit code, or the error that stopped it (exit code 2; `main`
+/// renders it, the only place that renders a command's error).
+pub fn run(cli: Cli) -> Result<ExitCode, miette::Report> {
+    run_command(cli).map(ExitCode::from)
+}
+
+fn run_command(cli: Cli) -> Result<u8, miette::Report> {
     match cli.command {
-        None if cli.fix || cli.diff => {
-            let opts = fix::FixOptions {
-                write: cli.fix,
-                diff: cli.diff,
-                unsafe_fixes: cli.unsafe_fixes,
-                exit_non_zero_on_fix: cli.exit_non_zero_on_fix,
-                output: cli.output.clone(),
-            };
-            let format = cli.shared.format;
-            check::run_with(&cli.paths, &cli.shared, &cli.cargo, &|groups, _cache| {
-                let jobs: Vec<(&[PathBuf], &check::Settings)> = groups
-                    .iter()
-                    .map(|g| (g.targets.as_slice(), g.settings))
-                    .collect();
-                fix::fix_groups(&jobs, format, &opts)
-            })
+        None if cli.lint.fix || cli.lint.diff => {
+            fix_command(&cli.paths, &cli.shared, &cli.lint, &cli.cargo)
         }
-        None if cli.output.is_some() || cli.unsafe_fixes => {
-            eprintln!("error: -o/--output and --unsafe-fixes go with --fix or --diff");
-            EXIT_ERROR
+        None if cli.lint.unsafe_fixes => {
+            Err(settings::UsageError::new("--unsafe-fixes goes with --fix or --diff", None).into())
         }
-        None => check::run(&cli.paths, &cli.shared, &cli.cargo),
-        Some(Command::Place { models }) => place::run(&models, &cli.shared),
-        Some(Command::Explain { rule }) => explain::run(&rule),
-        Some(Command::Tables { action }) => tables::run(action.as_ref(), &cli.shared),
-        Some(Command::Verify(args)) => verify::run(&args, &cli.shared),
+        None => check::run(&cli.paths, &cli.shared, &cli.lint, &cli.cargo, cli.color),
+        Some(Command::Place {
+            models,
+            shared,
+            format,
+        }) => place::run(&models, &shared, format),
+        Some(Command::Explain { rule: Some(rule) }) => explain::run(&rule),
+        Some(Command::Explain { rule: None }) => explain::list(PlainFormat::Human),
+        Some(Command::Rules { format }) => explain::list(format),
+        Some(Command::Tables { action, format }) => tables::run(action.as_ref(), format.into()),
+        Some(Command::Verify(args)) => verify::run(&args),
     }
+}
+
+/// `--fix`/`--diff`: the lint command's groups of models and settings, fixed (`fix.rs`). Here
+/// `-o/--output` is the fixed model's path, not the report file.
+fn fix_command(
+    paths: &[PathBuf],
+    shared: &SharedArgs,
+    args: &LintArgs,
+    cargo: &CargoArgs,
+) -> Result<u8, miette::Report> {
+    let planned = check::plan_groups(
+        paths,
+        shared,
+        settings::RuleFlags {
+            allow: &args.allow,
+            warn: &args.warn,
+            deny: &args.deny,
+            dims: &args.dim,
+        },
+        cargo,
+    )?;
+    for w in &planned.warnings {
+        eprintln!("warning: {w}");
+    }
+    let opts = fix::FixOptions {
+        write: args.fix,
+        diff: args.diff,
+        unsafe_fixes: args.unsafe_fixes,
+        exit_non_zero_on_fix: args.exit_non_zero_on_fix,
+        output: args.output.clone(),
+    };
+    let jobs: Vec<(&[PathBuf], &lint::Settings)> = planned
+        .groups
+        .iter()
+        .map(|g| (g.targets.as_slice(), &g.resolved.settings))
+        .collect();
+    Ok(fix::fix_groups(&jobs, args.format, &opts))
 }

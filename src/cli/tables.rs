@@ -3,27 +3,21 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::output;
-use super::{EXIT_ERROR, EXIT_OK, Format, SharedArgs, TablesAction};
+use super::{EXIT_OK, Format, TablesAction};
 use crate::tables::{self, Ep, KernelDef, TableError};
 
 /// Runs the `tables` command; prints and returns the exit code.
-pub fn run(action: Option<&TablesAction>, shared: &SharedArgs) -> u8 {
+pub fn run(action: Option<&TablesAction>, format: Format) -> Result<u8, miette::Report> {
     match action {
         None | Some(TablesAction::List) => {
-            emit(&list(shared.format));
-            EXIT_OK
+            emit(&list(format));
+            Ok(EXIT_OK)
         }
-        Some(TablesAction::Show { ort }) => match show(ort, shared.format) {
-            Ok(text) => {
-                emit(&text);
-                EXIT_OK
-            }
-            Err(e) => {
-                eprintln!("{}", output::render_report(&miette::Report::new(e)));
-                EXIT_ERROR
-            }
-        },
+        Some(TablesAction::Show { ort }) => {
+            let text = show(ort, format).map_err(miette::Report::new)?;
+            emit(&text);
+            Ok(EXIT_OK)
+        }
     }
 }
 

@@ -6,14 +6,24 @@
 
 use std::path::PathBuf;
 
+use super::{PlainFormat, SharedArgs};
+
 #[cfg(not(feature = "live"))]
-use super::{EXIT_ERROR, SharedArgs};
+use super::EXIT_ERROR;
 
 /// `verify`'s own arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct VerifyArgs {
-    /// The model file.
-    pub model: PathBuf,
+    /// Model files or folders (searched recursively for `*.onnx`).
+    #[arg(required = true)]
+    pub models: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub shared: SharedArgs,
+
+    /// Output format (JSON: an array with one record per model).
+    #[arg(long, visible_alias = "output-format", value_enum, default_value_t)]
+    pub format: PlainFormat,
 
     /// The ONNX Runtime shared library (or the folder holding it) to verify against. Default:
     /// `ORT_DYLIB_PATH`, else the `onnxruntime-gpu`/`onnxruntime` package of `python3`.
@@ -30,14 +40,14 @@ pub struct VerifyArgs {
 }
 
 #[cfg(not(feature = "live"))]
-pub fn run(args: &VerifyArgs, shared: &SharedArgs) -> u8 {
-    let _ = (args, shared);
+pub fn run(args: &VerifyArgs) -> Result<u8, miette::Report> {
+    let _ = args;
     eprintln!(
         "error: this cargo-onnx-lint was built without the `live` feature, so `verify` cannot run \
          an ONNX Runtime session; nothing was confirmed. Rebuild with `--features live` (on by \
          default), or use `cargo onnx-lint place` for the prediction alone."
     );
-    EXIT_ERROR
+    Ok(EXIT_ERROR)
 }
 
 #[cfg(feature = "live")]
@@ -47,12 +57,17 @@ pub use live::run;
 mod live {
     use serde_json::{Value, json};
 
+    use std::path::Path;
+
+    use super::super::check::plan_groups;
+    use super::super::output::json::placement_json;
     use super::super::output::{self, out};
-    use super::super::place::{options, placement_json};
-    use super::super::{EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, EpArg, Format, SharedArgs};
+    use super::super::settings::RuleFlags;
+    use super::super::{CargoArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, EpArg, PlainFormat};
     use super::VerifyArgs;
     use crate::model;
-    use crate::placer::{self, Options};
+    use crate::placer::{self, OptLevel, Options};
+    use crate::tables::Bundled;
     use crate::tables::Ep;
     use crate::verify::diff::{self, Diff, Predicted, Real};
     use crate::verify::live::{self as ort_live, CudaProbe, Device};
@@ -86,22 +101,35 @@ mod live {
         format!("{n} cop{}", if n == 1 { "y" } else { "ies" })
     }
 
-    pub fn run(args: &VerifyArgs, shared: &SharedArgs) -> u8 {
-        let path = &args.model;
-        let m = match model::load(path) {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("{}", output::render_report(&miette::Report::new(e)));
-                return EXIT_ERROR;
-            }
-        };
+    /// What every model of a run shares: the library and the release it simulates.
+    struct Library {
+        located: locate::Located,
+        version: String,
+        bundled: &'static Bundled,
+        exact: bool,
+    }
+
+    pub fn run(args: &VerifyArgs) -> Result<u8, miette::Report> {
+        let planned = plan_groups(
+            &args.models,
+            &args.shared,
+            RuleFlags::default(),
+            &CargoArgs {
+                no_cache: true,
+                ..CargoArgs::default()
+            },
+        )?;
         let located = match locate::locate(args.ort_dylib.as_deref()) {
             Ok(l) => l,
-            Err(e) => return fail(&format!("no ONNX Runtime library to verify against: {e}")),
+            Err(e) => {
+                return Ok(fail(&format!(
+                    "no ONNX Runtime library to verify against: {e}"
+                )));
+            }
         };
         let version = match ort_live::library_version(&located.path) {
             Ok(v) => v,
-            Err(e) => return fail(&e),
+            Err(e) => return Ok(fail(&e)),
         };
         let minor = version
             .split('.')
@@ -109,14 +137,64 @@ mod live {
             .and_then(|m| m.parse::<u32>().ok())
             .unwrap_or(0);
         if minor < ort_live::MIN_MINOR {
-            return fail(&format!(
+            return Ok(fail(&format!(
                 "ONNX Runtime {version} at {} is older than 1.{}, the oldest this build can load",
                 located.path.display(),
                 ort_live::MIN_MINOR
-            ));
+            )));
         }
         let Some((bundled, exact)) = simulated_release(&version) else {
-            return fail(&format!("cannot read the ORT version `{version}`"));
+            return Ok(fail(&format!("cannot read the ORT version `{version}`")));
+        };
+        let lib = Library {
+            located,
+            version,
+            bundled,
+            exact,
+        };
+        let mut exit = EXIT_OK;
+        let mut records = Vec::new();
+        for group in &planned.groups {
+            let o = &group.resolved.settings.options;
+            let ep = if o.eps.first() == Some(&Ep::Cuda) {
+                EpArg::Cuda
+            } else {
+                EpArg::Cpu
+            };
+            for path in &group.targets {
+                let (code, record) = one(args, &lib, path, ep, o.level);
+                exit = exit.max(code);
+                records.extend(record);
+            }
+        }
+        if args.format == PlainFormat::Json {
+            out(&serde_json::to_string_pretty(&Value::Array(records)).unwrap_or_default());
+        }
+        Ok(exit)
+    }
+
+    /// Verifies one model: its exit code and, in JSON, its record (human output is printed).
+    fn one(
+        args: &VerifyArgs,
+        lib: &Library,
+        path: &Path,
+        ep: EpArg,
+        level: OptLevel,
+    ) -> (u8, Option<Value>) {
+        let Library {
+            located,
+            version,
+            bundled,
+            exact,
+        } = lib;
+        let (bundled, exact) = (*bundled, *exact);
+        let version = version.as_str();
+        let m = match model::load(path) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("{}", output::render_report(&miette::Report::new(e)));
+                return (EXIT_ERROR, None);
+            }
         };
         let mut notes: Vec<String> = Vec::new();
         if !exact {
@@ -125,7 +203,7 @@ mod live {
                 bundled.version
             ));
         }
-        if let Some(spec) = &shared.ort
+        if let Some(spec) = &args.shared.ort
             && spec.trim_start_matches('v') != version
             && !version.starts_with(&format!("{}.", spec.trim_start_matches('v')))
         {
@@ -138,7 +216,7 @@ mod live {
         let mut device: Option<Device> = None;
         let mut cuda_reason: Option<String> = None;
         let assume = std::env::var(ASSUME_DEVICE).is_ok_and(|v| v == "1");
-        if shared.ep == Some(EpArg::Cpu) {
+        if ep == EpArg::Cpu {
             cuda_reason = Some("--ep cpu was asked for".into());
         } else if !located.has_cuda_provider {
             cuda_reason = Some(format!(
@@ -155,10 +233,8 @@ mod live {
                 CudaProbe::None(why) => cuda_reason = Some(why),
             }
         }
-        let register_cuda = device.is_some()
-            || (assume
-                && shared.ep.unwrap_or(EpArg::Cuda) == EpArg::Cuda
-                && located.has_cuda_provider);
+        let register_cuda =
+            device.is_some() || (assume && ep == EpArg::Cuda && located.has_cuda_provider);
         if assume && device.is_none() && register_cuda {
             notes.push(format!(
                 "{ASSUME_DEVICE}=1: the CUDA EP was registered without a detected device ({}); \
@@ -170,11 +246,11 @@ mod live {
         let live = match ort_live::run_session(
             &located.path,
             path,
-            options(shared).level,
+            level,
             register_cuda.then_some(args.device),
         ) {
             Ok(s) => s,
-            Err(e) => return fail(&e.0),
+            Err(e) => return (fail(&e.0), None),
         };
         if let Some(e) = &live.cuda_error {
             cuda_reason = Some(format!(
@@ -192,7 +268,7 @@ mod live {
             } else {
                 vec![Ep::Cpu]
             },
-            level: options(shared).level,
+            level,
         };
         let p = placer::place(&m, bundled.table(), &opts);
         let predicted = Predicted::from_placement(&p);
@@ -221,7 +297,7 @@ mod live {
             EXIT_OK
         };
 
-        if shared.format == Format::Json {
+        if args.format == PlainFormat::Json {
             let real_json = json!({
                 "session": if live.session.is_ok() { "ok" } else { "fail" },
                 "error": live.session.as_ref().err(),
@@ -252,7 +328,7 @@ mod live {
                 "real": real_json,
                 "notes": notes,
             });
-            out(&serde_json::to_string_pretty(&v).unwrap_or_default());
+            return (exit, Some(v));
         } else {
             let mut s = format!("verify {}\n", path.display());
             s += &format!(
@@ -307,14 +383,14 @@ mod live {
                 &d,
                 cuda_checked,
                 &device,
-                &version,
-                shared.ep.unwrap_or(EpArg::Cuda),
+                version,
+                ep,
                 &cuda_reason,
                 live.cuda,
             );
             out(&s);
         }
-        exit
+        (exit, None)
     }
 
     fn real_placement(l: &log::LiveLog) -> Value {

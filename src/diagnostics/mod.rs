@@ -83,6 +83,9 @@ pub struct Finding {
     pub bytes_expr: Option<String>,
     /// The machine-readable edit that fixes the finding, applied by `--fix`.
     pub fix: Option<Fix>,
+    /// Costs nothing at the simulated release (no copy moves data because of it): reported only
+    /// when the `zero-cost` group is enabled.
+    pub zero_cost: bool,
     /// Python source location from the node's metadata (`pkg.torch.onnx.stack_trace`, ...).
     pub source_location: Option<String>,
 }
@@ -110,6 +113,7 @@ impl Finding {
             bytes: None,
             bytes_expr: None,
             fix: None,
+            zero_cost: false,
             source_location: None,
         }
     }

@@ -1,17 +1,15 @@
-//! Rendering findings: miette for humans (labels into the model's ONNX text view), JSON, SARIF
-//! 2.1.0 and GitHub workflow commands. Returns strings; printing is the caller's job.
+//! Rendering findings for humans: miette diagnostics whose labels point into the model's ONNX
+//! text view. Returns strings; printing is the caller's job. The machine-readable shapes (JSON,
+//! SARIF, GitHub) are serialised at the edge, in `cli/output/`.
 
 use std::fmt;
-
-use miette::{
-    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan,
-};
-use serde_json::{Value, json};
 
 use super::{Finding, Severity};
 use crate::model::text::{GraphPath, Listing};
 use crate::model::{Model, NodeId};
-use crate::rules::RuleMeta;
+use miette::{
+    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan,
+};
 
 /// How the human form is drawn.
 #[derive(Debug, Clone, Copy)]
@@ -101,8 +99,13 @@ impl Diagnostic for Rendered<'_> {
         if let Some(loc) = &f.source_location {
             lines.push(format!("source: {loc}"));
         }
-        if let Some(b) = f.bytes {
-            lines.push(format!("size: {} per run", super::human_bytes(b)));
+        match (f.bytes, &f.bytes_expr) {
+            (Some(b), Some(e)) if *e != format!("{b} B") => lines.push(format!(
+                "size: {} per run at the dims ({e})",
+                super::human_bytes(b)
+            )),
+            (Some(b), _) => lines.push(format!("size: {} per run", super::human_bytes(b))),
+            _ => {}
         }
         if !self.more.is_empty() {
             let total: u64 =
@@ -117,22 +120,20 @@ impl Diagnostic for Rendered<'_> {
                     _ => String::new(),
                 })
                 .collect();
+            let names: Vec<String> = names.into_iter().filter(|n| !n.is_empty()).collect();
             let rest = self.more.len().saturating_sub(names.len());
-            lines.push(format!(
-                "and {} more with the same cause: {}{}{}",
-                self.more.len(),
-                names.join(", "),
+            let mut line = format!("and {} more with the same cause", self.more.len());
+            if !names.is_empty() {
+                line.push_str(": ");
+                line.push_str(&names.join(", "));
                 if rest > 0 {
-                    format!(", … ({rest} more)")
-                } else {
-                    String::new()
-                },
-                if total > 0 {
-                    format!("; {} per run in all", super::human_bytes(total))
-                } else {
-                    String::new()
+                    line.push_str(&format!(", … ({rest} more)"));
                 }
-            ));
+            }
+            if total > 0 {
+                line.push_str(&format!("; {} per run in all", super::human_bytes(total)));
+            }
+            lines.push(line);
         }
         (!lines.is_empty()).then(|| Box::new(lines.join("\n")) as Box<dyn fmt::Display>)
     }
@@ -152,37 +153,173 @@ impl Diagnostic for Rendered<'_> {
     }
 }
 
-fn labels_for(model: &Model, listing: &Listing, f: &Finding) -> Vec<LabeledSpan> {
+/// The labels of a finding: one on its node's line, carrying the node's op, the rule and the
+/// values that line already shows (its inputs, a value it produces), so no label is repeated on
+/// a producer's line; a copied value made elsewhere is labelled where it is produced. Spans are
+/// mapped through `wrap` into the wrapped text view.
+fn labels_for(model: &Model, listing: &Listing, wrap: &Wrapped, f: &Finding) -> Vec<LabeledSpan> {
     let Some(node) = f.node else {
         return Vec::new();
     };
     let path = graph_path(model, node);
     let index = model.node(node).index as usize;
-    let mut out = Vec::new();
-    if let Some(span) = listing.node_span(&path, index) {
-        let text = match (&f.op, &f.node_name) {
-            (Some(op), _) => format!("{op} ({})", f.code),
-            _ => f.code.to_string(),
-        };
-        out.push(LabeledSpan::new_primary_with_span(Some(text), span));
-    }
-    // Label values defined by nodes or initializers; a graph input's span is the (often very long)
-    // graph signature.
+    let primary = listing.node_span(&path, index);
+    let inside = |span: &SourceSpan| {
+        primary.is_some_and(|p| {
+            span.offset() >= p.offset() && span.offset() + span.len() <= p.offset() + p.len()
+        })
+    };
+    let mut text = match &f.op {
+        Some(op) => format!("{op} ({})", f.code),
+        None => f.code.to_string(),
+    };
+    let mut others = Vec::new();
+    let mut folded: Vec<&str> = Vec::new();
+    // A graph input's span is the (often very long) graph signature: never labelled there.
     let graph = model.graph(model.node(node).graph);
     for v in f.values.iter().take(3) {
-        if graph
+        let graph_input = graph
             .lookup(&v.name)
-            .is_some_and(|id| matches!(model.value(id).def, crate::model::ValueDef::GraphInput(_)))
-        {
-            continue;
+            .is_some_and(|id| matches!(model.value(id).def, crate::model::ValueDef::GraphInput(_)));
+        let span = listing.value_span(&path, &v.name);
+        match span {
+            Some(span) if !graph_input && !v.text.starts_with("input ") && !inside(&span) => {
+                others.push((span, v.text.clone()));
+            }
+            _ if primary.is_some() => folded.push(v.text.as_str()),
+            _ => {}
         }
-        if let Some(span) = listing.value_span(&path, &v.name)
-            && !out.iter().any(|l: &LabeledSpan| l.inner() == &span)
-        {
-            out.push(LabeledSpan::new_with_span(Some(v.text.clone()), span));
+    }
+    // `Reshape (OL101), inputs tensor(float)[4, 8], tensor(int64)[2]`.
+    let inputs: Vec<&str> = folded
+        .iter()
+        .filter_map(|t| t.strip_prefix("input ")?.split_once(": ").map(|(_, ty)| ty))
+        .collect();
+    if !inputs.is_empty() {
+        // As many input types as fit in about 60 columns; the finding's JSON has them all.
+        let mut shown: Vec<&str> = Vec::new();
+        let mut len = 0;
+        for t in &inputs {
+            if !shown.is_empty() && len + t.len() > 60 {
+                break;
+            }
+            len += t.len() + 2;
+            shown.push(t);
+        }
+        text.push_str(&format!(
+            ", input{} {}{}",
+            if inputs.len() == 1 { "" } else { "s" },
+            shown.join(", "),
+            if shown.len() < inputs.len() {
+                ", …"
+            } else {
+                ""
+            }
+        ));
+    }
+    for t in folded.iter().filter(|t| !t.starts_with("input ")) {
+        text.push_str(", ");
+        text.push_str(t);
+    }
+    let mut out = Vec::new();
+    if let Some(span) = primary {
+        out.push(LabeledSpan::new_primary_with_span(
+            Some(text),
+            wrap.span(span),
+        ));
+    }
+    let mut seen: Vec<SourceSpan> = Vec::new();
+    for (span, label) in others {
+        if !seen.contains(&span) {
+            seen.push(span);
+            out.push(LabeledSpan::new_with_span(Some(label), wrap.span(span)));
         }
     }
     out
+}
+
+/// The text view with its long lines wrapped, and where the line breaks went in.
+struct Wrapped {
+    text: String,
+    /// (offset in the original text of a replaced space, bytes added so far, this one included).
+    breaks: Vec<(usize, usize)>,
+}
+
+impl Wrapped {
+    /// Wraps every line longer than `limit` bytes at a space outside a quoted name (after a
+    /// comma when it can), continuing with the line's indent plus four spaces. ONNX's textual
+    /// syntax ignores that whitespace, so the wrapped view is still the same model.
+    fn new(text: &str, limit: usize) -> Wrapped {
+        let limit = limit.max(20);
+        let mut out = String::with_capacity(text.len() + text.len() / 16);
+        let mut breaks = Vec::new();
+        let mut added = 0;
+        let mut line_start = 0;
+        for line in text.split_inclusive('\n') {
+            if line.trim_end().len() <= limit {
+                out.push_str(line);
+                line_start += line.len();
+                continue;
+            }
+            let indent_len = line.len() - line.trim_start_matches(' ').len();
+            let indent = " ".repeat(indent_len + 4);
+            let bytes = line.as_bytes();
+            let (mut seg_start, mut quoted, mut escaped) = (0usize, false, false);
+            let (mut after_comma, mut any_space) = (None, None);
+            let mut last = 0;
+            for (i, &b) in bytes.iter().enumerate() {
+                if quoted {
+                    match b {
+                        _ if escaped => escaped = false,
+                        b'\\' => escaped = true,
+                        b'"' => quoted = false,
+                        _ => {}
+                    }
+                } else if b == b'"' {
+                    quoted = true;
+                } else if b == b' ' && i > indent_len {
+                    any_space = Some(i);
+                    if i > 0 && bytes.get(i - 1) == Some(&b',') {
+                        after_comma = Some(i);
+                    }
+                }
+                let width = i - seg_start + if seg_start == 0 { 0 } else { indent.len() };
+                if width >= limit && b != b'\n' {
+                    let half = seg_start + limit / 2;
+                    let at = after_comma.filter(|&c| c > half).or(any_space);
+                    if let Some(at) = at.filter(|&a| a > seg_start) {
+                        out.push_str(&line[last..at]);
+                        out.push('\n');
+                        out.push_str(&indent);
+                        added += indent.len();
+                        breaks.push((line_start + at, added));
+                        last = at + 1;
+                        seg_start = at + 1;
+                        after_comma = None;
+                        any_space = None;
+                    }
+                }
+            }
+            out.push_str(&line[last..]);
+            line_start += line.len();
+        }
+        Wrapped { text: out, breaks }
+    }
+
+    /// An offset of the original text in the wrapped one.
+    fn offset(&self, o: usize) -> usize {
+        let i = self.breaks.partition_point(|(at, _)| *at < o);
+        o + i
+            .checked_sub(1)
+            .and_then(|j| self.breaks.get(j))
+            .map_or(0, |b| b.1)
+    }
+
+    fn span(&self, s: SourceSpan) -> SourceSpan {
+        let start = self.offset(s.offset());
+        let end = self.offset(s.offset() + s.len());
+        SourceSpan::new(start.into(), end.saturating_sub(start))
+    }
 }
 
 /// The human form of one model's findings: one diagnostic per group (rule and cause), largest
@@ -193,16 +330,22 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     }
     let needs_source = findings.iter().any(|f| f.node.is_some());
     let listing = needs_source.then(|| crate::model::text::print_model(&model.proto));
-    let source = listing.as_ref().map(|l| {
+    // The gutter takes up to 16 columns: a line number of up to 6 digits, the bar, and the
+    // arrows miette draws beside a label that spans lines.
+    let mut wrapped = listing
+        .as_ref()
+        .map(|l| Wrapped::new(&l.text, style.width.saturating_sub(16)));
+    let source = wrapped.as_mut().map(|w| {
         NamedSource::new(
             format!("{} (ONNX text view)", model.path.display()),
-            l.text.clone(),
+            std::mem::take(&mut w.text),
         )
     });
     let theme = match (style.unicode, style.color) {
         (true, true) => GraphicalTheme::unicode(),
         (true, false) => GraphicalTheme::unicode_nocolor(),
-        (false, _) => GraphicalTheme::none(),
+        (false, true) => GraphicalTheme::ascii(),
+        (false, false) => GraphicalTheme::none(),
     };
     let handler = GraphicalReportHandler::new_themed(theme)
         .with_width(style.width)
@@ -221,9 +364,9 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     let mut out = String::new();
     for g in &groups {
         let (first, more) = (g[0], &g[1..]);
-        let labels = match &listing {
-            Some(l) => labels_for(model, l, first),
-            None => Vec::new(),
+        let labels = match (&listing, &wrapped) {
+            (Some(l), Some(w)) => labels_for(model, l, w, first),
+            _ => Vec::new(),
         };
         let d = Rendered {
             finding: first,
@@ -240,223 +383,44 @@ pub fn human(model: &Model, findings: &[Finding], style: Style) -> String {
     out
 }
 
-/// Spans are byte ranges into the text view, for JSON.
-fn span_json(model: &Model, listing: Option<&Listing>, f: &Finding) -> Value {
-    let (Some(listing), Some(node)) = (listing, f.node) else {
-        return Value::Null;
-    };
-    let path = graph_path(model, node);
-    match listing.node_span(&path, model.node(node).index as usize) {
-        Some(s) => json!({"offset": s.offset(), "length": s.len()}),
-        None => Value::Null,
-    }
-}
-
-/// One finding as JSON (the stable `findings[]` element).
-pub fn finding_json(model: &Model, listing: Option<&Listing>, f: &Finding) -> Value {
-    json!({
-        "code": f.code,
-        "rule": f.rule,
-        "severity": f.severity.name(),
-        "message": f.message,
-        "graph": f.graph,
-        "node": f.node_name,
-        "op": f.op,
-        "values": f.values.iter().map(|v| json!({"name": v.name, "label": v.text})).collect::<Vec<_>>(),
-        "help": f.help,
-        "evidence": f.evidence,
-        "cause": f.cause,
-        "bytes": f.bytes,
-        "fix": f.fix,
-        "source_location": f.source_location,
-        "text_span": span_json(model, listing, f),
-    })
-}
-
-/// SARIF 2.1.0 log for several models' findings.
-pub fn sarif(results: &[(&Model, &[Finding])], rules: &[&RuleMeta], version: &str) -> Value {
-    let rule_index = |code: &str| rules.iter().position(|r| r.code == code);
-    let rules_json: Vec<Value> = rules
-        .iter()
-        .map(|r| {
-            json!({
-                "id": r.code,
-                "name": r.name,
-                "shortDescription": {"text": r.summary},
-                "fullDescription": {"text": first_paragraph(&r.doc_text())},
-                "help": {"text": r.doc_text(), "markdown": r.doc_text()},
-                "helpUri": format!("https://github.com/cargo-onnx-lint/cargo-onnx-lint/blob/main/rules/{}", r.file_name()),
-                "defaultConfiguration": {"level": sarif_level(r.default)},
-            })
-        })
-        .collect();
-    let mut out = Vec::new();
-    for (model, findings) in results {
-        let uri = model.path.to_string_lossy().replace('\\', "/");
-        for f in findings.iter() {
-            let mut text = f.message.clone();
-            if let Some(h) = &f.help {
-                text.push_str(&format!(" Fix: {h}"));
-            }
-            let mut result = json!({
-                "ruleId": f.code,
-                "level": sarif_level(f.severity),
-                "message": {"text": text},
-                "locations": [{
-                    "physicalLocation": {"artifactLocation": {"uri": uri}},
-                    "logicalLocations": [{
-                        "name": f.node_name.clone().unwrap_or_else(|| f.graph.clone()),
-                        "fullyQualifiedName": format!("{}/{}", f.graph, f.node_name.clone().unwrap_or_default()),
-                        "kind": "member",
-                    }],
-                }],
-                "partialFingerprints": {"onnxLint/v1": format!("{}:{}:{}:{}", f.code, f.graph, f.node_name.clone().unwrap_or_default(), f.values.first().map(|v| v.name.as_str()).unwrap_or(""))},
-            });
-            if let Some(i) = rule_index(f.code) {
-                result["ruleIndex"] = json!(i);
-            }
-            out.push(result);
-        }
-    }
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "cargo-onnx-lint",
-                "version": version,
-                "informationUri": "https://github.com/cargo-onnx-lint/cargo-onnx-lint",
-                "rules": rules_json,
-            }},
-            "results": out,
-        }],
-    })
-}
-
-fn sarif_level(s: Severity) -> &'static str {
-    match s {
-        Severity::Deny => "error",
-        Severity::Warn => "warning",
-        Severity::Allow => "note",
-    }
-}
-
-fn first_paragraph(doc: &str) -> String {
-    doc.split("\n\n")
-        .map(str::trim)
-        .find(|p| !p.starts_with('#') && !p.is_empty())
-        .unwrap_or("")
-        .replace('\n', " ")
-}
-
-/// Escapes a workflow-command message (`%`, CR, LF).
-fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// Escapes a workflow-command property (also `:` and `,`).
-fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// GitHub workflow-command annotations, one per group of findings (GitHub shows only a few per
-/// step, so 300 copies become a handful of annotations).
-pub fn github(model: &Model, findings: &[Finding]) -> Vec<String> {
-    let mut groups: Vec<Vec<&Finding>> = Vec::new();
-    for f in findings {
-        match groups
-            .iter_mut()
-            .find(|g| g[0].code == f.code && g[0].cause == f.cause)
-        {
-            Some(g) => g.push(f),
-            None => groups.push(vec![f]),
-        }
-    }
-    let file = model.path.to_string_lossy().replace('\\', "/");
-    groups
-        .iter()
-        .map(|g| {
-            let f = g[0];
-            let level = match f.severity {
-                Severity::Deny => "error",
-                Severity::Warn => "warning",
-                Severity::Allow => "notice",
-            };
-            let title = if g.len() > 1 {
-                format!("{} {} ({} findings)", f.code, f.rule, g.len())
-            } else {
-                format!("{} {}", f.code, f.rule)
-            };
-            let mut message = f.message.clone();
-            if g.len() > 1 {
-                message.push_str(&format!(" (and {} more with the same cause)", g.len() - 1));
-            }
-            if let Some(h) = &f.help {
-                message.push_str(&format!("\nfix: {h}"));
-            }
-            format!(
-                "::{level} file={},title={}::{}",
-                escape_property(&file),
-                escape_property(&title),
-                escape_data(&message)
-            )
-        })
-        .collect()
-}
-
-/// The Markdown job summary for `$GITHUB_STEP_SUMMARY`.
-pub fn github_summary(results: &[(&Model, &[Finding], String)]) -> String {
-    let mut s = String::from(
-        "## cargo onnx-lint\n\n| model | prediction | deny | warn |\n|---|---|---:|---:|\n",
-    );
-    for (model, findings, line) in results {
-        let deny = findings
-            .iter()
-            .filter(|f| f.severity == Severity::Deny)
-            .count();
-        let warn = findings
-            .iter()
-            .filter(|f| f.severity == Severity::Warn)
-            .count();
-        s.push_str(&format!(
-            "| `{}` | {} | {deny} | {warn} |\n",
-            model.path.display(),
-            line.replace('|', "\\|")
-        ));
-    }
-    for (model, findings, _) in results {
-        if findings.is_empty() {
-            continue;
-        }
-        s.push_str(&format!(
-            "\n### `{}`\n\n| rule | finding | count |\n|---|---|---:|\n",
-            model.path.display()
-        ));
-        let mut groups: Vec<(&Finding, usize)> = Vec::new();
-        for f in findings.iter() {
-            match groups
-                .iter_mut()
-                .find(|(g, _)| g.code == f.code && g.cause == f.cause)
-            {
-                Some((_, n)) => *n += 1,
-                None => groups.push((f, 1)),
-            }
-        }
-        for (f, n) in groups {
-            s.push_str(&format!(
-                "| {} {} | {} | {n} |\n",
-                f.code,
-                f.rule,
-                f.message.replace('|', "\\|")
-            ));
-        }
-    }
-    s
-}
-
 /// A `SourceSpan` helper for callers that build their own labels.
 pub fn span(offset: usize, len: usize) -> SourceSpan {
     SourceSpan::new(offset.into(), len)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_keeps_the_text_and_moves_spans_with_it() {
+        let text = "short\n  [n] \"a, b\" = Op (\"first input, with a comma\", second, third, fourth)\nend\n";
+        let w = Wrapped::new(text, 30);
+        assert!(w.text.lines().all(|l| l.len() <= 40), "{}", w.text);
+        assert!(w.text.lines().count() > 3, "{}", w.text);
+        // Only whitespace was added; quoted names are never split.
+        let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(squash(&w.text), squash(text));
+        assert!(
+            w.text.contains("\"first input, with a comma\""),
+            "{}",
+            w.text
+        );
+        // A span of the original covers the same characters in the wrapped text.
+        for word in ["second", "fourth", "end", "\"a, b\""] {
+            let at = text.find(word).unwrap();
+            let s = w.span(SourceSpan::new(at.into(), word.len()));
+            assert_eq!(&w.text[s.offset()..s.offset() + s.len()], word);
+        }
+        let line = text.find("  [n]").unwrap() + 2;
+        let whole = w.span(SourceSpan::new(
+            line.into(),
+            text[line..].find('\n').unwrap(),
+        ));
+        assert_eq!(
+            squash(&w.text[whole.offset()..whole.offset() + whole.len()]),
+            squash(&text[line..line + text[line..].find('\n').unwrap()])
+        );
+    }
 }

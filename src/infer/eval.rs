@@ -2,13 +2,71 @@
 //! `Slice`, arithmetic, `Range`, ...) on small numeric tensors, so that values folded by the
 //! simulated `ConstantFolding` can feed further folding, shape inference and `If` inlining.
 //!
-//! Sizes are bounded: tensors above [`MAX_ELEMENTS`] are never decoded or produced.
+//! **Budgets, checked before work.** ORT's `ConstantFolding` has no size limit
+//! (`core/optimizer/constant_folding.cc`: it folds whatever has a CPU kernel), but it only
+//! needs to know *that* a node folds; this evaluator computes values, and only small values
+//! matter (shapes, axes, masks). So every step computes its output's shape and element count
+//! with checked arithmetic from its inputs, before it allocates, and declines (`None`: "not
+//! folded to a value"; the caller keeps the inferred type and shape) when it is over budget:
+//! - a tensor may have at most [`MAX_ELEMENTS`] elements (512 KiB as 8-byte values) and
+//!   [`MAX_RANK`] dims, and the product of its dims with zeros counted as ones is bounded the
+//!   same way, so that every stride and partial product fits (see [`extent`]);
+//! - one step reads at most [`MAX_STEP_INPUT`] input elements (variadic `Concat`/`Sum`);
+//! - one session (one call of the placer, see [`reset_budget`]) produces at most
+//!   [`SESSION_ELEMENTS`] elements in all (32 MiB as 8-byte values): a long chain of folded
+//!   64 Ki-element tensors cannot add up to gigabytes.
+
+use std::cell::Cell;
 
 use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, TensorProto};
 
 /// The most elements a tensor may have to be decoded or computed.
 pub const MAX_ELEMENTS: usize = 1 << 16;
+/// The highest rank of a tensor the evaluator holds (real shape computations stay below 10).
+pub use crate::session::MAX_RANK;
+/// The most input elements one evaluation step reads.
+pub const MAX_STEP_INPUT: usize = 1 << 20;
+/// The most elements the evaluator produces in one session, over all steps.
+pub const SESSION_ELEMENTS: usize = 1 << 22;
+
+thread_local! {
+    /// Elements produced since the last [`reset_budget`] on this thread.
+    static SPENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Starts a new session's budget (the placer calls it once per model).
+pub fn reset_budget() {
+    SPENT.with(|s| s.set(0));
+}
+
+/// Takes `n` elements from the session budget; `None` when that would exceed it.
+fn charge(n: usize) -> Option<()> {
+    SPENT.with(|s| {
+        let total = s.get().checked_add(n)?;
+        (total <= SESSION_ELEMENTS).then(|| s.set(total))
+    })
+}
+
+/// The element count of a tensor of shape `dims` that the evaluator may hold: `None` when the
+/// rank is over [`MAX_RANK`], a dim is negative, or the product of the dims with zeros counted
+/// as ones (which bounds every stride and partial product) is over [`MAX_ELEMENTS`].
+pub fn extent(dims: &[i64]) -> Option<usize> {
+    if dims.len() > MAX_RANK {
+        return None;
+    }
+    let (mut span, mut n) = (1usize, 1usize);
+    for &d in dims {
+        let d = usize::try_from(d).ok()?;
+        span = span.checked_mul(d.max(1))?;
+        if span > MAX_ELEMENTS {
+            return None;
+        }
+        // `n <= span`: cannot overflow.
+        n *= d;
+    }
+    Some(n)
+}
 
 /// A small dense tensor. Integers and booleans are held as `i64`, floats as `f64`.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,12 +101,20 @@ impl Data {
             Data::Float(v) => v[i] as i64,
         }
     }
-    /// Elements at `idx`, in order.
-    fn pick(&self, idx: &[usize]) -> Data {
-        match self {
-            Data::Int(v) => Data::Int(idx.iter().map(|&i| v[i]).collect()),
-            Data::Float(v) => Data::Float(idx.iter().map(|&i| v[i]).collect()),
-        }
+    /// Elements at `idx`, in order; `None` if an index is out of range.
+    fn pick(&self, idx: &[usize]) -> Option<Data> {
+        Some(match self {
+            Data::Int(v) => Data::Int(
+                idx.iter()
+                    .map(|&i| v.get(i).copied())
+                    .collect::<Option<_>>()?,
+            ),
+            Data::Float(v) => Data::Float(
+                idx.iter()
+                    .map(|&i| v.get(i).copied())
+                    .collect::<Option<_>>()?,
+            ),
+        })
     }
 }
 
@@ -72,11 +138,6 @@ fn is_int(elem: i32) -> bool {
             | D::Uint64
             | D::Bool)
     )
-}
-
-fn numel(dims: &[i64]) -> Option<usize> {
-    dims.iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))
 }
 
 fn f16_to_f64(bits: u16) -> f64 {
@@ -146,8 +207,8 @@ impl Tensor {
     /// than [`MAX_ELEMENTS`] elements.
     pub fn from_proto(t: &TensorProto) -> Option<Tensor> {
         let elem = t.data_type();
-        let n = numel(&t.dims)?;
-        if n > MAX_ELEMENTS || t.data_location == Some(1) {
+        let n = extent(&t.dims)?;
+        if t.data_location == Some(1) {
             return None;
         }
         let data = if let Some(raw) = &t.raw_data {
@@ -357,15 +418,13 @@ pub fn broadcast_dims(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
 
 /// For each element of `out` (broadcast shape), the source index into a tensor of `dims`.
 fn broadcast_index(dims: &[i64], out: &[i64]) -> Option<Vec<usize>> {
-    let n = numel(out)?;
-    if n > MAX_ELEMENTS {
-        return None;
-    }
+    let n = extent(out)?;
     let od = udims(out)?;
     let r = od.len();
+    let lead = r.checked_sub(dims.len())?;
     let mut src: Vec<usize> = vec![1; r];
     for (i, &d) in dims.iter().enumerate() {
-        src[r - dims.len() + i] = usize::try_from(d).ok()?;
+        *src.get_mut(lead + i)? = usize::try_from(d).ok()?;
     }
     let ss = strides(&src);
     let os = strides(&od);
@@ -541,9 +600,21 @@ fn gather(data: &Tensor, indices: &Tensor, axis: i64) -> Option<Tensor> {
     }
     let axis = norm_axis(axis, rank)?;
     let d = udims(&data.dims)?;
+    let mut dims = data.dims[..axis].to_vec();
+    dims.extend_from_slice(&indices.dims);
+    dims.extend_from_slice(&data.dims[axis + 1..]);
+    // The output's size, from the shapes alone, before anything is allocated.
+    let total = extent(&dims)?;
     let outer: usize = d[..axis].iter().product();
     let inner: usize = d[axis + 1..].iter().product();
     let len = d[axis];
+    if total == 0 {
+        return Some(Tensor {
+            elem: data.elem,
+            dims,
+            data: data.data.pick(&[])?,
+        });
+    }
     let idx: Vec<usize> = indices
         .as_i64()
         .iter()
@@ -552,7 +623,7 @@ fn gather(data: &Tensor, indices: &Tensor, axis: i64) -> Option<Tensor> {
             usize::try_from(j).ok().filter(|&j| j < len)
         })
         .collect::<Option<_>>()?;
-    let mut pick = Vec::with_capacity(outer * idx.len() * inner);
+    let mut pick = Vec::with_capacity(total);
     for o in 0..outer {
         for &i in &idx {
             for k in 0..inner {
@@ -560,16 +631,10 @@ fn gather(data: &Tensor, indices: &Tensor, axis: i64) -> Option<Tensor> {
             }
         }
     }
-    if pick.len() > MAX_ELEMENTS {
-        return None;
-    }
-    let mut dims = data.dims[..axis].to_vec();
-    dims.extend_from_slice(&indices.dims);
-    dims.extend_from_slice(&data.dims[axis + 1..]);
     Some(Tensor {
         elem: data.elem,
         dims,
-        data: data.data.pick(&pick),
+        data: data.data.pick(&pick)?,
     })
 }
 
@@ -596,6 +661,9 @@ pub fn slice_plan(
         if step == 0 {
             return None;
         }
+        if dim < 0 {
+            return None;
+        }
         let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
         let mut s = starts[k];
         let mut e = ends[k];
@@ -605,16 +673,27 @@ pub fn slice_plan(
         if e < 0 {
             e = e.saturating_add(dim);
         }
+        // In i128: `step` may be anything in i64, and `-i64::MIN` does not fit.
+        let (st, wide) = (i128::from(step), |v: i64| i128::from(v));
         let count = if step > 0 {
             s = clamp(s, 0, dim);
             e = clamp(e, 0, dim);
-            if e > s { (e - s + step - 1) / step } else { 0 }
+            if e > s {
+                (wide(e) - wide(s) + st - 1) / st
+            } else {
+                0
+            }
         } else {
             s = clamp(s, -1, dim - 1);
             e = clamp(e, -1, dim - 1);
-            if s > e { (s - e - step - 1) / -step } else { 0 }
+            if s > e {
+                (wide(s) - wide(e) - st - 1) / -st
+            } else {
+                0
+            }
         };
-        plan[axis] = (s, step, count);
+        // At most `dim` elements are taken.
+        *plan.get_mut(axis)? = (s, step, i64::try_from(count).ok()?);
     }
     Some(plan)
 }
@@ -623,7 +702,10 @@ fn slice(data: &Tensor, plan: &[(i64, i64, i64)]) -> Option<Tensor> {
     let d = udims(&data.dims)?;
     let st = strides(&d);
     let out: Vec<i64> = plan.iter().map(|p| p.2).collect();
-    let n = numel(&out)?;
+    let n = extent(&out)?;
+    if plan.len() != d.len() {
+        return None;
+    }
     let od = udims(&out)?;
     let os = strides(&od);
     let mut pick = Vec::with_capacity(n);
@@ -631,7 +713,7 @@ fn slice(data: &Tensor, plan: &[(i64, i64, i64)]) -> Option<Tensor> {
         let mut idx = 0usize;
         for k in 0..od.len() {
             let c = (flat / os[k]) % od[k].max(1);
-            let src = plan[k].0 + plan[k].1 * c as i64;
+            let src = plan[k].0.checked_add(plan[k].1.checked_mul(c as i64)?)?;
             idx += usize::try_from(src).ok()? * st[k];
         }
         pick.push(idx);
@@ -639,7 +721,7 @@ fn slice(data: &Tensor, plan: &[(i64, i64, i64)]) -> Option<Tensor> {
     Some(Tensor {
         elem: data.elem,
         dims: out,
-        data: data.data.pick(&pick),
+        data: data.data.pick(&pick)?,
     })
 }
 
@@ -648,6 +730,13 @@ fn transpose(data: &Tensor, perm: &[usize]) -> Option<Tensor> {
     let d = udims(&data.dims)?;
     if perm.len() != d.len() {
         return None;
+    }
+    // A permutation of the axes: each once (a repeated axis could multiply the size).
+    let mut seen = vec![false; d.len()];
+    for &p in perm {
+        if std::mem::replace(seen.get_mut(p)?, true) {
+            return None;
+        }
     }
     let st = strides(&d);
     let od: Vec<usize> = perm
@@ -720,6 +809,13 @@ pub fn reshape_dims(input: &[Option<i64>], target: &[i64], allowzero: bool) -> V
 
 fn reduce(op: &str, data: &Tensor, axes: &[usize], keepdims: bool) -> Option<Tensor> {
     let d = udims(&data.dims)?;
+    // A mask over the axes: `axes` may be long (it came from a tensor), the rank is not.
+    let mut mask = vec![false; d.len()];
+    for &a in axes {
+        *mask.get_mut(a)? = true;
+    }
+    let axes: Vec<usize> = (0..d.len()).filter(|&a| mask[a]).collect();
+    let axes = axes.as_slice();
     let st = strides(&d);
     let out_full: Vec<usize> = d
         .iter()
@@ -812,10 +908,24 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
     if node.domain != "ai.onnx" {
         return None;
     }
+    // Every input within the per-tensor budget and consistent (its data fills its shape), and
+    // the step's inputs within the per-step budget: checked before any work.
+    let mut read = 0usize;
+    for t in inputs.iter().flatten() {
+        if extent(&t.dims) != Some(t.len()) {
+            return None;
+        }
+        read = read.checked_add(t.len())?;
+    }
+    if read > MAX_STEP_INPUT {
+        return None;
+    }
     let inp = |i: usize| inputs.get(i).copied().flatten();
     let x = inp(0);
     let out = |t: Tensor| -> Option<Vec<Tensor>> {
-        (t.len() <= MAX_ELEMENTS && Some(t.len()) == numel(&t.dims)).then(|| vec![t])
+        (Some(t.len()) == extent(&t.dims)).then_some(())?;
+        charge(t.len())?;
+        Some(vec![t])
     };
     match node.op {
         "Identity" | "Neg" | "Abs" | "Not" | "Floor" | "Ceil" | "Round" | "Sqrt" | "Reciprocal"
@@ -874,8 +984,9 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
             let din: Vec<Option<i64>> = x.dims.iter().map(|&d| Some(d)).collect();
             let dims = if node.op == "Flatten" {
                 let axis = norm_axis(node.attr_i("axis").unwrap_or(1), x.dims.len() + 1)?;
-                let a: i64 = x.dims[..axis].iter().product();
-                let b: i64 = x.dims[axis..].iter().product();
+                // Bounded by the input's extent: no overflow.
+                let a: i64 = x.dims.get(..axis)?.iter().product();
+                let b: i64 = x.dims.get(axis..)?.iter().product();
                 vec![Some(a), Some(b)]
             } else if node.since >= 5 {
                 reshape_dims(
@@ -887,7 +998,7 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
                 reshape_dims(&din, node.attr_ints("shape")?, false)
             };
             let dims: Vec<i64> = dims.into_iter().collect::<Option<_>>()?;
-            if numel(&dims)? != x.len() {
+            if extent(&dims)? != x.len() {
                 return None;
             }
             out(Tensor {
@@ -902,19 +1013,26 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
             if parts.len() != inputs.iter().filter(|i| i.is_some()).count() || parts.is_empty() {
                 return None;
             }
-            let rank = parts[0].dims.len();
+            let first = parts.first()?;
+            let rank = first.dims.len();
+            // Scalars cannot be concatenated (ONNX requires rank >= 1).
+            if rank == 0 {
+                return None;
+            }
             let axis = norm_axis(axis, rank)?;
-            let outer: usize = udims(&parts[0].dims[..axis])?.iter().product();
-            let mut dims = parts[0].dims.clone();
+            let outer: usize = udims(&first.dims[..axis])?.iter().product();
+            let mut dims = first.dims.clone();
             dims[axis] = 0;
             for p in &parts {
                 if p.dims.len() != rank
-                    || (0..rank).any(|k| k != axis && p.dims[k] != parts[0].dims[k])
+                    || (0..rank).any(|k| k != axis && p.dims[k] != first.dims[k])
                 {
                     return None;
                 }
-                dims[axis] += p.dims[axis];
+                dims[axis] = dims[axis].checked_add(p.dims[axis])?;
             }
+            // The output's size before anything is copied.
+            extent(&dims)?;
             let float = parts.iter().any(|p| matches!(p.data, Data::Float(_)));
             let mut fi = Vec::new();
             let mut ii = Vec::new();
@@ -973,19 +1091,14 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
         }
         "ConstantOfShape" => {
             let shape = x?.as_i64();
-            let n = numel(&shape)?;
-            if n > MAX_ELEMENTS {
-                return None;
-            }
+            let n = extent(&shape)?;
             let (elem, data) = match node.attr("value").and_then(|a| a.t.as_ref()) {
                 Some(t) => {
                     let v = Tensor::from_proto(t)?;
-                    if v.len() != 1 {
-                        return None;
-                    }
                     let data = match v.data {
-                        Data::Int(ref d) => Data::Int(vec![d[0]; n]),
-                        Data::Float(ref d) => Data::Float(vec![d[0]; n]),
+                        Data::Int(ref d) if d.len() == 1 => Data::Int(vec![d[0]; n]),
+                        Data::Float(ref d) if d.len() == 1 => Data::Float(vec![d[0]; n]),
+                        _ => return None,
                     };
                     (v.elem, data)
                 }
@@ -1008,7 +1121,8 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
                     return None;
                 }
                 let n = ((b - a) / c).ceil().max(0.0);
-                if n > MAX_ELEMENTS as f64 {
+                // Also refuses NaN (an infinite or NaN bound).
+                if !(n <= MAX_ELEMENTS as f64) {
                     return None;
                 }
                 Data::Float((0..n as usize).map(|i| a + c * i as f64).collect())
@@ -1017,16 +1131,19 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
                 if c == 0 {
                     return None;
                 }
-                let diff = b.checked_sub(a)?;
+                // In i128: no difference or step of i64 overflows there.
+                let (diff, c) = (i128::from(b) - i128::from(a), i128::from(c));
                 let n = if (diff > 0) == (c > 0) && diff != 0 {
                     (diff + c - c.signum()) / c
                 } else {
                     0
                 };
-                if n as usize > MAX_ELEMENTS {
+                if n > MAX_ELEMENTS as i128 {
                     return None;
                 }
-                Data::Int((0..n).map(|i| a + c * i).collect())
+                let n = i64::try_from(n).ok()?;
+                let c = i64::try_from(c).ok()?;
+                Data::Int((0..n).map(|i| a.wrapping_add(c.wrapping_mul(i))).collect())
             };
             let n = data.len() as i64;
             out(Tensor {
@@ -1074,7 +1191,7 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
             out(Tensor {
                 elem: x.elem,
                 dims,
-                data: x.data.pick(&idx),
+                data: x.data.pick(&idx)?,
             })
         }
         "Tile" => {
@@ -1089,10 +1206,7 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
                 .zip(&reps)
                 .map(|(&d, &r)| d.checked_mul(r))
                 .collect::<Option<_>>()?;
-            let n = numel(&dims)?;
-            if n > MAX_ELEMENTS {
-                return None;
-            }
+            let n = extent(&dims)?;
             let od = udims(&dims)?;
             let id = udims(&x.dims)?;
             let (os, is) = (strides(&od), strides(&id));
@@ -1106,7 +1220,7 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
             out(Tensor {
                 elem: x.elem,
                 dims,
-                data: x.data.pick(&pick),
+                data: x.data.pick(&pick)?,
             })
         }
         "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceMean" => {
@@ -1140,10 +1254,15 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
         "Clip" => {
             let x = x?;
             let (lo, hi) = if node.since >= 11 {
-                (
-                    inp(1).map(|t| t.data.get_f(0)),
-                    inp(2).map(|t| t.data.get_f(0)),
-                )
+                // An empty `min`/`max` is invalid: not folded.
+                let bound = |i: usize| -> Option<Option<f64>> {
+                    match inp(i) {
+                        None => Some(None),
+                        Some(t) if t.len() == 1 => Some(Some(t.data.get_f(0))),
+                        Some(_) => None,
+                    }
+                };
+                (bound(1)?, bound(2)?)
             } else {
                 (
                     node.attr_f("min").map(f64::from),
@@ -1183,20 +1302,21 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
 
 /// `Unsqueeze` output dims.
 pub fn unsqueeze_dims(input: &[Option<i64>], axes: &[i64]) -> Option<Vec<Option<i64>>> {
-    let r = input.len() + axes.len();
-    let mut norm: Vec<usize> = axes
-        .iter()
-        .map(|&a| norm_axis(a, r))
-        .collect::<Option<_>>()?;
-    norm.sort_unstable();
-    norm.dedup();
-    if norm.len() != axes.len() {
+    let r = input.len().checked_add(axes.len())?;
+    if r > MAX_RANK {
         return None;
+    }
+    let mut mask = vec![false; r];
+    for &a in axes {
+        // A repeated axis is invalid.
+        if std::mem::replace(mask.get_mut(norm_axis(a, r)?)?, true) {
+            return None;
+        }
     }
     let mut out = Vec::with_capacity(r);
     let mut it = input.iter();
-    for i in 0..r {
-        if norm.contains(&i) {
+    for &new in &mask {
+        if new {
             out.push(Some(1));
         } else {
             out.push(*it.next()?);
@@ -1214,16 +1334,16 @@ pub fn squeeze_dims(input: &[Option<i64>], axes: &[i64]) -> Option<Vec<Option<i6
         }
         return Some(input.iter().copied().filter(|d| *d != Some(1)).collect());
     }
-    let norm: Vec<usize> = axes
-        .iter()
-        .map(|&a| norm_axis(a, r))
-        .collect::<Option<_>>()?;
+    let mut mask = vec![false; r];
+    for &a in axes {
+        *mask.get_mut(norm_axis(a, r)?)? = true;
+    }
     Some(
         input
             .iter()
-            .enumerate()
-            .filter(|(i, _)| !norm.contains(i))
-            .map(|(_, d)| *d)
+            .zip(&mask)
+            .filter(|(_, gone)| !**gone)
+            .map(|(d, _)| *d)
             .collect(),
     )
 }
@@ -1289,6 +1409,127 @@ mod tests {
         )
         .expect("evaluates");
         assert_eq!(s[0].as_i64(), vec![3, 4]);
+    }
+
+    fn axis(v: i64) -> [AttributeProto; 1] {
+        [AttributeProto {
+            name: Some("axis".into()),
+            i: Some(v),
+            ..Default::default()
+        }]
+    }
+
+    /// issue 15: the evaluator panicked on an empty constant `min` of `Clip` and on `Concat`
+    /// of scalars; both are now "not folded".
+    #[test]
+    fn invalid_inputs_are_not_folded_never_a_panic() {
+        let x = Tensor::ints(D::Int64 as i32, vec![3], vec![1, 2, 3]);
+        let empty = Tensor::ints(D::Int64 as i32, vec![0], vec![]);
+        assert_eq!(
+            eval(&view("Clip", 13, &[]), &[Some(&x), Some(&empty)]),
+            None
+        );
+        let ok = eval(
+            &view("Clip", 13, &[]),
+            &[Some(&x), None, Some(&Tensor::i64_1d(vec![2]))],
+        );
+        assert_eq!(ok.expect("folds")[0].as_i64(), vec![1, 2, 2]);
+        let scalar = Tensor::ints(D::Int64 as i32, vec![], vec![7]);
+        let attrs = axis(0);
+        assert_eq!(
+            eval(&view("Concat", 13, &attrs), &[Some(&scalar), Some(&scalar)]),
+            None
+        );
+        // A tensor whose data does not fill its shape is refused at the door.
+        let bad = Tensor::ints(D::Int64 as i32, vec![4], vec![1]);
+        assert_eq!(eval(&view("Neg", 13, &[]), &[Some(&bad)]), None);
+        // Slice with extreme steps: no overflow.
+        for step in [i64::MIN, i64::MAX, -1] {
+            let r = eval(
+                &view("Slice", 13, &[]),
+                &[
+                    Some(&x),
+                    Some(&Tensor::i64_1d(vec![i64::MAX])),
+                    Some(&Tensor::i64_1d(vec![i64::MIN])),
+                    Some(&Tensor::i64_1d(vec![0])),
+                    Some(&Tensor::i64_1d(vec![step])),
+                ],
+            );
+            assert!(r.is_some_and(|r| r[0].len() <= 3));
+        }
+        // Range over the whole of i64.
+        let r = eval(
+            &view("Range", 11, &[]),
+            &[
+                Some(&Tensor::ints(7, vec![], vec![i64::MIN])),
+                Some(&Tensor::ints(7, vec![], vec![i64::MAX])),
+                Some(&Tensor::ints(7, vec![], vec![1])),
+            ],
+        );
+        assert_eq!(r, None);
+    }
+
+    /// issue 15: outputs are sized from the shapes before anything is allocated.
+    #[test]
+    fn outputs_over_budget_are_refused_before_allocation() {
+        reset_budget();
+        let big = eval(
+            &view("ConstantOfShape", 9, &[]),
+            &[Some(&Tensor::i64_1d(vec![MAX_ELEMENTS as i64]))],
+        )
+        .expect("64 Ki elements fold");
+        let big = &big[0];
+        let row = Tensor {
+            elem: big.elem,
+            dims: vec![1, MAX_ELEMENTS as i64],
+            data: big.data.clone(),
+        };
+        let idx = Tensor::i64_1d(vec![0; MAX_ELEMENTS]);
+        let start = std::time::Instant::now();
+        // Gather of 64 Ki zeros along axis 0 of a [1, 64 Ki] tensor: [64 Ki, 64 Ki] is 2^32
+        // elements (34 GB before the fix).
+        assert_eq!(
+            eval(&view("Gather", 13, &[]), &[Some(&row), Some(&idx)]),
+            None
+        );
+        // Concat of the same tensor 20,000 times: refused by the step's input budget.
+        let attrs = axis(0);
+        let parts: Vec<Option<&Tensor>> = vec![Some(big); 20_000];
+        assert_eq!(eval(&view("Concat", 13, &attrs), &parts), None);
+        // A repeated axis in `perm` would square the size.
+        let col = Tensor {
+            elem: big.elem,
+            dims: vec![MAX_ELEMENTS as i64, 1],
+            data: big.data.clone(),
+        };
+        let perm = [AttributeProto {
+            name: Some("perm".into()),
+            ints: vec![0, 0],
+            ..Default::default()
+        }];
+        assert_eq!(eval(&view("Transpose", 13, &perm), &[Some(&col)]), None);
+        // A shape of absurd rank, and dims whose product overflows past a zero.
+        let rank = Tensor::i64_1d(vec![1; MAX_RANK + 1]);
+        assert_eq!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&rank)]), None);
+        let zero = Tensor::i64_1d(vec![0, i64::MAX, i64::MAX]);
+        assert_eq!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&zero)]), None);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_session_budget_bounds_the_sum_of_all_steps() {
+        reset_budget();
+        let shape = Tensor::i64_1d(vec![MAX_ELEMENTS as i64]);
+        let steps = SESSION_ELEMENTS / MAX_ELEMENTS;
+        for _ in 0..steps {
+            assert!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]).is_some());
+        }
+        assert_eq!(
+            eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]),
+            None
+        );
+        reset_budget();
+        assert!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]).is_some());
     }
 
     #[test]

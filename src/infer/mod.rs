@@ -7,14 +7,14 @@
 
 pub mod eval;
 pub mod shapes;
-mod types;
 
 use rustc_hash::FxHashMap as HashMap;
 
-pub use types::{Type, elem_from_name, is_cuda_preferred_float};
+pub use crate::session::order::{topological_order, topological_order_by};
+pub use crate::session::types::{Type, elem_from_name, is_cuda_preferred_float};
 
 use crate::model::DataType as D;
-use crate::placer::ir::{SNode, Session};
+use crate::session::{SNode, Session};
 use crate::tables::{KernelTable, OpSchema, ParamOption};
 
 /// Why a node has no schema: ORT fails the session load for it.
@@ -370,87 +370,6 @@ fn special_output_type(
         }),
         _ => None,
     }
-}
-
-/// Nodes of graph `gi` (not removed) in a topological order: Kahn's algorithm by name, taking
-/// the lowest index first. Nodes left over by a cycle are appended in index order.
-pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
-    let g = &session.graphs[gi];
-    let mut producer: HashMap<&str, usize> =
-        HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
-    for (i, n) in g.live_nodes() {
-        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.insert(o.as_str(), i);
-        }
-    }
-    topological_order_by(session, gi, &|v| producer.get(v).copied())
-}
-
-/// [`topological_order`] with the producer of each value given (a caller that keeps an index
-/// of the graph's producers saves building another).
-pub fn topological_order_by(
-    session: &Session,
-    gi: usize,
-    producer: &dyn Fn(&str) -> Option<usize>,
-) -> Vec<usize> {
-    let g = &session.graphs[gi];
-    // Edges producer -> user, deduplicated per user, as a flat adjacency list (CSR): users of
-    // `d` are `users[start[d]..start[d + 1]]`, in ascending order (the order the users were met).
-    let mut indegree = vec![0u32; g.nodes.len()];
-    let mut edges: Vec<(usize, usize)> = Vec::with_capacity(g.nodes.len() * 2);
-    let mut deps: Vec<usize> = Vec::new();
-    for (i, n) in g.live_nodes() {
-        deps.clear();
-        deps.extend(
-            n.inputs
-                .iter()
-                .chain(&n.implicit_inputs)
-                .filter_map(|v| producer(v.as_str()))
-                .filter(|&p| p != i),
-        );
-        deps.sort_unstable();
-        deps.dedup();
-        for &d in &deps {
-            indegree[i] += 1;
-            edges.push((d, i));
-        }
-    }
-    let mut start = vec![0usize; g.nodes.len() + 1];
-    for &(d, _) in &edges {
-        start[d + 1] += 1;
-    }
-    for k in 0..g.nodes.len() {
-        start[k + 1] += start[k];
-    }
-    let mut fill = start.clone();
-    let mut users = vec![0usize; edges.len()];
-    for &(d, i) in &edges {
-        users[fill[d]] = i;
-        fill[d] += 1;
-    }
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = g
-        .live_nodes()
-        .filter(|(i, _)| indegree[*i] == 0)
-        .map(|(i, _)| std::cmp::Reverse(i))
-        .collect();
-    let mut order = Vec::with_capacity(g.nodes.len());
-    let mut placed = vec![false; g.nodes.len()];
-    while let Some(std::cmp::Reverse(i)) = ready.pop() {
-        order.push(i);
-        placed[i] = true;
-        for &u in &users[start[i]..start[i + 1]] {
-            indegree[u] -= 1;
-            if indegree[u] == 0 {
-                ready.push(std::cmp::Reverse(u));
-            }
-        }
-    }
-    for (i, _) in g.live_nodes() {
-        if !placed[i] {
-            order.push(i);
-        }
-    }
-    order
 }
 
 /// ORT's type check of a node's inputs against its schema (`Graph::InferAndVerifyTypeMatch`): the

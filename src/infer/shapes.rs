@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use super::eval::{self, NodeView, Tensor, reshape_dims, slice_plan};
-use crate::placer::ir::{SNode, Session};
+use crate::session::{SNode, Session};
 
 /// Dims of a value; `None` for an unknown or symbolic dim.
 pub type Shape = Vec<Option<i64>>;
@@ -75,6 +75,12 @@ pub fn broadcast(shapes: &[&Shape]) -> Shape {
             acc
         })
         .collect()
+}
+
+/// The rank of a shape whose length a declared dim gives (the length of a shape input):
+/// validated before it sizes a vector.
+fn declared_rank(n: i64) -> Option<usize> {
+    usize::try_from(n).ok().filter(|&r| r <= eval::MAX_RANK)
 }
 
 fn norm_axis(axis: i64, rank: usize) -> Option<usize> {
@@ -320,7 +326,7 @@ pub fn infer_node(
                         Some(t) => t.as_i64(),
                         None => {
                             let n = s(1)?.first().copied().flatten()?;
-                            return Some(vec![None; usize::try_from(n).ok()?]);
+                            return Some(vec![None; declared_rank(n)?]);
                         }
                     }
                 } else {
@@ -472,7 +478,7 @@ pub fn infer_node(
                     }
                     None => {
                         let n = s(1)?.first().copied().flatten()?;
-                        let sh: Shape = vec![None; usize::try_from(n).ok()?];
+                        let sh: Shape = vec![None; declared_rank(n)?];
                         Some(broadcast(&[&x, &sh]))
                     }
                 }
@@ -481,7 +487,7 @@ pub fn infer_node(
                 Some(t) => Some(t.as_i64().into_iter().map(Some).collect()),
                 None => {
                     let n = s(0)?.first().copied().flatten()?;
-                    Some(vec![None; usize::try_from(n).ok()?])
+                    Some(vec![None; declared_rank(n)?])
                 }
             },
             "Range" => Some(vec![None]),
@@ -581,21 +587,21 @@ pub fn infer_node(
                             return None;
                         }
                         if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
-                            return Some((d + st - 1) / st);
+                            return Some(d.checked_add(st - 1)? / st);
                         }
                         let k = k?;
-                        let ek = (k - 1) * dl + 1;
+                        let ek = k.checked_sub(1)?.checked_mul(dl)?.checked_add(1)?;
                         let (p0, p1) = if auto == "VALID" {
                             (0, 0)
                         } else {
                             (*pads.get(i)?, *pads.get(i + spatial)?)
                         };
-                        let num = d + p0 + p1 - ek;
+                        let num = d.checked_add(p0)?.checked_add(p1)?.checked_sub(ek)?;
                         if num < 0 {
                             return None;
                         }
                         Some(if ceil {
-                            (num + st - 1) / st + 1
+                            num.checked_add(st - 1)? / st + 1
                         } else {
                             num / st + 1
                         })
@@ -617,7 +623,7 @@ pub fn infer_node(
                 let x = s(0)?;
                 let axis = norm_axis(node.attr_i("axis").unwrap_or(-1), x.len())?;
                 let mut o = x.clone();
-                o[axis] = v(1).and_then(|k| k.as_i64().first().copied());
+                *o.get_mut(axis)? = v(1).and_then(|k| k.as_i64().first().copied());
                 Some(o)
             }
             "OneHot" => None,
@@ -641,7 +647,9 @@ pub fn infer_node(
                 }
                 let mut o = x.clone();
                 for (k, &a) in axes.iter().enumerate() {
-                    o[a] = o[a].map(|d| d + pads[k] + pads[k + axes.len()]);
+                    let slot = o.get_mut(a)?;
+                    *slot = slot
+                        .and_then(|d| d.checked_add(pads[k])?.checked_add(pads[k + axes.len()]));
                 }
                 Some(o)
             }
@@ -668,23 +676,23 @@ pub fn infer_node(
                     attr_ints("split")
                 };
                 let sizes = sizes.or_else(|| {
-                    let d = x[axis]?;
+                    let d = (*x.get(axis)?)?;
                     let k = n_out as i64;
                     let num = node.attr_i("num_outputs").unwrap_or(k);
                     if num <= 0 {
                         return None;
                     }
-                    let chunk = (d + num - 1) / num;
-                    Some(
-                        (0..n_out as i64)
-                            .map(|i| (d - chunk * i).clamp(0, chunk))
-                            .collect(),
-                    )
+                    let chunk = d.checked_add(num - 1)? / num;
+                    (0..n_out as i64)
+                        .map(|i| Some(d.checked_sub(chunk.checked_mul(i)?)?.clamp(0, chunk)))
+                        .collect()
                 });
-                for (i, slot) in out.iter_mut().enumerate() {
-                    let mut o = x.clone();
-                    o[axis] = sizes.as_ref().and_then(|z| z.get(i).copied());
-                    *slot = Some(o);
+                if axis < x.len() {
+                    for (i, slot) in out.iter_mut().enumerate() {
+                        let mut o = x.clone();
+                        o[axis] = sizes.as_ref().and_then(|z| z.get(i).copied());
+                        *slot = Some(o);
+                    }
                 }
             }
         }
@@ -707,6 +715,13 @@ pub fn infer_node(
             .collect();
         for slot in out.iter_mut().skip(1) {
             *slot = Some(red.clone());
+        }
+    }
+    // A shape is held per value and copied along every chain of nodes: one of absurd rank
+    // (from a long constant `Reshape` target, say) is kept as unknown instead.
+    for slot in &mut out {
+        if slot.as_ref().is_some_and(|sh| sh.len() > eval::MAX_RANK) {
+            *slot = None;
         }
     }
     out
@@ -817,6 +832,7 @@ mod tests {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin: None,
             removed: false,
         }

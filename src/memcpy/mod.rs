@@ -5,11 +5,10 @@
 //!
 //! Pure: no I/O, no printing.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashSet as HashSet;
 
-use crate::placer::Decision;
-use crate::placer::ir::{NameGen, SNode, Session};
-use crate::tables::{Ep, KernelTable};
+use crate::session::{NameGen, SNode, Session};
+use crate::tables::Ep;
 
 /// Which way a copy goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +37,8 @@ pub enum Cause {
 pub struct Copy {
     /// Graph index in the session.
     pub graph: usize,
+    /// The copy node's index in its graph.
+    pub node: usize,
     pub direction: Direction,
     pub cause: Cause,
     /// The value copied, as ORT names it in its log.
@@ -64,11 +65,7 @@ impl Copy {
 
 /// Runs the copy pass on every graph (main graph first, then subgraphs depth-first in node
 /// order) and returns the copies in ORT's order.
-pub fn insert(
-    session: &mut Session,
-    _table: &KernelTable,
-    decisions: &mut HashMap<(usize, usize), Decision>,
-) -> Vec<Copy> {
+pub fn insert(session: &mut Session) -> Vec<Copy> {
     let mut copies = Vec::new();
     let mut stack = vec![0usize];
     let mut order = Vec::new();
@@ -81,28 +78,20 @@ pub fn insert(
         stack.extend(subs.into_iter().rev());
     }
     for gi in order {
-        graph_pass(session, gi, decisions, &mut copies);
+        graph_pass(session, gi, &mut copies);
     }
     copies
 }
 
-/// Host-memory argument positions of a node's kernel: CPU nodes are all host.
-fn host_args(
-    decisions: &HashMap<(usize, usize), Decision>,
-    key: (usize, usize),
-) -> (&[usize], &[usize]) {
-    match decisions.get(&key) {
-        Some(Decision::Cuda(kd)) => (&kd.cpu_inputs, &kd.cpu_outputs),
-        _ => (&[], &[]),
+/// Host-memory argument positions of a CUDA node's bound kernel (none without a kernel).
+fn host_args(n: &SNode) -> (&'static [usize], &'static [usize]) {
+    match n.kernel {
+        Some(kd) => (&kd.cpu_inputs, &kd.cpu_outputs),
+        None => (&[], &[]),
     }
 }
 
-fn graph_pass(
-    session: &mut Session,
-    gi: usize,
-    decisions: &mut HashMap<(usize, usize), Decision>,
-    copies: &mut Vec<Copy>,
-) {
+fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
     // Which values are read and written on each side, as names borrowed from the graph: the
     // initializers read on both sides and the copies to plan are decided here, before the
     // graph is edited.
@@ -117,10 +106,10 @@ fn graph_pass(
         let mut npo: HashSet<&str> = HashSet::default();
         let mut consumed_inits: Vec<&str> = Vec::new();
         let mut consumed_seen: HashSet<&str> = HashSet::default();
-        for (ni, n) in g.live_nodes() {
+        for (_, n) in g.live_nodes() {
             let provider = n.ep == Some(Ep::Cuda);
             if provider {
-                let (cpu_in, cpu_out) = host_args(decisions, (gi, ni));
+                let (cpu_in, cpu_out) = host_args(n);
                 for (i, name) in n.existing_inputs() {
                     if !consumed_seen.contains(name) && session.initializer(gi, name).is_some() {
                         consumed_seen.insert(name);
@@ -211,7 +200,7 @@ fn graph_pass(
             if n.ep != Some(Ep::Cuda) {
                 continue;
             }
-            let cpu_in = host_args(decisions, (gi, ni)).0;
+            let cpu_in = host_args(n).0;
             for (i, name) in n.inputs.iter().enumerate() {
                 if wanted.contains(name.as_str()) && !cpu_in.contains(&i) {
                     uses.entry(name.clone()).or_default().push((ni, i));
@@ -243,7 +232,7 @@ fn graph_pass(
             if n.ep != Some(Ep::Cuda) {
                 continue;
             }
-            let (cpu_in, cpu_out) = host_args(decisions, (gi, ni));
+            let (cpu_in, cpu_out) = host_args(n);
             for (i, name) in n.inputs.iter().enumerate() {
                 if wanted.contains(name.as_str()) && !cpu_in.contains(&i) {
                     device_reads.entry(name.clone()).or_default().push((ni, i));
@@ -300,12 +289,13 @@ fn graph_pass(
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: Some(Ep::Cuda),
+            kernel: None,
             origin: None,
             removed: false,
         });
-        decisions.insert((gi, g.nodes.len() - 1), Decision::Inserted);
         copies.push(Copy {
             graph: gi,
+            node: g.nodes.len() - 1,
             direction,
             cause,
             value,

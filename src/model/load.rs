@@ -15,6 +15,67 @@ use super::proto::ModelProto;
 /// larger than 2 GiB, so anything past that is not an ONNX model file.
 pub const MAX_MODEL_FILE: u64 = 2 << 30;
 
+/// `.onnxtxt` files larger than this are refused before they are read: the text syntax is for
+/// fixtures and hand-written reproducers, and the text is held in memory (and by a syntax
+/// error's report) while it is parsed.
+pub const MAX_TEXT_FILE: u64 = 256 << 20;
+
+/// Opens `path` for reading only if it is a regular file (after symlinks): never a FIFO (opening
+/// one blocks until a writer comes), a socket, a device (`/dev/zero` reports 0 bytes and never
+/// ends) or a folder. The file is opened non-blocking and checked again by its handle, so a path
+/// swapped for a FIFO between the two checks cannot block either.
+pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
+    let not_regular = |m: &std::fs::Metadata| {
+        let kind = if m.is_dir() {
+            "a directory"
+        } else {
+            special_kind(m)
+        };
+        std::io::Error::other(format!(
+            "it is {kind}, not a regular file; only regular files are read as models"
+        ))
+    };
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok((file, meta))
+}
+
+#[cfg(unix)]
+fn special_kind(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &std::fs::Metadata) -> &'static str {
+    "a special file"
+}
+
 /// Why a file could not be read as an ONNX model. Each variant has a stable diagnostic code.
 #[derive(Debug, Error, Diagnostic)]
 pub enum LoadError {
@@ -74,6 +135,26 @@ pub enum LoadError {
         help: Option<String>,
     },
 
+    #[error(
+        "{path} is {size} bytes, larger than the {} MiB the linter reads as ONNX text",
+        MAX_TEXT_FILE >> 20
+    )]
+    #[diagnostic(
+        code(onnx_lint::load::text_too_large),
+        help("the text syntax is for small models; save large ones as binary .onnx")
+    )]
+    TextTooLarge { path: PathBuf, size: u64 },
+
+    #[error("{path} is too large to analyse: {detail}")]
+    #[diagnostic(
+        code(onnx_lint::load::too_large_to_analyse),
+        help(
+            "the linter bounds the work one model may take; this model is past those bounds \
+             (see the README's robustness section)"
+        )
+    )]
+    TooLargeToAnalyse { path: PathBuf, detail: String },
+
     #[error("{path} is not valid ONNX text syntax: {message}")]
     #[diagnostic(code(onnx_lint::load::text_syntax))]
     Text {
@@ -109,6 +190,8 @@ impl LoadError {
             LoadError::Io { path, .. }
             | LoadError::Empty { path }
             | LoadError::TooLarge { path, .. }
+            | LoadError::TextTooLarge { path, .. }
+            | LoadError::TooLargeToAnalyse { path, .. }
             | LoadError::Truncated { path, .. }
             | LoadError::NotProtobuf { path, .. }
             | LoadError::NotAModel { path, .. }
@@ -126,11 +209,7 @@ pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if meta.is_dir() {
-        return Err(io(std::io::Error::other("it is a directory")));
-    }
+    let (file, meta) = open_regular(path).map_err(io)?;
     let size = meta.len();
     if size == 0 {
         return Err(LoadError::Empty {
@@ -152,8 +231,28 @@ pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
     Ok((proto, size))
 }
 
-/// Decodes an in-memory model (tests, text fixtures already encoded, stdin).
+/// Decodes an in-memory model (tests, text fixtures already encoded, stdin). What decoding
+/// would cost is checked first ([`super::census`]).
 pub fn decode_model(path: &Path, bytes: Bytes) -> Result<ModelProto, LoadError> {
+    let c = super::census::census(&bytes);
+    let too_large = |detail: String| LoadError::TooLargeToAnalyse {
+        path: path.to_path_buf(),
+        detail,
+    };
+    if c.nodes > super::census::MAX_NODES {
+        return Err(too_large(format!(
+            "it has {} nodes, more than the {} the linter analyses",
+            c.nodes,
+            super::census::MAX_NODES
+        )));
+    }
+    if c.decoded_bytes > super::census::MAX_DECODED_BYTES {
+        return Err(too_large(format!(
+            "decoding it would take about {} MiB of memory, more than the {} MiB the linter allows",
+            c.decoded_bytes >> 20,
+            super::census::MAX_DECODED_BYTES >> 20
+        )));
+    }
     let proto =
         ModelProto::decode(bytes.clone()).map_err(|e| classify_decode_error(path, &bytes, &e))?;
     check_is_model(path, &proto)?;
@@ -278,23 +377,48 @@ pub fn read_text_model(path: &Path) -> Result<(ModelProto, u64), LoadError> {
         path: path.to_path_buf(),
         source,
     };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if size > MAX_MODEL_FILE {
-        return Err(LoadError::TooLarge {
+    let (file, meta) = open_regular(path).map_err(io)?;
+    let size = meta.len();
+    if size > MAX_TEXT_FILE {
+        return Err(LoadError::TextTooLarge {
             path: path.to_path_buf(),
             size,
         });
     }
-    let text = std::fs::read_to_string(path).map_err(io)?;
-    let proto = super::text::parse_model(&text).map_err(|e| LoadError::Text {
-        path: path.to_path_buf(),
-        message: e.message.clone(),
-        src: std::sync::Arc::new(miette::NamedSource::new(
-            path.display().to_string(),
-            text.clone(),
-        )),
-        span: e.span,
+    // Bounded by the limit even if the file grows while it is read.
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_TEXT_FILE + 1),
+        &mut bytes,
+    )
+    .map_err(io)?;
+    if bytes.len() as u64 > MAX_TEXT_FILE {
+        return Err(LoadError::TextTooLarge {
+            path: path.to_path_buf(),
+            size: bytes.len() as u64,
+        });
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is not UTF-8 text ({e})"),
+        ))
     })?;
+    let proto = match super::text::parse_model(&text) {
+        Ok(p) => p,
+        // The text moves into the report: never copied.
+        Err(e) => {
+            return Err(LoadError::Text {
+                path: path.to_path_buf(),
+                message: e.message,
+                src: std::sync::Arc::new(miette::NamedSource::new(
+                    path.display().to_string(),
+                    text,
+                )),
+                span: e.span,
+            });
+        }
+    };
     check_is_model(path, &proto)?;
     Ok((proto, size))
 }

@@ -10,6 +10,7 @@
 //!   data paths, and graphs so broken that no runtime could load them (cycles, dangling inputs,
 //!   values defined twice). Everything milder is a [`Problem`] on a model that still loads.
 
+mod census;
 mod external;
 mod graph;
 mod load;
@@ -20,8 +21,11 @@ pub mod text;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use census::{Census, MAX_DECODED_BYTES, MAX_NODES, census};
 pub use external::ExternalRef;
-pub use load::{LoadError, MAX_MODEL_FILE, decode_model, read_model_proto};
+pub use load::{
+    LoadError, MAX_MODEL_FILE, MAX_TEXT_FILE, decode_model, open_regular, read_model_proto,
+};
 pub use tensor::{DataType, element_bits, tensor_byte_size, type_name};
 
 use proto::{GraphProto, ModelProto, NodeProto, TypeProto};

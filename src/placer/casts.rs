@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::placer::ir::{NameGen, SGraph, SNode, Session};
+use crate::session::{NameGen, SGraph, SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
 const FLOAT16: i32 = D::Float16 as i32;
@@ -196,6 +196,7 @@ fn add_cast(
         subgraphs: Vec::new(),
         implicit_inputs: Vec::new(),
         ep: Some(Ep::Cpu),
+        kernel: None,
         origin: None,
         removed: false,
     });
@@ -401,6 +402,9 @@ fn unsafe_cast(src: Option<&Type>, dst: Option<&Type>, node_name: &str) -> bool 
     sb > db && !node_name.starts_with("InsertedPrecisionFreeCast_")
 }
 
+/// `RemoveDuplicateCastTransformer` over graph `gi` and, node by node, its subgraphs. The
+/// consumer lists are built once per graph and kept up to date by each removal, so the pass is
+/// linear in the size of the graph (it used to rebuild them after every change).
 fn remove_duplicate_casts(session: &mut Session, gi: usize) {
     let graph_outputs: HashSet<String> = session.graphs[gi].outputs.iter().cloned().collect();
     let count = session.graphs[gi].nodes.len();
@@ -412,11 +416,7 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize) {
         let mut removed_self = false;
         if session.graphs[gi].nodes[ni].op == "Cast" {
             let edges = e.get_or_insert_with(|| edges(&session.graphs[gi]));
-            let (changed, removed) = remove_around(session, gi, ni, &graph_outputs, edges);
-            removed_self = removed;
-            if changed {
-                e = None;
-            }
+            removed_self = remove_around(session, gi, ni, &graph_outputs, edges);
         }
         if !removed_self {
             let subs: Vec<usize> = session.graphs[gi].nodes[ni]
@@ -431,23 +431,43 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize) {
     }
 }
 
-/// One step of `RemoveDuplicateCastTransformer` at Cast node `ni`: (graph changed, `ni` removed).
+/// The live consumers (node, input position; `usize::MAX` for an implicit input) of `value`.
+fn live_consumers(session: &Session, gi: usize, e: &Edges, value: &str) -> Vec<(usize, usize)> {
+    let g = &session.graphs[gi];
+    let mut out: Vec<(usize, usize)> = e
+        .consumers
+        .get(value)
+        .map(|l| {
+            l.iter()
+                .copied()
+                .filter(|&(c, _)| g.nodes.get(c).is_some_and(|n| !n.removed))
+                .collect()
+        })
+        .unwrap_or_default();
+    // The order a rebuild of the edges would give.
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// One step of `RemoveDuplicateCastTransformer` at Cast node `ni`; true when `ni` was removed.
+/// Keeps `e`'s consumer lists up to date.
 fn remove_around(
     session: &mut Session,
     gi: usize,
     ni: usize,
     graph_outputs: &HashSet<String>,
-    e: &Edges,
-) -> (bool, bool) {
+    e: &mut Edges,
+) -> bool {
     let node = &session.graphs[gi].nodes[ni];
     let (Some(input), Some(output)) = (node.inputs.first().cloned(), node.outputs.first().cloned())
     else {
-        return (false, false);
+        return false;
     };
     let src = session.type_of(gi, &input).cloned();
     let dst = session.type_of(gi, &output).cloned();
     let loss = unsafe_cast(src.as_ref(), dst.as_ref(), &node.name);
-    let children: Vec<(usize, usize)> = e.consumers.get(&output).cloned().unwrap_or_default();
+    let children = live_consumers(session, gi, e, &output);
     let mut to_remove: Vec<usize> = Vec::new();
     let mut keep = 0usize;
     for &(c, _) in &children {
@@ -463,7 +483,7 @@ fn remove_around(
         let c_out = child.outputs.first().cloned().unwrap_or_default();
         let dst1 = session.type_of(gi, &c_out).cloned();
         if loss && unsafe_cast(dst1.as_ref(), src1.as_ref(), &child.name) {
-            return (false, false);
+            return false;
         }
         if !graph_outputs.contains(&c_out) && src == dst1 && src1 == dst {
             to_remove.push(c);
@@ -479,27 +499,41 @@ fn remove_around(
             .first()
             .cloned()
             .unwrap_or_default();
-        replace_input_everywhere(session, gi, &c_out, &input);
         session.graphs[gi].nodes[c].removed = true;
+        replace_input(session, gi, e, &c_out, &input);
     }
     if !children.is_empty()
         && removed_count + keep == children.len()
         && !graph_outputs.contains(&output)
     {
-        replace_input_everywhere(session, gi, &output, &input);
         session.graphs[gi].nodes[ni].removed = true;
-        return (true, true);
+        replace_input(session, gi, e, &output, &input);
+        return true;
     }
-    (removed_count > 0, false)
+    false
 }
 
-fn replace_input_everywhere(session: &mut Session, gi: usize, from: &str, to: &str) {
-    for n in session.graphs[gi].nodes.iter_mut().filter(|n| !n.removed) {
-        for name in n.inputs.iter_mut().filter(|n| *n == from) {
-            *name = to.to_string();
-        }
-        for name in n.implicit_inputs.iter_mut().filter(|n| *n == from) {
+/// Every live reader of `from` in graph `gi` reads `to` instead; its consumer entries move with it.
+fn replace_input(session: &mut Session, gi: usize, e: &mut Edges, from: &str, to: &str) {
+    let readers = live_consumers(session, gi, e, from);
+    e.consumers.remove(from);
+    if readers.is_empty() {
+        return;
+    }
+    for &(c, k) in &readers {
+        let Some(n) = session.graphs[gi].nodes.get_mut(c) else {
+            continue;
+        };
+        if k == usize::MAX {
+            for name in n.implicit_inputs.iter_mut().filter(|n| *n == from) {
+                *name = to.to_string();
+            }
+        } else if let Some(name) = n.inputs.get_mut(k).filter(|n| *n == from) {
             *name = to.to_string();
         }
     }
+    e.consumers
+        .entry(to.to_string())
+        .or_default()
+        .extend(readers);
 }

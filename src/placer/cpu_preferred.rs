@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::is_cuda_preferred_float;
-use crate::placer::ir::Session;
+use crate::session::Session;
 use crate::tables::{Ep, KernelDef};
 
 /// Initializers with at most this many elements count as cheap CPU inputs.

@@ -3,7 +3,7 @@
 //! constraint checks only the first existing argument bound to it).
 
 use crate::infer::{Type, formal_input_positions, formal_output_positions};
-use crate::placer::ir::{SNode, Session};
+use crate::session::{SNode, Session};
 use crate::tables::{Ep, KernelDef, KernelTable, OpSchema};
 
 /// Why no registration of an EP matched a node.

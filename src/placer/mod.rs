@@ -7,10 +7,19 @@
 mod casts;
 mod cpu_preferred;
 mod functions;
+
+/// Why the last [`place`] on this thread stopped short of a faithful simulation (a budget of
+/// the analysis was exhausted), if it did.
+pub fn budget_exceeded() -> Option<String> {
+    functions::budget_exceeded()
+}
 mod fusions;
-pub mod ir;
+/// The session graph under its old name, for code not yet moved to [`crate::session`].
+pub use crate::session as ir;
 mod kernel;
+mod load;
 mod optimize;
+pub mod registry;
 mod transpose;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -20,8 +29,8 @@ pub use kernel::{Miss, lookup, type_allowed};
 use crate::infer::{self, SchemaError};
 use crate::memcpy::{self, Copy};
 use crate::model::Model;
+use crate::session::{SNode, Session};
 use crate::tables::{Ep, KernelDef, KernelTable};
-use ir::Session;
 
 /// Function inlining repeats while it changes something; functions nest only a few deep.
 const MAX_INLINE_ROUNDS: usize = 16;
@@ -63,26 +72,29 @@ impl Default for Options {
     }
 }
 
-/// Why a node landed where it did. Kernels are boxed: a placement holds one decision per node,
-/// and a small decision keeps the map of a large model small.
+/// Why a node landed where it did. Kernels are rows of the release's table, referenced, never
+/// copied.
 #[derive(Debug, Clone)]
 pub enum Decision {
     /// CUDA took it with this registration.
-    Cuda(Box<KernelDef>),
+    Cuda(&'static KernelDef),
     /// CUDA had a kernel, the shape-subgraph pass moved it to CPU.
     CpuPreferred {
-        cuda: Box<KernelDef>,
-        cpu: Option<Box<KernelDef>>,
+        cuda: &'static KernelDef,
+        cpu: Option<&'static KernelDef>,
     },
     /// CUDA's lookup failed (`cuda_miss`); the CPU kernel took it.
     CpuFallback {
         cuda_miss: Miss,
-        cpu: Box<KernelDef>,
+        cpu: &'static KernelDef,
     },
     /// CUDA had a kernel but rejected the node (attributes it does not support).
-    CpuUnsupported { reason: String, cpu: Box<KernelDef> },
+    CpuUnsupported {
+        reason: String,
+        cpu: &'static KernelDef,
+    },
     /// The provider list was CPU only.
-    Cpu(Box<KernelDef>),
+    Cpu(&'static KernelDef),
     /// Inserted by ORT (Memcpy nodes).
     Inserted,
     /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
@@ -165,7 +177,10 @@ impl Placement {
 }
 
 /// Simulates ORT's session creation for `model` under `table`.
-pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement {
+pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> Placement {
+    // One constant-folding and one inlining budget per session (`infer::eval`, `functions`).
+    crate::infer::eval::reset_budget();
+    functions::reset_budget();
     let mut placement = Placement {
         ort: table.release().ort.clone(),
         level: options.level,
@@ -225,9 +240,19 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         placement.session = session;
         return placement;
     }
-    // A model with local functions gets its unclaimed function nodes inlined first (§4.6).
-    functions::inline_aot(&mut session, table, &options.eps);
-    optimize::run(&mut session, table, options.level);
+    // ONNX shape inference runs at load, whatever the level; its rank errors fail the load.
+    let mut values = infer::shapes::Values::default();
+    infer::shapes::infer_graph(&mut session, 0, &mut values);
+    if let Some((at, fail)) = load::concat_rank_conflict(&session) {
+        placement.outcome = Outcome::LoadFail(fail);
+        placement.failed_node = Some(at);
+        placement.session = session;
+        return placement;
+    }
+    // A model with local functions gets its unclaimed function nodes inlined first (§4.6);
+    // the inlined bodies then need their shapes too.
+    let inlined = functions::inline_aot(&mut session, table, &options.eps);
+    optimize::run(&mut session, table, options.level, values, inlined);
     // Partition; inline function nodes nobody took; repeat while anything was inlined.
     for _round in 0..MAX_INLINE_ROUNDS {
         partition(&mut session, table, options, &mut placement.decisions);
@@ -250,7 +275,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
             return placement;
         }
     }
-    fusions::run(&mut session, model, options.level, &table.release().ort);
+    fusions::run(&mut session, table, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {
@@ -273,7 +298,12 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         placement.outcome = Outcome::NoKernel(no_kernel_message(table, n));
     }
     if options.eps.first() == Some(&Ep::Cuda) && placement.outcome == Outcome::Ok {
-        placement.copies = memcpy::insert(&mut session, table, &mut placement.decisions);
+        placement.copies = memcpy::insert(&mut session);
+        for c in &placement.copies {
+            placement
+                .decisions
+                .insert((c.graph, c.node), Decision::Inserted);
+        }
     }
     if placement.outcome == Outcome::Ok
         && let Some((at, fail)) = kernel_init_failure(&session)
@@ -334,7 +364,7 @@ fn first_type_conflict(session: &Session, table: &KernelTable) -> Option<((usize
 /// Errors that ONNX shape inference raises for a node whatever its inputs, which fail the load:
 /// `DFT` with both `onesided` and `inverse` set, up to ORT 1.24 (the ONNX bundled from 1.25 on
 /// accepts it: measured with the oracle on 1.23.2, 1.24.4 and 1.25.1–1.31.1).
-fn shape_inference_failure(n: &ir::SNode, table: &KernelTable) -> Option<String> {
+fn shape_inference_failure(n: &SNode, table: &KernelTable) -> Option<String> {
     if table.release_at_least(1, 25) {
         return None;
     }
@@ -407,7 +437,7 @@ fn check_attributes(session: &Session, table: &KernelTable) -> Option<((usize, u
 /// The failure of a session with a node no provider took, worded as the release words it:
 /// up to 1.22 session state finds no kernel to create; 1.23 fails in `MemcpyTransformer` on the
 /// node's empty provider; from 1.24 that check names the node.
-fn no_kernel_message(table: &KernelTable, n: &ir::SNode) -> String {
+fn no_kernel_message(table: &KernelTable, n: &SNode) -> String {
     let since = n.since.unwrap_or(0);
     if table.release_at_least(1, 24) {
         format!(
@@ -434,7 +464,7 @@ fn no_kernel_message(table: &KernelTable, n: &ir::SNode) -> String {
 /// starts and ends, say) decide copies. Binds each to its schema's since-version and kernel.
 fn bind_fused_kernels(
     session: &mut Session,
-    table: &KernelTable,
+    table: &'static KernelTable,
     decisions: &mut HashMap<(usize, usize), Decision>,
 ) {
     let versions = infer::domain_versions(session, table);
@@ -450,7 +480,8 @@ fn bind_fused_kernels(
             session.graphs[gi].nodes[ni].since = Some(schema.since);
             let node = &session.graphs[gi].nodes[ni];
             if let Ok(kd) = lookup(table, Ep::Cuda, session, gi, node, Some(schema)) {
-                decisions.insert((gi, ni), Decision::Cuda(Box::new(kd.clone())));
+                session.graphs[gi].nodes[ni].kernel = Some(kd);
+                decisions.insert((gi, ni), Decision::Cuda(kd));
             }
         }
     }
@@ -501,7 +532,7 @@ fn check_opsets(model: &Model, table: &KernelTable) -> Option<String> {
 /// `GraphPartitioner::Partition`: each EP in order, every graph bottom-up.
 fn partition(
     session: &mut Session,
-    table: &KernelTable,
+    table: &'static KernelTable,
     options: &Options,
     decisions: &mut HashMap<(usize, usize), Decision>,
 ) {
@@ -509,7 +540,7 @@ fn partition(
     // One decision per node: size the map once instead of rehashing its large entries.
     decisions.reserve(session.graphs.iter().map(|g| g.nodes.len()).sum());
     let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
-    let mut cuda_kernel: HashMap<(usize, usize), &KernelDef> = HashMap::default();
+    let mut cuda_kernel: HashMap<(usize, usize), &'static KernelDef> = HashMap::default();
     let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
     let mut preferred: rustc_hash::FxHashSet<(usize, usize)> = Default::default();
     // Partitioning assigns providers but never changes the graph: one order per graph serves
@@ -521,7 +552,7 @@ fn partition(
         for gi in bottom_up(session) {
             match ep {
                 Ep::Cuda => {
-                    let mut tentative: Vec<(usize, &KernelDef)> = Vec::new();
+                    let mut tentative: Vec<(usize, &'static KernelDef)> = Vec::new();
                     for &ni in &orders[gi] {
                         let node = &session.graphs[gi].nodes[ni];
                         if node.ep.is_some() {
@@ -552,7 +583,8 @@ fn partition(
                             cuda_kernel.insert((gi, ni), kd);
                         } else {
                             session.graphs[gi].nodes[ni].ep = Some(Ep::Cuda);
-                            decisions.insert((gi, ni), Decision::Cuda(Box::new(kd.clone())));
+                            session.graphs[gi].nodes[ni].kernel = Some(kd);
+                            decisions.insert((gi, ni), Decision::Cuda(kd));
                         }
                     }
                 }
@@ -567,13 +599,13 @@ fn partition(
                         let key = (gi, ni);
                         let decision = match lookup(table, Ep::Cpu, session, gi, node, schema) {
                             Ok(kd) => {
-                                let cpu = Box::new(kd.clone());
+                                let cpu = kd;
                                 if let Some(cuda) = cuda_kernel
                                     .remove(&key)
                                     .filter(|_| preferred.contains(&key))
                                 {
                                     Decision::CpuPreferred {
-                                        cuda: Box::new(cuda.clone()),
+                                        cuda,
                                         cpu: Some(cpu),
                                     }
                                 } else if let Some(reason) = unsupported.remove(&key) {
@@ -623,7 +655,7 @@ fn bottom_up(session: &Session) -> Vec<usize> {
 
 /// The CUDA EP's op-specific refusals (`CUDAExecutionProvider::GetCapability`, §4.2 step 3):
 /// the reason, when CUDA has a kernel but will not take the node.
-fn cuda_rejects(node: &crate::placer::ir::SNode, _onnx_opset: Option<i64>) -> Option<String> {
+fn cuda_rejects(node: &crate::session::SNode, _onnx_opset: Option<i64>) -> Option<String> {
     if node.domain != "ai.onnx" {
         return None;
     }

@@ -25,7 +25,9 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Use a type or attribute the CUDA kernel supports (the finding lists the accepted types), or
-    /// restructure the graph so the op is not needed on the GPU path.
+    /// restructure the graph so the op is not needed on the GPU path, or move to the first bundled
+    /// ORT release whose CUDA table has a kernel for the node's op, since-version and types (the
+    /// finding names it when there is one).
     ///
     /// ## Fix safety
     /// Display only: changing a type or attribute changes what the model computes.
@@ -82,7 +84,29 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let mut f = cx.node_finding(&RULE, gi, ni, message);
         f.cause = format!("{}-{since}", node.op);
         f.evidence.push(evidence);
-        f.help = Some(help);
+        let fixed_in = match cx.placement.decisions.get(&(gi, ni)) {
+            Some(Decision::CpuFallback { .. }) => first_release_with_kernel(cx, gi, node),
+            _ => None,
+        };
+        f.help = Some(match fixed_in {
+            Some(r) => format!(
+                "{help}; or use ORT {r}, the first bundled release whose CUDA table has a kernel for {}-{since} with the node's types",
+                node.op
+            ),
+            None if matches!(
+                cx.placement.decisions.get(&(gi, ni)),
+                Some(Decision::CpuFallback { .. })
+            ) =>
+            {
+                format!(
+                    "{help} (no bundled ORT release newer than {ort} has a CUDA kernel for {}-{since} with the node's types)",
+                    node.op
+                )
+            }
+            None => help,
+        });
+        let copied = crate::rules::cost::copies_at(cx, gi, ni);
+        crate::rules::cost::set_cost(cx, gi, &mut f, &copied);
         out.push(f);
     }
 }
@@ -108,4 +132,27 @@ fn accepted(cx: &Context, node: &crate::placer::ir::SNode, constraint: &str, sin
         }
     }
     types.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+/// The first bundled release newer than the simulated one whose CUDA table has a kernel for the
+/// node's op, since-version (at the model's opset) and types.
+fn first_release_with_kernel(
+    cx: &Context,
+    gi: usize,
+    node: &crate::placer::ir::SNode,
+) -> Option<&'static str> {
+    let ort = &cx.table.release().ort;
+    let opset = cx.session().opsets.get(&node.domain).copied()?;
+    cx.releases
+        .iter()
+        .filter(|(r, _)| crate::rules::registration_gap::newer(r, ort))
+        .find(|(_, t)| {
+            let Some(schema) = t.schema(&node.domain, &node.op, opset) else {
+                return false;
+            };
+            let mut probe = node.clone();
+            probe.since = Some(schema.since);
+            crate::placer::lookup(t, Ep::Cuda, cx.session(), gi, &probe, Some(schema)).is_ok()
+        })
+        .map(|(r, _)| *r)
 }

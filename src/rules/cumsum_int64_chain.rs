@@ -147,6 +147,8 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 "ORT {ort} has no CUDA CumSum for this since-version; pass position ids as a model input"
             )
         });
+        let copied = crate::rules::cost::copies_at(cx, gi, ni);
+        crate::rules::cost::set_cost(cx, gi, &mut f, &copied);
         out.push(f);
     }
 }

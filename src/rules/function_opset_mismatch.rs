@@ -4,8 +4,8 @@ use crate::analysis::opset_lowering::{self, Verdict};
 use crate::declare_rule;
 use crate::diagnostics::{Finding, Fix, FixSafety};
 use crate::model::normalize_domain;
-use crate::placer::ir::Session;
 use crate::rules::Context;
+use crate::session::Session;
 
 declare_rule! {
     /// ## What it does

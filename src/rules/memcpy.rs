@@ -10,9 +10,12 @@ use crate::rules::{Context, Edges};
 declare_rule! {
     /// ## What it does
     /// Reports each `MemcpyFromHost`/`MemcpyToHost` node ORT will insert: the value copied, the
-    /// node that produces it and the nodes on the other side that read it, the bytes per run when
-    /// shapes are known, and the cause (the CPU node or host-memory argument that forces the copy).
-    /// Copies with the same cause are grouped; the largest come first.
+    /// node that produces it and the nodes on the other side that read it, and the finding that
+    /// causes it (the OL101/OL102 node behind the boundary). Its size is a symbolic expression
+    /// over the model's dim names (`bytes_expr`, `2·batch·seq·64 B`) and a number (`bytes`)
+    /// evaluated at the dims you set (`--dim batch=1 --dim seq=2048`, or `dims` in the
+    /// configuration; a dim not set counts 1). Findings are ordered by cost, largest first, and
+    /// copies with the same cause are grouped.
     ///
     /// ## Why is this bad?
     /// Each copy is a synchronising transfer over PCIe on every run, and any copy in the main graph
@@ -130,9 +133,19 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             name: copy.value.clone(),
             text: format!("copied: {}", cx.describe_value(gi, &copy.value)),
         }];
-        f.bytes = bytes(cx, gi, &copy.value);
+        (f.bytes, f.bytes_expr) = crate::rules::cost::value_bytes(cx, gi, &copy.value);
+        if f.bytes.is_none() {
+            f.bytes = bytes(cx, gi, &copy.value);
+        }
+        let host_node = match copy.direction {
+            Direction::FromHost => host_side.first().copied(),
+            Direction::ToHost => host_side.first().copied(),
+        };
+        match host_node.and_then(|h| linked_finding(cx, gi, h)) {
+            Some(link) => f.evidence.push(format!("caused by {link}: {cause}")),
+            None => f.evidence.push(copy.log_line()),
+        }
         f.cause = cause;
-        f.evidence.push(copy.log_line());
         found.push(f);
     }
     // Largest transfers first within each cause, causes in order of their total size.
@@ -186,4 +199,21 @@ fn reason(cx: &Context, gi: usize, ni: usize) -> String {
         ),
         _ => format!("{}{since} on CPU", node.op),
     }
+}
+
+/// The finding on the host-side node that causes a copy: `OL101 (registration-gap) on `n``.
+fn linked_finding(cx: &Context, gi: usize, ni: usize) -> Option<String> {
+    let node = &cx.session().graphs[gi].nodes[ni];
+    let code = match cx.placement.decisions.get(&(gi, ni))? {
+        Decision::CpuFallback {
+            cuda_miss: Miss::Version { since },
+            ..
+        } if crate::rules::registration_gap::older_cuda_match(cx, gi, node, *since).is_some() => {
+            "OL101 (registration-gap)"
+        }
+        Decision::CpuFallback { .. } | Decision::CpuUnsupported { .. } => "OL102 (cpu-fallback)",
+        Decision::CpuPreferred { .. } => "OL103 (cpu-preferred)",
+        _ => return None,
+    };
+    Some(format!("{code} on `{}` ({})", node.name, node.op))
 }

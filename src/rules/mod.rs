@@ -5,6 +5,7 @@
 //! `rules/<CODE>-<name>.md` and `rules/README.md` are generated from it (checked by
 //! `tests/it/docs.rs`). A rule never parses, never does I/O and never prints.
 
+pub mod cost;
 mod cpu_fallback;
 mod cpu_preferred;
 mod cuda_graph_blocker;
@@ -15,6 +16,8 @@ mod memcpy;
 mod no_kernel;
 mod registration_gap;
 mod shape_fed_reshape;
+pub mod shape_proof;
+pub mod symbolic;
 mod unsupported_opset;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -56,8 +59,15 @@ impl RuleMeta {
         if let Some(first) = summary.get_mut(0..1) {
             first.make_ascii_uppercase();
         }
+        let group = if ZERO_COST_RULES.contains(&self.code) {
+            format!(
+                " A finding that causes no copy at the simulated release is in the opt-in `{ZERO_COST}` group: reported only with `--warn {ZERO_COST}` (or `{ZERO_COST} = \"warn\"` under `[rules]`)."
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "# {} {}\n\n{summary}.\n\nDefault level: **{}**. Explain it with `cargo onnx-lint explain {}`.\n\n{}\n",
+            "# {} {}\n\n{summary}.\n\nDefault level: **{}**.{group} Explain it with `cargo onnx-lint explain {}`.\n\n{}\n",
             self.code,
             self.name,
             self.default,
@@ -118,9 +128,35 @@ pub struct Context<'a> {
     pub table: &'a KernelTable,
     /// Every bundled release's table, oldest first, for "first release that fixes it".
     pub releases: &'a [(&'static str, &'a KernelTable)],
+    /// The dims sizes are evaluated at (`--dim`, `dims` in the configuration).
+    pub dims: &'a cost::Dims,
+    symbolic: std::cell::OnceCell<symbolic::Shapes>,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
+    pub fn new(
+        model: &'a Model,
+        placement: &'a Placement,
+        table: &'a KernelTable,
+        releases: &'a [(&'static str, &'a KernelTable)],
+        dims: &'a cost::Dims,
+    ) -> Context<'a> {
+        Context {
+            model,
+            placement,
+            table,
+            releases,
+            dims,
+            symbolic: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The session's symbolic shapes, inferred on first use.
+    pub fn symbolic(&self) -> &symbolic::Shapes {
+        self.symbolic
+            .get_or_init(|| symbolic::infer(self.model, &self.placement.session))
+    }
+
     pub fn session(&self) -> &Session {
         &self.placement.session
     }
@@ -267,28 +303,66 @@ pub struct Severities {
 pub struct UnknownRule(pub String);
 
 impl Severities {
-    /// Adds an override for a rule code, name, or `all`.
+    /// Adds an override for a rule code, name, `all`, or the [`ZERO_COST`] group.
     pub fn set(&mut self, key: &str, level: Severity) -> Result<(), UnknownRule> {
-        if key != "all" && find(key).is_none() {
+        if !is_group(key) && find(key).is_none() {
             return Err(UnknownRule(key.to_string()));
         }
         self.overrides.push((key.to_string(), level));
         Ok(())
     }
 
+    /// A rule's level: its default, then each override in order. `all` acts as clippy's
+    /// `-D warnings` does: `deny all`/`warn all` change only the rules enabled at that point
+    /// (an allow-by-default rule stays off unless named), `allow all` turns every rule off.
     pub fn level(&self, rule: &RuleMeta) -> Severity {
         let mut level = rule.default;
         for (key, l) in &self.overrides {
-            if key == "all" || key.eq_ignore_ascii_case(rule.code) || key == rule.name {
+            if key == "all" {
+                if level != Severity::Allow || *l == Severity::Allow {
+                    level = *l;
+                }
+            } else if key.eq_ignore_ascii_case(rule.code) || key == rule.name {
                 level = *l;
             }
         }
         level
     }
+
+    /// The level of a rule's findings that cost nothing at the simulated release: the
+    /// [`ZERO_COST`] group's (`allow` unless `zero-cost` or `all` is set), and `allow` when the
+    /// rule itself is.
+    pub fn zero_cost_level(&self, rule: &RuleMeta) -> Severity {
+        let mut group = Severity::Allow;
+        for (key, l) in &self.overrides {
+            if key == "all" || key == ZERO_COST {
+                group = *l;
+            }
+        }
+        if self.level(rule) == Severity::Allow {
+            Severity::Allow
+        } else {
+            group
+        }
+    }
 }
 
-/// Runs every enabled rule and returns the findings at their configured severity, suppressed
-/// ones removed, in rule order.
+/// The opt-in group of findings that cost nothing at the simulated release: no copy moves
+/// data because of them. Off (`allow`) unless enabled with `--warn zero-cost` or
+/// `zero-cost = "warn"` under `[rules]`.
+pub const ZERO_COST: &str = "zero-cost";
+
+/// Rules whose findings may cost nothing (no copy) and then belong to the [`ZERO_COST`] group.
+pub const ZERO_COST_RULES: [&str; 5] = ["OL101", "OL102", "OL301", "OL302", "OL303"];
+
+/// Keys of severity overrides that name groups of rules rather than one rule.
+pub fn is_group(key: &str) -> bool {
+    key == "all" || key == ZERO_COST
+}
+
+/// Runs every enabled rule and returns the findings at their configured severity (findings that
+/// cost nothing at the [`ZERO_COST`] group's), suppressed ones removed, ordered by cost: bytes
+/// copied per run, highest first, then rule order.
 pub fn check(cx: &Context, severities: &Severities) -> Vec<Finding> {
     let mut out = Vec::new();
     for rule in all() {
@@ -296,16 +370,27 @@ pub fn check(cx: &Context, severities: &Severities) -> Vec<Finding> {
         if level == Severity::Allow {
             continue;
         }
+        let zero_cost_level = severities.zero_cost_level(rule);
         let mut found = Vec::new();
         (rule.check)(cx, &mut found);
         for mut f in found {
             if f.node.is_some_and(|n| suppressed(cx.model, n, rule)) {
                 continue;
             }
-            f.severity = level;
+            f.severity = if f.zero_cost { zero_cost_level } else { level };
+            if f.severity == Severity::Allow {
+                continue;
+            }
+            if f.zero_cost {
+                f.evidence.push(format!(
+                    "no copy at ORT {}: reported because the opt-in `{ZERO_COST}` group is enabled",
+                    cx.table.release().ort
+                ));
+            }
             out.push(f);
         }
     }
+    cost::sort_by_cost(&mut out);
     out
 }
 
@@ -328,6 +413,21 @@ pub fn copies_of_chain(cx: &Context, gi: usize, chain: &[usize]) -> usize {
         .iter()
         .filter(|c| c.graph == gi && values.contains(c.value.as_str()))
         .count()
+}
+
+/// The values (of graph `gi`) that the nodes of `chain` produce and ORT copies.
+pub fn copies_of_chain_list(cx: &Context, gi: usize, chain: &[usize]) -> Vec<String> {
+    let g = &cx.session().graphs[gi];
+    let values: HashSet<&str> = chain
+        .iter()
+        .flat_map(|&c| g.nodes[c].outputs.iter().map(String::as_str))
+        .collect();
+    cx.placement
+        .copies
+        .iter()
+        .filter(|c| c.graph == gi && values.contains(c.value.as_str()))
+        .map(|c| c.value.clone())
+        .collect()
 }
 
 /// Copy nodes that feed node `ni` or read its outputs.

@@ -193,6 +193,8 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             )),
         }
         f.help = Some(ways.join("; "));
+        let copied = crate::rules::cost::copies_at(cx, gi, ni);
+        crate::rules::cost::set_cost(cx, gi, &mut f, &copied);
         out.push(f);
     }
     // Several ops may lack kernels; say which release has all of them.

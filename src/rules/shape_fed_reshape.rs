@@ -3,8 +3,9 @@
 use std::collections::HashSet;
 
 use crate::declare_rule;
-use crate::diagnostics::Finding;
+use crate::diagnostics::{Finding, Fix, FixSafety};
 use crate::placer::ir::Session;
+use crate::rules::shape_proof::{Proof, prove, shape_input};
 use crate::rules::{Context, Edges, nodes};
 use crate::tables::Ep;
 
@@ -12,58 +13,54 @@ declare_rule! {
     /// ## What it does
     /// Flags a `Reshape` (also `Expand`, `Tile`, `ConstantOfShape`) whose shape input is computed
     /// at run time from a `Shape` node: the classic `Shape → Gather → Unsqueeze → Concat → Reshape`
-    /// chain of TorchScript exports. When the chain's values can be worked out statically, the
-    /// finding gives the constant that replaces it (`[0, 0, -1]`: 0 keeps the input's dim, -1 is
-    /// inferred; or the static dims).
+    /// chain of TorchScript exports. It proves the constant that replaces the chain the way ORT
+    /// computes the output shape: every dim is carried symbolically (the model's dim names,
+    /// `batch`, `seq`, `past+seq`) through MatMul/Gemm, Transpose, elementwise ops, Slice, Gather,
+    /// Concat, Unsqueeze, Squeeze, Reshape and Split, so the `Shape` of the hidden state taken
+    /// before a projection still proves the view after it. A proven constant comes with a
+    /// machine-readable fix (JSON `fix`, kind `replace-input-with-constant`).
     ///
     /// ## Why is this bad?
     /// The chain is shape arithmetic that ORT runs on the CPU; where a piece of it stays on CUDA
     /// (a large constant in the `Concat`, a GPU value mixed in), every crossing is copied. It also
-    /// blocks CUDA-graph capture and keeps ORT's fusions from matching.
+    /// blocks CUDA-graph capture and keeps ORT's fusions from matching. Chains that cause no copy
+    /// at the simulated release cost nothing there: they are reported only in the opt-in
+    /// `zero-cost` group.
     ///
     /// ## Example
     /// ```text
-    /// s = Shape (x)
+    /// s = Shape (hidden)                   # bsz, q_len, _ = hidden.size()
     /// b = Gather <axis = 0> (s, zero)
-    /// t = Unsqueeze (b, axes0)
-    /// shape = Concat <axis = 0> (t, rest)
-    /// y = Reshape (x, shape)
+    /// t = Gather <axis = 0> (s, one)
+    /// shape = Concat <axis = 0> (Unsqueeze (b, axes0), Unsqueeze (t, axes0), heads, dim)
+    /// q = MatMul (hidden, wq)
+    /// y = Reshape (q, shape)
     /// ```
     /// Use instead:
     /// ```text
-    /// y = Reshape (x, shape_const)     # shape_const = [0, 12, 64]
+    /// y = Reshape (q, shape_const)         # shape_const = [0, 0, 12, 64]
     /// ```
     ///
     /// ## How to fix
-    /// Replace the shape input with the constant the finding names and delete the chain, or export
-    /// with static shapes / let the exporter fold it (the dynamo exporter, `do_constant_folding`).
+    /// Replace the shape input with the constant the finding names and delete the chain (`--fix`
+    /// applies the JSON `fix`), or export with static shapes / let the exporter fold it (the
+    /// dynamo exporter, `do_constant_folding`). When no constant is proven the finding says which
+    /// element is not constant: a view that splits `batch·seq` back into two dims (GPT-2's
+    /// `Conv1D`: `view(-1, k)`, `Gemm`, `view(bsz, q_len, n)`) has none; use a 3-D `MatMul`.
     ///
     /// ## Fix safety
-    /// The replacement is exact when the finding says "proved": every element was derived from
-    /// the `Shape` of the data input at the same position (0) or from constants. With a `-1`, the
-    /// replacement is exact as long as the total size is unchanged, which `Reshape` requires anyway.
+    /// A proven constant keeps outputs bit-identical: each element is a constant of the graph or,
+    /// for `Reshape`, `0` where it equals the data input's dim at the same position (not with
+    /// `allowzero = 1`, where `0` means an empty dim), for `Expand`, `1` where it equals the data
+    /// dim it broadcasts against. One element left over becomes `-1`, which `Reshape` infers from
+    /// the total size the original shape had to keep anyway; such a fix is `unsafe` when another
+    /// element is a `0` that copies a dim, because ORT rejects `-1` next to a zero-size dim (an
+    /// empty batch) where the original shape would not. Dims are equal when their names are (as
+    /// ONNX defines `dim_param`).
     pub static RULE = ("OL301", "shape-fed-reshape", Warn, "a Reshape/Expand/Tile shape input is computed from Shape at run time", check);
 }
 
-/// One element of a shape vector, symbolically.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Elem {
-    Const(i64),
-    /// Dim `axis` of value `name`.
-    Dim(String, usize),
-    Unknown,
-}
-
-const MAX_LEN: usize = 64;
 const MAX_DEPTH: usize = 24;
-
-fn shape_input(op: &str) -> Option<usize> {
-    match op {
-        "Reshape" | "Expand" | "Tile" => Some(1),
-        "ConstantOfShape" => Some(0),
-        _ => None,
-    }
-}
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
@@ -88,21 +85,22 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             .iter()
             .filter(|&&c| s.graphs[gi].nodes[c].ep == Some(Ep::Cpu))
             .count();
-        let copies = crate::rules::copies_of_chain(cx, gi, &chain);
+        let copies = crate::rules::copies_of_chain_list(cx, gi, &chain);
         let mut f = cx.node_finding(
             &RULE,
             gi,
             ni,
             format!(
-                "the shape input of `{}` ({}) is computed at run time from Shape: {} node{} ({on_cpu} on CPU), {copies} cop{}",
+                "the shape input of `{}` ({}) is computed at run time from Shape: {} node{} ({on_cpu} on CPU), {} cop{}",
                 node.name,
                 node.op,
                 chain.len(),
                 if chain.len() == 1 { "" } else { "s" },
-                if copies == 1 { "y" } else { "ies" }
+                copies.len(),
+                if copies.len() == 1 { "y" } else { "ies" }
             ),
         );
-        f.cause = "shape chain".into();
+        f.cause = "shape chain: constant proven".into();
         f.evidence.push(format!(
             "chain: {}",
             chain
@@ -112,17 +110,61 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 .collect::<Vec<_>>()
                 .join(" → ")
         ));
-        let data = node.inputs.first().cloned().unwrap_or_default();
-        let elems = eval(s, gi, &edges, shape, 0);
-        f.help = Some(match replacement(s, gi, &node.op, &data, node, elems.as_deref()) {
-            Some((text, proved)) => format!(
-                "replace `{shape}` with the constant {text}{} and delete the chain",
-                if proved { " (proved from the graph)" } else { "" }
-            ),
-            None => "export with static shapes or fold the chain into a constant; the linter could not prove the constant".into(),
-        });
+        // The cost: the copies the chain causes; none, and the finding is in the opt-in group.
+        crate::rules::cost::set_cost(cx, gi, &mut f, &copies);
+        match prove(cx.symbolic(), gi, node) {
+            Ok(proof) => {
+                let text = format!("{:?}", proof.values);
+                let safe = !proof.inferred || proof.values.iter().all(|&v| v > 0 || v == -1);
+                f.help = Some(format!(
+                    "replace `{shape}` with the constant {text} (proved from the graph) and delete the chain"
+                ));
+                f.evidence.push(proof_note(&node.op, &proof, safe));
+                f.fix = Some(Fix::ReplaceInputWithConstant {
+                    graph: f.graph.clone(),
+                    node: node.name.clone(),
+                    input: k,
+                    values: proof.values,
+                    safety: if safe {
+                        FixSafety::Safe
+                    } else {
+                        FixSafety::Unsafe
+                    },
+                });
+            }
+            Err(why) => {
+                f.cause = "shape chain: no constant proven".into();
+                f.help = Some(format!(
+                    "export with static shapes or fold the chain into a constant; the linter could not prove the constant: {why}"
+                ));
+            }
+        }
         out.push(f);
     }
+}
+
+/// How the constant was proven, for the evidence.
+fn proof_note(op: &str, proof: &Proof, safe: bool) -> String {
+    let mut s = match op {
+        "Reshape" => {
+            "proof: every element is a constant, or (0) the data input's dim at the same position"
+                .to_string()
+        }
+        "Expand" => {
+            "proof: every element is a constant, or (1) the data input's dim it broadcasts against"
+                .to_string()
+        }
+        _ => "proof: every element is a constant".to_string(),
+    };
+    if proof.inferred {
+        s.push_str("; one element is left to Reshape's -1 (the total size is unchanged)");
+        if !safe {
+            s.push_str(
+                "; unsafe fix: ORT rejects -1 when another requested dim is 0 (an empty input)",
+            );
+        }
+    }
+    s
 }
 
 fn reaches_shape(
@@ -158,136 +200,4 @@ fn reaches_shape(
         chain.push(p);
     }
     found
-}
-
-/// Symbolic value of a small int64 vector.
-fn eval(s: &Session, gi: usize, edges: &Edges, value: &str, depth: usize) -> Option<Vec<Elem>> {
-    if depth > MAX_DEPTH {
-        return None;
-    }
-    if let Some(init) = s.initializer(gi, value) {
-        return crate::placer::ir::int_values(&init.tensor)
-            .map(|v| v.into_iter().map(Elem::Const).collect());
-    }
-    let node = &s.graphs[gi].nodes[*edges.producer.get(value)?];
-    let arg = |i: usize| {
-        node.inputs
-            .get(i)
-            .filter(|n| !n.is_empty())
-            .and_then(|n| eval(s, gi, edges, n, depth + 1))
-    };
-    let out = match node.op.as_str() {
-        "Shape" => {
-            let x = node.inputs.first()?;
-            let rank = s.shape_of(gi, x)?.len() as i64;
-            let clamp = |v: i64| {
-                if v < 0 {
-                    (v + rank).max(0)
-                } else {
-                    v.min(rank)
-                }
-            };
-            let start = clamp(node.attr_i("start").unwrap_or(0));
-            let end = clamp(node.attr_i("end").unwrap_or(rank));
-            (start..end)
-                .map(|i| Elem::Dim(x.clone(), i as usize))
-                .collect()
-        }
-        "Cast" | "Identity" | "Squeeze" | "Unsqueeze" => arg(0)?,
-        "Gather" if node.attr_i("axis").unwrap_or(0) == 0 => {
-            let data = arg(0)?;
-            let idx = arg(1)?;
-            idx.iter()
-                .map(|i| match i {
-                    Elem::Const(i) => {
-                        let i = if *i < 0 { *i + data.len() as i64 } else { *i };
-                        usize::try_from(i)
-                            .ok()
-                            .and_then(|i| data.get(i).cloned())
-                            .unwrap_or(Elem::Unknown)
-                    }
-                    _ => Elem::Unknown,
-                })
-                .collect()
-        }
-        "Concat" => {
-            let mut all = Vec::new();
-            for i in 0..node.inputs.len() {
-                all.extend(arg(i)?);
-            }
-            all
-        }
-        "Mul" | "Add" | "Sub" | "Div" => {
-            let (a, b) = (arg(0)?, arg(1)?);
-            if a.len() != b.len() && a.len() != 1 && b.len() != 1 {
-                return None;
-            }
-            let n = a.len().max(b.len());
-            (0..n)
-                .map(|i| {
-                    let x = &a[if a.len() == 1 { 0 } else { i }];
-                    let y = &b[if b.len() == 1 { 0 } else { i }];
-                    match (x, y, node.op.as_str()) {
-                        (Elem::Const(x), Elem::Const(y), "Mul") => {
-                            x.checked_mul(*y).map(Elem::Const).unwrap_or(Elem::Unknown)
-                        }
-                        (Elem::Const(x), Elem::Const(y), "Add") => {
-                            x.checked_add(*y).map(Elem::Const).unwrap_or(Elem::Unknown)
-                        }
-                        (Elem::Const(x), Elem::Const(y), "Sub") => {
-                            x.checked_sub(*y).map(Elem::Const).unwrap_or(Elem::Unknown)
-                        }
-                        (Elem::Const(x), Elem::Const(y), "Div") if *y != 0 => Elem::Const(x / y),
-                        _ => Elem::Unknown,
-                    }
-                })
-                .collect()
-        }
-        _ => return None,
-    };
-    (out.len() <= MAX_LEN).then_some(out)
-}
-
-/// The constant that replaces the shape input, and whether every element was proved.
-fn replacement(
-    s: &Session,
-    gi: usize,
-    op: &str,
-    data: &str,
-    node: &crate::placer::ir::SNode,
-    elems: Option<&[Elem]>,
-) -> Option<(String, bool)> {
-    // A fully static output shape is the simplest answer for every op.
-    if op != "Tile"
-        && let Some(out) = node.outputs.first().and_then(|o| s.shape_of(gi, o))
-        && let Some(dims) = out.iter().copied().collect::<Option<Vec<i64>>>()
-        && elems.is_none_or(|e| e.len() == dims.len())
-    {
-        return Some((format!("{dims:?}"), true));
-    }
-    let elems = elems?;
-    let data_shape = s.shape_of(gi, data);
-    let allow_zero = node.attr_i("allowzero").unwrap_or(0) != 0;
-    let mut values: Vec<Option<i64>> = elems
-        .iter()
-        .enumerate()
-        .map(|(i, e)| match e {
-            Elem::Const(k) => Some(*k),
-            Elem::Dim(v, j) if op == "Reshape" && !allow_zero && v == data && *j == i => Some(0),
-            Elem::Dim(v, j) => s.shape_of(gi, v).and_then(|d| d.get(*j).copied().flatten()),
-            Elem::Unknown => None,
-        })
-        .collect();
-    let unknown = values.iter().filter(|v| v.is_none()).count();
-    let proved = unknown == 0;
-    if op == "Reshape" && unknown == 1 && !values.contains(&Some(-1)) {
-        for v in values.iter_mut() {
-            if v.is_none() {
-                *v = Some(-1);
-            }
-        }
-    }
-    let _ = data_shape;
-    let all: Option<Vec<i64>> = values.into_iter().collect();
-    all.map(|v| (format!("{v:?}"), proved || op == "Reshape"))
 }

@@ -44,10 +44,9 @@ pub const UNBOUNDED: usize = i32::MAX as usize;
 pub struct Bundled {
     /// ORT version, e.g. `1.24.4`.
     pub version: &'static str,
-    /// File name under `kernel-tables/`.
+    /// File name of the table's TOML source under `kernel-tables/` (not embedded: the compact
+    /// form is its exact parse).
     pub file_name: &'static str,
-    /// The embedded file.
-    pub text: &'static str,
     /// The embedded compact form of the parsed file (`ort-<version>.bin`, [`compact`]).
     pub compact: &'static [u8],
     /// The embedded attribute list of every op schema (`attributes/ort-<version>.txt`).
@@ -60,14 +59,12 @@ impl Bundled {
     pub(crate) const fn new(
         version: &'static str,
         file_name: &'static str,
-        text: &'static str,
         compact: &'static [u8],
         attributes_text: &'static str,
     ) -> Self {
         Bundled {
             version,
             file_name,
-            text,
             compact,
             attributes_text,
             parsed: OnceLock::new(),
@@ -83,7 +80,7 @@ impl Bundled {
 
     /// The table, decoded from its compact form on first use and cached for the life of the
     /// process. The compact form is the TOML parsed ahead of time (`tests/it/tables.rs` checks
-    /// that it is exactly that), so this is the same table as `format::parse(file_name, text)`.
+    /// that it is exactly that), so this is the same table as `format::parse` of the TOML file.
     pub fn table(&'static self) -> &'static KernelTable {
         self.parsed.get_or_init(|| {
             compact::decode(self.compact).expect(

@@ -2,8 +2,8 @@
 //! time, so this builds and runs on machines that have neither.
 
 use std::ffi::CStr;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use ort::logging::LogLevel;
 use ort::session::Session;
@@ -192,37 +192,55 @@ pub fn run_session(
     level: OptLevel,
     cuda: Option<i32>,
 ) -> Result<LiveSession, SetupError> {
-    let lines: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&lines);
-    let logger: ort::logging::LoggerFunction = Arc::new(
-        move |lvl: LogLevel, category: &str, id: &str, location: &str, message: &str| {
-            // `ort` may hand the code location over as the category: take whichever looks
-            // like `file.cc:123 Function`.
-            let loc = if location.contains(".cc:") || location.contains(".h:") {
-                location
-            } else if category.contains(".cc:") || category.contains(".h:") {
-                category
-            } else {
-                location
-            };
-            if let Ok(mut v) = sink.lock() {
-                for m in message.split('\n') {
-                    v.push(format_line(severity_letter(lvl), id, loc, m));
+    // ORT allows one environment per process: it is made on first use, with a logger writing
+    // into `LOG`, and shared by every later session (`verify` takes several models).
+    static LOG: OnceLock<Arc<Mutex<Vec<String>>>> = OnceLock::new();
+    static ENV: OnceLock<Result<(PathBuf, ort::environment::Environment), String>> =
+        OnceLock::new();
+    let lines = Arc::clone(LOG.get_or_init(|| Arc::new(Mutex::new(Vec::new()))));
+    let made = ENV.get_or_init(|| {
+        let sink = Arc::clone(&lines);
+        let logger: ort::logging::LoggerFunction = Arc::new(
+            move |lvl: LogLevel, category: &str, id: &str, location: &str, message: &str| {
+                // `ort` may hand the code location over as the category: take whichever looks
+                // like `file.cc:123 Function`.
+                let loc = if location.contains(".cc:") || location.contains(".h:") {
+                    location
+                } else if category.contains(".cc:") || category.contains(".h:") {
+                    category
+                } else {
+                    location
+                };
+                if let Ok(mut v) = sink.lock() {
+                    for m in message.split('\n') {
+                        v.push(format_line(severity_letter(lvl), id, loc, m));
+                    }
                 }
-            }
-        },
-    );
-    let env = ort::init_from(dylib)
-        .map_err(|e| SetupError(format!("could not load ONNX Runtime: {e}")))?
-        .with_name("onnx-lint-verify")
-        .with_telemetry(false)
-        .with_logger(logger)
-        .build()
-        .map_err(|e| SetupError(format!("could not create the ORT environment: {e}")))?;
+            },
+        );
+        let env = ort::init_from(dylib)
+            .map_err(|e| format!("could not load ONNX Runtime: {e}"))?
+            .with_name("onnx-lint-verify")
+            .with_telemetry(false)
+            .with_logger(logger)
+            .build()
+            .map_err(|e| format!("could not create the ORT environment: {e}"))?;
+        Ok((dylib.to_path_buf(), env))
+    });
+    let env = match made {
+        Ok((path, env)) if path == dylib => env,
+        Ok((path, _)) => {
+            return Err(SetupError(format!(
+                "ONNX Runtime is already loaded from {}: one library per process",
+                path.display()
+            )));
+        }
+        Err(e) => return Err(SetupError(e.clone())),
+    };
 
     let options = || -> Result<ort::session::builder::SessionBuilder, SetupError> {
         let set = |e: ort::Error<_>| SetupError(format!("could not set session options: {e}"));
-        Session::builder(&env)
+        Session::builder(env)
             .map_err(|e| SetupError(format!("could not create session options: {e}")))?
             .with_log_level(LogLevel::Verbose)
             .map_err(set)?

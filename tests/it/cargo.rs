@@ -444,6 +444,7 @@ fn ort_mapping_is_data_with_provenance_and_covers_the_issue() {
         let locked = Locked {
             ort: vec![semver::Version::parse(ort).unwrap()],
             ort_sys: Vec::new(),
+            ort_dynamic: false,
         };
         infer(&locked, None).unwrap()
     };
@@ -480,6 +481,7 @@ fn ort_mapping_is_data_with_provenance_and_covers_the_issue() {
     let locked = Locked {
         ort: vec![semver::Version::parse("2.0.0-rc.12").unwrap()],
         ort_sys: vec![semver::Version::parse("2.0.0-rc.13").unwrap()],
+        ort_dynamic: false,
     };
     assert!(
         infer(&locked, None)
@@ -495,6 +497,7 @@ fn ort_mapping_is_data_with_provenance_and_covers_the_issue() {
             semver::Version::parse("2.0.0-rc.13").unwrap(),
         ],
         ort_sys: Vec::new(),
+        ort_dynamic: false,
     };
     let req = semver::VersionReq::parse("=2.0.0-rc.12").unwrap();
     assert!(
@@ -533,7 +536,7 @@ fn an_unbundled_release_in_cargo_lock_warns_and_takes_the_nearest() {
 
 /// The cache entries written so far.
 fn entries(target: &Path) -> Vec<PathBuf> {
-    let dir = target.join("onnx-lint/cache-v1");
+    let dir = target.join("onnx-lint/cache-v2");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -577,7 +580,8 @@ fn the_cache_answers_like_a_fresh_run_and_never_serves_a_stale_answer() {
     assert_eq!(n, 3 * 4, "one entry per model and format");
     assert!(target.join("onnx-lint/CACHEDIR.TAG").is_file());
 
-    // A hit is served from the entry: doctor one and see it come back.
+    // A hit is served from the entry: doctor one, with its checksum line recomputed the way
+    // `src/cache.rs` writes it, and see it come back.
     let json = cargo_lint(root, &["--format", "json", "-p", "text"]);
     let entry = entries(&target)
         .into_iter()
@@ -588,11 +592,29 @@ fn the_cache_answers_like_a_fresh_run_and_never_serves_a_stale_answer() {
         })
         .unwrap();
     let text = std::fs::read_to_string(&entry).unwrap();
-    std::fs::write(
-        &entry,
-        text.replace("\"ort\":\"1.28.0\"", "\"ort\":\"cached\""),
-    )
-    .unwrap();
+    let (_, body) = text.split_once('\n').unwrap();
+    let doctored = body.replace("\"ort\":\"1.28.0\"", "\"ort\":\"cached\"");
+    assert_ne!(doctored, body);
+    let key = entry.file_stem().unwrap().to_str().unwrap();
+    let sum = {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(b"onnx-lint cache entry\0");
+        h.update(key.as_bytes());
+        h.update(b"\0");
+        h.update(doctored.as_bytes());
+        h.finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    // Edited by hand, checksum untouched: a miss, never the edited answer (issue 15).
+    std::fs::write(&entry, format!("{}\n{doctored}", &text[..64])).unwrap();
+    assert_eq!(
+        cargo_lint(root, &["--format", "json", "-p", "text"]).stdout,
+        json.stdout
+    );
+    std::fs::write(&entry, format!("{sum}\n{doctored}")).unwrap();
     let served = cargo_lint(root, &["--format", "json", "-p", "text"]);
     assert_eq!(
         records(&served)["crates/text/assets/relu.onnx"]["ort"],
@@ -808,7 +830,7 @@ fn pre_commit_hook_lints_only_the_staged_models_under_their_package_configuratio
     git(repo, &["commit", "-qm", "init"]);
     std::fs::write(repo.join("notes.md"), "a note").unwrap();
     git(repo, &["add", "notes.md", "crates/text/assets/relu.onnx"]);
-    for id in ["onnx-lint", "onnx-lint-system"] {
+    for id in ["onnx-lint", "onnx-lint-system", "onnx-lint-pip"] {
         let (staged, run) = run_hook(id, repo);
         assert_eq!(staged, ["crates/text/assets/relu.onnx"]);
         assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
@@ -1056,4 +1078,135 @@ fn readme_workflow_example_uses_the_action_inputs() {
         .map(|h| h["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["onnx-lint"]);
+}
+
+/// `ort` with `load-dynamic` links no ONNX Runtime of its own: Cargo.lock does not say which
+/// release runs, and the tool says so instead of guessing from it.
+#[test]
+fn load_dynamic_is_detected_from_the_manifest_and_from_cargo_lock() {
+    let newest = onnx_lint::tables::newest().version;
+    // On the dependency.
+    let ws = workspace();
+    edit(
+        &ws.path().join("crates/vision/Cargo.toml"),
+        "ort = \"=2.0.0-rc.12\"",
+        "ort = { version = \"=2.0.0-rc.12\", features = [\"load-dynamic\"] }",
+    );
+    let run = cargo_lint(ws.path(), &["-p", "vision", "--format", "json"]);
+    let r = records(&run);
+    assert_eq!(r["crates/vision/models/gemma.onnx"]["ort"], newest);
+    for needle in [
+        "package `vision` depends on `ort` with its `load-dynamic` feature",
+        "Pass `--ort <VERSION>` or set `ort = \"...\"`",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+    }
+    // Through a feature of the package.
+    let ws = workspace();
+    let manifest = ws.path().join("crates/vision/Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace(
+            "[dependencies]",
+            "[features]\ndynamic = [\"ort/load-dynamic\"]\n\n[dependencies]",
+        ),
+    )
+    .unwrap();
+    let run = cargo_lint(ws.path(), &["-p", "vision"]);
+    assert!(
+        run.stderr
+            .contains("package `vision`'s feature `dynamic` enables `ort/load-dynamic`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.starts_with(&format!(
+            "note: package `vision`: ORT {newest}: the newest bundled release"
+        )),
+        "{}",
+        run.stdout
+    );
+    // Only Cargo.lock says so: `ort` locked with `libloading`.
+    let ws = workspace();
+    edit(
+        &ws.path().join("Cargo.lock"),
+        " \"ort-sys\",\n]",
+        " \"libloading\",\n \"ort-sys\",\n]",
+    );
+    let run = cargo_lint(ws.path(), &["-p", "vision", "--format", "json"]);
+    assert_eq!(
+        records(&run)["crates/vision/models/gemma.onnx"]["ort"],
+        newest
+    );
+    assert!(run.stderr.contains("`libloading`"), "{}", run.stderr);
+    // `--ort` settles it, without a warning.
+    let run = cargo_lint(
+        ws.path(),
+        &["-p", "vision", "--ort", "1.24", "--format", "json"],
+    );
+    assert_eq!(
+        records(&run)["crates/vision/models/gemma.onnx"]["ort"],
+        "1.24.4"
+    );
+    assert!(!run.stderr.contains("load-dynamic"), "{}", run.stderr);
+}
+
+/// `place` takes the release and options from the package's configuration and Cargo.lock, as
+/// the lint command does.
+#[test]
+fn place_uses_the_package_configuration_and_cargo_lock() {
+    let ws = workspace();
+    let run = cargo_lint(
+        ws.path(),
+        &[
+            "place",
+            "crates/text/assets/relu.onnx",
+            "crates/vision/models/gemma.onnx",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = records(&run);
+    let text = &r["crates/text/assets/relu.onnx"];
+    assert!(text["ort"].as_str().unwrap().starts_with("1.28."), "{text}");
+    assert_eq!(text["all_nodes_on"]["CPUExecutionProvider"], 1, "ep = cpu");
+    assert_eq!(
+        r["crates/vision/models/gemma.onnx"]["ort"], "1.24.4",
+        "from Cargo.lock"
+    );
+    assert!(
+        run.stderr
+            .contains("note: package `vision`: ORT 1.24.4: Cargo.lock has ort"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Mistakes in several manifests are all reported in one run.
+#[test]
+fn every_manifest_mistake_is_reported_at_once() {
+    let ws = workspace();
+    edit(
+        &ws.path().join("crates/vision/Cargo.toml"),
+        "registration-gap = \"deny\"",
+        "registration-gpa = \"deny\"",
+    );
+    edit(
+        &ws.path().join("crates/text/Cargo.toml"),
+        "ep = \"cpu\"",
+        "ep = \"cpux\"",
+    );
+    let run = cargo_lint(ws.path(), &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for needle in [
+        "unknown rule `registration-gpa`",
+        "did you mean `registration-gap`?",
+        "crates/vision/Cargo.toml:",
+        "unknown ep `cpux`; did you mean `cpu`?",
+        "crates/text/Cargo.toml:",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+    }
 }

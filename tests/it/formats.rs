@@ -126,7 +126,9 @@ fn json_findings_are_stable_and_complete() {
         &[GEMMA, "--ort", "1.24.4", "--format", "json", "--no-cache"],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let all: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 1, "always an array");
+    let v = &all[0];
     assert_eq!(v["ort"], "1.24.4");
     assert_eq!(v["level"], "all");
     assert_eq!(v["session"], "ok");
@@ -172,7 +174,7 @@ fn opset_24_gap_fires_on_1_24_and_not_on_1_31() {
     );
     let count = |r: &support::Run, code: &str| {
         let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-        v["findings"]
+        v[0]["findings"]
             .as_array()
             .unwrap()
             .iter()
@@ -223,7 +225,7 @@ fn severities_and_exit_codes() {
         ],
     );
     let v: serde_json::Value = serde_json::from_str(&quiet.stdout).unwrap();
-    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
+    assert_eq!(v[0]["findings"].as_array().unwrap().len(), 0);
     // Usage errors: 2.
     let unknown = run_in(&repo, &[GEMMA, "--deny", "OL999"]);
     assert_eq!(unknown.code, 2);
@@ -299,8 +301,8 @@ fn config_file_errors_point_into_the_file() {
     let run = run_in(dir.path(), &["m.onnx", "--format", "json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(v["ort"], "1.24.4");
-    assert_eq!(v["ep"], "cpu");
+    assert_eq!(v[0]["ort"], "1.24.4");
+    assert_eq!(v[0]["ep"], "cpu");
 }
 
 #[test]
@@ -325,7 +327,7 @@ fn node_metadata_suppresses_rules() {
     let codes = |file: &str| {
         let run = run_in(dir.path(), &[file, "--ort", "1.24.4", "--format", "json"]);
         let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        v["findings"]
+        v[0]["findings"]
             .as_array()
             .unwrap()
             .iter()
@@ -338,4 +340,87 @@ fn node_metadata_suppresses_rules() {
         !quiet.contains(&"OL101".to_string()) && !quiet.contains(&"OL201".to_string()),
         "{quiet:?}"
     );
+}
+
+#[test]
+fn github_job_summary_rows_stay_one_table_over_several_models() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(support::repo().join(GEMMA), dir.path().join("a.onnx")).unwrap();
+    std::fs::copy(support::repo().join(GEMMA), dir.path().join("b.onnx")).unwrap();
+    support::write(dir.path(), "c.onnx", &support::relu_model());
+    let summary = dir.path().join("summary.md");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-onnx-lint"))
+        .args([".", "--ort", "1.24.4", "--format", "github"])
+        .current_dir(dir.path())
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let md = std::fs::read_to_string(&summary).unwrap();
+    let table: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("| model |"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert_eq!(table.len(), 2 + 3, "header, rule, one row per model:\n{md}");
+    assert!(
+        table[2].starts_with("| `./a.onnx` | ORT 1.24.4 (all)"),
+        "{md}"
+    );
+    assert!(
+        table[4].starts_with("| `./c.onnx` | ORT 1.24.4 (all): 1 node on CUDA"),
+        "{md}"
+    );
+    assert_eq!(
+        md.matches("\n### `").count(),
+        2,
+        "a section per model with findings:\n{md}"
+    );
+}
+
+#[test]
+fn sarif_uris_are_relative_to_srcroot_and_failures_are_reported() {
+    let repo = support::repo();
+    let absolute = repo.join(GEMMA);
+    let run = run_in(
+        &repo,
+        &[
+            absolute.to_str().unwrap(),
+            "--ort",
+            "1.24.4",
+            "--format",
+            "sarif",
+            "--no-cache",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let log: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let run0 = &log["runs"][0];
+    let location = &run0["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert_eq!(location["uri"], GEMMA, "relative, although typed absolute");
+    assert_eq!(location["uriBaseId"], "%SRCROOT%");
+    let base = run0["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .unwrap();
+    assert!(
+        base.starts_with("file:///") && base.ends_with('/'),
+        "{base}"
+    );
+    assert_eq!(run0["invocations"][0]["executionSuccessful"], true);
+
+    let dir = tempfile::tempdir().unwrap();
+    support::write(dir.path(), "good model.onnx", &support::relu_model());
+    std::fs::write(dir.path().join("bad.onnx"), b"\xff\xff\xff").unwrap();
+    let run = run_in(dir.path(), &[".", "--format", "sarif"]);
+    assert_eq!(run.code, 2);
+    let log: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let inv = &log["runs"][0]["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], false);
+    let n = &inv["toolExecutionNotifications"][0];
+    assert_eq!(n["level"], "error");
+    assert_eq!(
+        n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "bad.onnx"
+    );
+    assert_eq!(n["descriptor"]["id"], "onnx_lint::load::not_protobuf");
 }

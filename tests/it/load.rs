@@ -335,11 +335,7 @@ fn topological_order_fixes_file_order() {
 /// Every model of the public corpus loads with no error-level problem.
 #[test]
 fn public_corpus_loads() {
-    let Some(shared) = support::shared() else {
-        eprintln!("skipped: ../shared is not beside this checkout");
-        return;
-    };
-    let files = onnx_lint::cli::expand_paths(&[shared.join("corpus/models")]).unwrap();
+    let files = onnx_lint::cli::expand_paths(&[support::corpus_models()]).unwrap();
     assert!(files.len() >= 150, "corpus has {} models", files.len());
     for f in files {
         let m = model::load(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
@@ -354,15 +350,15 @@ fn public_corpus_loads() {
     }
 }
 
-/// The 1884 ONNX backend node-test models (written by `../shared/oracle/build_node_corpus.py`),
-/// when `ONNX_LINT_NODE_CORPUS` names their folder.
+/// The 1884 ONNX backend node-test models ([`support::node_corpus`]: written from the pinned
+/// `onnx` package, or the folder `ONNX_LINT_NODE_CORPUS` names).
 #[test]
 fn node_test_corpus_loads() {
-    let Some(dir) = std::env::var_os("ONNX_LINT_NODE_CORPUS") else {
-        eprintln!("skipped: set ONNX_LINT_NODE_CORPUS to the node-test model folder");
-        return;
+    let dir = match support::node_corpus() {
+        Ok(dir) => dir,
+        Err(why) => return support::not_run("node-test corpus loads", &why),
     };
-    let files = onnx_lint::cli::expand_paths(&[dir.into()]).unwrap();
+    let files = onnx_lint::cli::expand_paths(&[dir]).unwrap();
     assert!(files.len() >= 1800, "{} models", files.len());
     for f in files {
         let m = model::load(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));

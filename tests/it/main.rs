@@ -5,15 +5,19 @@
     clippy::print_stderr,
     clippy::print_stdout
 )]
+mod architecture;
 mod cargo;
 mod cli;
 mod codegen;
 mod docs;
 mod fix;
 mod formats;
+mod fuzz;
 mod load;
+mod packaging;
 mod placement;
 mod rules;
+mod session;
 mod support;
 mod tables;
 mod text;

@@ -1,14 +1,15 @@
 //! Per-rule fixtures: `tests/it/fixtures/rules/<CODE>/*.onnxtxt`, models in ONNX's textual
 //! syntax with a leading comment block that sets the run (`# ort: 1.24.4`, `# level: disable`,
-//! `# ep: cpu`, `# rules: OL103=warn`). A fixture named `ok_*` must not fire its folder's rule;
+//! `# ep: cpu`, `# rules: OL103=warn`, `# dims: batch=1, seq=128`). A fixture named `ok_*` must
+//! not fire its folder's rule;
 //! every other fixture must fire it, and its rendered diagnostics (no colour, fixed width) are
 //! an insta snapshot.
 
 use std::path::Path;
 
-use onnx_lint::cli::check::{Settings, analyse};
 use onnx_lint::diagnostics::Severity;
 use onnx_lint::diagnostics::render::{self, Style};
+use onnx_lint::lint::{Settings, analyse};
 use onnx_lint::placer::{OptLevel, Options};
 use onnx_lint::rules::Severities;
 use onnx_lint::tables::{self, Ep};
@@ -68,7 +69,14 @@ fn run_fixture(path: &Path) -> (usize, String) {
             },
         },
         severities,
-        format: onnx_lint::cli::Format::Human,
+        dims: onnx_lint::rules::cost::Dims(
+            header(&text, "dims")
+                .unwrap_or("")
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|d| onnx_lint::rules::cost::Dims::parse_one(d).unwrap())
+                .collect(),
+        ),
     };
     let a = analyse(model, &settings);
     let mine: Vec<_> = a
@@ -83,9 +91,32 @@ fn run_fixture(path: &Path) -> (usize, String) {
         width: 100,
     };
     let rendered = render::human(&a.model, &mine, style);
+    // What JSON carries beyond the human form: the cost and the machine-readable fix.
+    let mut machine = String::new();
+    for f in &mine {
+        if f.bytes.is_none() && f.fix.is_none() {
+            continue;
+        }
+        machine.push_str(&format!(
+            "{} {}: bytes {:?}, bytes_expr {:?}, fix {}\n",
+            f.code,
+            f.node_name
+                .as_deref()
+                .or(f.values.first().map(|v| v.name.as_str()))
+                .unwrap_or(""),
+            f.bytes,
+            f.bytes_expr,
+            serde_json::to_string(&f.fix).unwrap()
+        ));
+    }
+    let machine = if machine.is_empty() {
+        String::new()
+    } else {
+        format!("# Cost and fixes\n{machine}")
+    };
     (
         mine.len(),
-        format!("# Input\n{text}\n# Diagnostics\n{rendered}"),
+        format!("# Input\n{text}\n# Diagnostics\n{rendered}{machine}"),
     )
 }
 
@@ -105,4 +136,221 @@ fn rule_fixtures() {
             insta::assert_snapshot!(rendered);
         }
     });
+}
+
+/// Copies a rule fixture into a fresh folder (no configuration above it) and returns the folder.
+fn fixture_dir(code: &str, name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/fixtures/rules")
+        .join(code)
+        .join(name);
+    std::fs::copy(&src, dir.path().join(name)).unwrap();
+    dir
+}
+
+fn json_of(run: &crate::support::Run) -> serde_json::Value {
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    // Lint JSON is always an array, one object per model: these tests lint one model.
+    let models = v.as_array().expect("a JSON array");
+    assert_eq!(models.len(), 1, "{}", run.stdout);
+    models[0].clone()
+}
+
+#[test]
+fn copies_have_bytes_at_the_dims_and_findings_are_ordered_by_cost() {
+    let name = "attention_copies_bytes.onnxtxt";
+    let dir = fixture_dir("OL201", name);
+    let v = json_of(&crate::support::run_in(
+        dir.path(),
+        &[
+            name, "--ort", "1.24.4", "--format", "json", "--dim", "batch=2", "--dim", "seq=8",
+        ],
+    ));
+    let findings = v["findings"].as_array().unwrap();
+    let copies: Vec<_> = findings.iter().filter(|f| f["code"] == "OL201").collect();
+    assert_eq!(
+        copies.len(),
+        v["summary"]["copies"].as_u64().unwrap() as usize
+    );
+    assert!(!copies.is_empty());
+    for f in &copies {
+        assert!(f["bytes"].is_u64(), "{f}");
+        assert!(f["bytes_expr"].is_string(), "{f}");
+    }
+    // 2·batch·seq·16 B at batch = 2, seq = 8.
+    let q = copies
+        .iter()
+        .find(|f| f["bytes_expr"] == "2·batch·seq·16 B")
+        .expect("a [batch, seq, 16] float16 copy");
+    assert_eq!(q["bytes"], 2 * 2 * 8 * 16);
+    // Highest cost first, in the whole list.
+    let bytes: Vec<u64> = findings
+        .iter()
+        .map(|f| f["bytes"].as_u64().unwrap_or(0))
+        .collect();
+    assert!(bytes.windows(2).all(|w| w[0] >= w[1]), "{bytes:?}");
+    // The model's total is the sum of its copies.
+    let total: u64 = copies.iter().map(|f| f["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(v["summary"]["bytes_copied"], total);
+    assert_eq!(v["summary"]["dims"]["seq"], 8);
+    // Each copy names the finding behind it.
+    assert!(
+        copies.iter().all(|f| f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with("caused by OL10"))),
+        "{copies:?}"
+    );
+}
+
+#[test]
+fn dims_come_from_the_configuration_and_the_command_line_wins() {
+    let name = "attention_copies_bytes.onnxtxt";
+    let dir = fixture_dir("OL201", name);
+    std::fs::write(
+        dir.path().join("onnx-lint.toml"),
+        "ort = \"1.24.4\"\n[dims]\nbatch = 2\nseq = 8\n",
+    )
+    .unwrap();
+    let bytes_of = |args: &[&str]| {
+        let mut all = vec![name, "--format", "json"];
+        all.extend_from_slice(args);
+        let v = json_of(&crate::support::run_in(dir.path(), &all));
+        v["summary"]["bytes_copied"].as_u64().unwrap()
+    };
+    let from_config = bytes_of(&[]);
+    assert_eq!(
+        from_config,
+        bytes_of(&["--dim", "batch=2", "--dim", "seq=8"])
+    );
+    assert_eq!(bytes_of(&["--dim", "seq=16"]), 2 * from_config);
+    // Not a number, or negative in the file: errors, exit code 2.
+    let bad = crate::support::run_in(dir.path(), &[name, "--dim", "seq"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("NAME=VALUE"), "{}", bad.stderr);
+    std::fs::write(dir.path().join("onnx-lint.toml"), "[dims]\nseq = -1\n").unwrap();
+    let bad = crate::support::run_in(dir.path(), &[name]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("non-negative"), "{}", bad.stderr);
+}
+
+#[test]
+fn zero_cost_findings_are_opt_in() {
+    let name = "ok_torchscript_decoder_zero_cost.onnxtxt";
+    let dir = fixture_dir("OL301", name);
+    let count = |args: &[&str]| {
+        let mut all = vec![name, "--ort", "1.31.1", "--format", "json"];
+        all.extend_from_slice(args);
+        let v = json_of(&crate::support::run_in(dir.path(), &all));
+        assert_eq!(v["summary"]["copies"], 0);
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == "OL301")
+            .map(|f| {
+                assert_eq!(f["zero_cost"], true);
+                assert_eq!(f["fix"]["kind"], "replace-input-with-constant", "{f}");
+                f["severity"].as_str().unwrap().to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    // 0 copies: nothing at warn or deny by default.
+    assert!(count(&[]).is_empty());
+    assert_eq!(count(&["--warn", "zero-cost"]), vec!["warn"; 4]);
+    assert!(count(&["--warn", "zero-cost", "--allow", "OL301"]).is_empty());
+    std::fs::write(
+        dir.path().join("onnx-lint.toml"),
+        "[rules]\nzero-cost = \"deny\"\n",
+    )
+    .unwrap();
+    assert_eq!(count(&[]), vec!["deny"; 4]);
+}
+
+/// The oracle's records (`tests/fixtures/oracle/*.jsonl.gz`, or the shared corpus's `.jsonl`).
+fn oracle_records(path: &Path) -> Vec<serde_json::Value> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).unwrap();
+    let lines: Vec<String> = if path.to_string_lossy().ends_with(".gz") {
+        std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+            .lines()
+            .map(Result::unwrap)
+            .collect()
+    } else {
+        std::io::BufReader::new(file)
+            .lines()
+            .map(Result::unwrap)
+            .collect()
+    };
+    lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// No noise: on every model ORT runs with 0 copies (the oracle's record) the default run reports
+/// nothing at warn or deny. Probes always; the shared corpus when it is there.
+#[test]
+fn no_findings_at_warn_on_models_ort_runs_without_copies() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sets: Vec<(std::path::PathBuf, std::path::PathBuf)> = vec![
+        (
+            repo.join("tests/fixtures/oracle/probes-1.31.1-all.jsonl.gz"),
+            repo.join("tests/fixtures"),
+        ),
+        (
+            repo.join("tests/fixtures/oracle/probes-1.24.4-all.jsonl.gz"),
+            repo.join("tests/fixtures"),
+        ),
+    ];
+    // The public corpus, kept in the repository (`tests/fixtures/corpus`).
+    sets.push((
+        repo.join("tests/fixtures/oracle/models-1.31.1-all.jsonl.gz"),
+        crate::support::corpus_models(),
+    ));
+    let mut checked = 0;
+    let mut noisy = Vec::new();
+    for (truth, root) in sets {
+        for r in oracle_records(&truth) {
+            if r["session"] != "ok" || r["copies"].as_array().is_some_and(|c| !c.is_empty()) {
+                continue;
+            }
+            let name = r["model"].as_str().unwrap();
+            let Ok(model) = onnx_lint::model::load(&root.join(name)) else {
+                continue;
+            };
+            let settings = Settings {
+                release: tables::resolve(r["ort"].as_str().unwrap()).unwrap(),
+                release_reason: "oracle".into(),
+                options: Options {
+                    eps: vec![Ep::Cuda, Ep::Cpu],
+                    level: OptLevel::All,
+                },
+                severities: Severities::default(),
+                dims: Default::default(),
+            };
+            let a = analyse(model, &settings);
+            checked += 1;
+            let loud: Vec<_> = a
+                .findings
+                .iter()
+                .filter(|f| f.severity != Severity::Allow)
+                .map(|f| f.code)
+                .collect();
+            if !loud.is_empty() {
+                noisy.push(format!("{name} ({}): {loud:?}", r["ort"]));
+            }
+        }
+    }
+    assert!(checked >= 70, "only {checked} models with 0 copies");
+    assert!(
+        noisy.is_empty(),
+        "findings at warn/deny on models with 0 copies:\n{}",
+        noisy.join("\n")
+    );
 }

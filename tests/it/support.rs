@@ -15,12 +15,6 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `../shared` beside the repository, when this checkout has it.
-pub fn shared() -> Option<PathBuf> {
-    let p = repo().join("../shared");
-    p.is_dir().then_some(p)
-}
-
 pub fn value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
     ValueInfoProto {
         name: Some(name.into()),
@@ -162,5 +156,109 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The public corpus (mobius-onnx decoders, torch exports, the `onnx` package's model-zoo test
+/// graphs) kept in this repository: see `tests/fixtures/corpus/README.md`.
+pub fn corpus_models() -> PathBuf {
+    repo().join("tests/fixtures/corpus/models")
+}
+
+/// `tests/fixtures/corpus/SHA256SUMS`: model path (relative to `models/`) to its SHA-256.
+pub fn corpus_manifest() -> std::collections::BTreeMap<String, String> {
+    let path = repo().join("tests/fixtures/corpus/SHA256SUMS");
+    let text = std::fs::read_to_string(&path).expect("tests/fixtures/corpus/SHA256SUMS");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (digest, name) = l.split_once("  ").expect("`DIGEST  NAME` lines");
+            (name.to_string(), digest.to_string())
+        })
+        .collect()
+}
+
+/// Whether this run is CI's (`CI=true`), where a data source the tests cannot find is a failure
+/// rather than something reported and left out.
+pub fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// Reports that `what` could not run because `why`. Written to the process's stderr directly,
+/// past libtest's output capture, so that `cargo test` shows it; under `CI=true` it fails the
+/// test instead.
+pub fn not_run(what: &str, why: &str) {
+    use std::io::Write;
+    assert!(
+        !ci(),
+        "{what} could not run under CI=true: {why} (see README, Testing)"
+    );
+    let _ = writeln!(std::io::stderr().lock(), "NOT RUN: {what}: {why}");
+}
+
+/// Prints `text` past libtest's capture (a summary worth seeing in every `cargo test`).
+pub fn report(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
+/// The Python the tests use for what needs Python (the node-test corpus, a CPU `onnxruntime`):
+/// `ONNX_LINT_PYTHON`, else the clone's `.venv` (made by `.ci/run`), else `python3`.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("ONNX_LINT_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    for venv in [".venv/bin/python", ".venv/Scripts/python.exe"] {
+        let p = repo().join(venv);
+        if p.is_file() {
+            return p;
+        }
+    }
+    PathBuf::from("python3")
+}
+
+/// The 1884 ONNX backend node-test models whose ORT answers are `tests/fixtures/oracle/node-*`:
+/// the folder `ONNX_LINT_NODE_CORPUS` names, else written once (per target folder) by
+/// `tools/corpus/node_corpus.py` with [`python`], which needs the pinned `onnx==1.23.2`.
+/// `Err` says why there is none.
+pub fn node_corpus() -> Result<PathBuf, String> {
+    static CORPUS: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(find_node_corpus).clone()
+}
+
+fn find_node_corpus() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("ONNX_LINT_NODE_CORPUS").filter(|p| !p.is_empty()) {
+        let dir = PathBuf::from(dir);
+        return if dir.is_dir() {
+            Ok(dir)
+        } else {
+            Err(format!(
+                "ONNX_LINT_NODE_CORPUS={} is not a folder",
+                dir.display()
+            ))
+        };
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("onnx-node-corpus-1.23.2");
+    let python = python();
+    let out = Command::new(&python)
+        .arg(repo().join("tools/corpus/node_corpus.py"))
+        .arg(&dir)
+        .output()
+        .map_err(|e| {
+            format!(
+                "cannot run {} ({e}); set ONNX_LINT_PYTHON to a Python with onnx==1.23.2, \
+                 or run .ci/run once",
+                python.display()
+            )
+        })?;
+    if out.status.success() {
+        Ok(dir)
+    } else {
+        Err(format!(
+            "tools/corpus/node_corpus.py with {} failed: {}; set ONNX_LINT_PYTHON to a Python \
+             with onnx==1.23.2 (.ci/run makes one in .venv)",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }

@@ -1,9 +1,8 @@
 //! The ONNX text view: printer and parser kept honest against each other.
 //!
-//! - every model of `../shared/corpus/models/` (and of the ONNX backend node-test corpus when
-//!   `ONNX_LINT_NODE_CORPUS` names its folder, made by
-//!   `python3 ../shared/oracle/build_node_corpus.py /tmp/nodecorpus`) prints, parses back to the
-//!   same model after `text::normalize`, and prints again to the same text;
+//! - every model of the public corpus (`tests/fixtures/corpus/models/`) and of the ONNX backend
+//!   node-test corpus (`support::node_corpus`) prints, parses back to the same model after
+//!   `text::normalize`, and prints again to the same text;
 //! - the fixtures of `fixtures/text/` parse, and their listings (with node spans) are snapshots;
 //! - truncated and mangled listings give errors, never panics; hostile nesting is refused.
 
@@ -17,10 +16,7 @@ use onnx_lint::model::text::{
 };
 use prost::Message;
 
-fn shared() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    dir.is_dir().then_some(dir)
-}
+use crate::support;
 
 fn onnx_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -96,28 +92,24 @@ fn round_trip_dir(dir: &Path) -> (usize, Vec<String>) {
 
 #[test]
 fn corpus_round_trip() {
-    let Some(shared) = shared() else {
-        println!("skipped: ../shared is absent");
-        return;
-    };
-    let (n, failures) = round_trip_dir(&shared.join("corpus/models"));
+    let (n, failures) = round_trip_dir(&support::corpus_models());
     println!("{n} corpus models, {} failures", failures.len());
-    assert!(n > 0, "no models found under ../shared/corpus/models");
+    assert!(
+        n >= 179,
+        "{n} models found under tests/fixtures/corpus/models"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]
 fn node_corpus_round_trip() {
-    let Some(dir) = std::env::var_os("ONNX_LINT_NODE_CORPUS") else {
-        println!(
-            "skipped: set ONNX_LINT_NODE_CORPUS to a folder made by \
-             `python3 ../shared/oracle/build_node_corpus.py DIR`"
-        );
-        return;
+    let dir = match support::node_corpus() {
+        Ok(dir) => dir,
+        Err(why) => return support::not_run("node-test corpus text round trip", &why),
     };
-    let (n, failures) = round_trip_dir(Path::new(&dir));
+    let (n, failures) = round_trip_dir(&dir);
     println!("{n} node-test models, {} failures", failures.len());
-    assert!(n > 0, "no models found in ONNX_LINT_NODE_CORPUS");
+    assert!(n >= 1800, "{n} models found in {}", dir.display());
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -271,14 +263,16 @@ fn truncated_and_mangled_listings_never_panic() {
         .iter()
         .filter_map(|f| std::fs::read_to_string(f).ok())
         .collect();
-    if let Some(shared) = shared() {
-        let mut files = Vec::new();
-        onnx_files(&shared.join("corpus/models"), &mut files);
-        files.sort();
-        for f in files.iter().step_by(40) {
-            if let Ok(m) = load(f) {
-                texts.push(print_model(&m).text);
-            }
+    let mut files = Vec::new();
+    onnx_files(&support::corpus_models(), &mut files);
+    files.sort();
+    assert!(
+        files.len() >= 179,
+        "the public corpus is in tests/fixtures/corpus"
+    );
+    for f in files.iter().step_by(40) {
+        if let Ok(m) = load(f) {
+            texts.push(print_model(&m).text);
         }
     }
     let mut seed = 0x2545_f491_4f6c_dd1d_u64;
@@ -357,20 +351,20 @@ fn large_model_speed() {
     assert_eq!(parsed.graph.map(|g| g.node.len()), Some(n));
 }
 
-/// With `ONNX_LINT_DUMP_LISTINGS=DIR`, writes the listing of every corpus model to
-/// `DIR/<stem>.onnxtxt`, for `tests/it/text_crosscheck.py parse DIR`.
+/// A tool, not a check: with `ONNX_LINT_DUMP_LISTINGS=DIR`, writes the listing of every corpus
+/// model to `DIR/<stem>.onnxtxt`, for `tests/it/text_crosscheck.py parse DIR`.
+/// `ONNX_LINT_DUMP_LISTINGS=DIR cargo test --test it dump_listings -- --ignored`
 #[test]
+#[ignore = "a tool: writes listings to $ONNX_LINT_DUMP_LISTINGS"]
 fn dump_listings() {
-    let (Some(out), Some(shared)) = (std::env::var_os("ONNX_LINT_DUMP_LISTINGS"), shared()) else {
-        println!("skipped: set ONNX_LINT_DUMP_LISTINGS to a folder to write listings into");
-        return;
-    };
-    let out = PathBuf::from(out);
+    let out = std::env::var_os("ONNX_LINT_DUMP_LISTINGS")
+        .map(PathBuf::from)
+        .expect("set ONNX_LINT_DUMP_LISTINGS to a folder to write listings into");
     std::fs::create_dir_all(&out).expect("the dump folder can be made");
     let mut files = Vec::new();
-    onnx_files(&shared.join("corpus/models"), &mut files);
-    if let Some(node) = std::env::var_os("ONNX_LINT_NODE_CORPUS") {
-        onnx_files(Path::new(&node), &mut files);
+    onnx_files(&support::corpus_models(), &mut files);
+    if let Ok(node) = support::node_corpus() {
+        onnx_files(&node, &mut files);
     }
     for f in &files {
         let model = load(f).expect("corpus models load");
@@ -387,12 +381,12 @@ fn dump_listings() {
 /// With `ONNX_LINT_ONNX_TEXT=DIR[:DIR...]` (made by `tests/it/text_crosscheck.py onnx-text`),
 /// parses what `onnx.printer.to_text` printed and compares the graph structure with the model
 /// named in the file's `# model:` line.
+/// `ONNX_LINT_ONNX_TEXT=DIR cargo test --test it onnx_printer_text_parses -- --ignored`
 #[test]
+#[ignore = "needs $ONNX_LINT_ONNX_TEXT, made by tests/it/text_crosscheck.py"]
 fn onnx_printer_text_parses() {
-    let Some(dirs) = std::env::var_os("ONNX_LINT_ONNX_TEXT") else {
-        println!("skipped: set ONNX_LINT_ONNX_TEXT (see tests/it/text_crosscheck.py)");
-        return;
-    };
+    let dirs = std::env::var_os("ONNX_LINT_ONNX_TEXT")
+        .expect("set ONNX_LINT_ONNX_TEXT (see tests/it/text_crosscheck.py)");
     let mut n = 0;
     let mut failures = Vec::new();
     for dir in std::env::split_paths(&dirs) {

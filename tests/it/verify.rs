@@ -176,34 +176,54 @@ fn without_ort_exit_2_and_say_nothing_was_confirmed() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// The `capi` folder of a pip-installed `onnxruntime` (CPU or GPU build), if `python3` has one.
+/// The `capi` folder of a pip-installed `onnxruntime` (CPU or GPU build) and its version, if the
+/// tests' Python (`support::python`: `ONNX_LINT_PYTHON`, the clone's `.venv`, or `python3`) has
+/// one; `Err` says why not.
 #[cfg(feature = "live")]
-fn python_ort() -> Option<(PathBuf, String)> {
-    let out = Command::new("python3")
+fn python_ort() -> Result<(PathBuf, String), String> {
+    let python = crate::support::python();
+    let out = Command::new(&python)
         .args([
             "-c",
             "import onnxruntime,os;print(os.path.dirname(onnxruntime.__file__));print(onnxruntime.__version__)",
         ])
         .output()
-        .ok()?;
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
     if !out.status.success() {
-        return None;
+        return Err(format!(
+            "{} has no onnxruntime (.ci/run installs the pinned CPU build into .venv; or set \
+             ONNX_LINT_PYTHON): {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let mut lines = text.lines();
-    let dir = PathBuf::from(lines.next()?.trim()).join("capi");
-    Some((dir, lines.next()?.trim().to_string()))
+    let (Some(dir), Some(version)) = (lines.next(), lines.next()) else {
+        return Err(format!(
+            "unexpected output from {}: {text}",
+            python.display()
+        ));
+    };
+    Ok((
+        PathBuf::from(dir.trim()).join("capi"),
+        version.trim().to_string(),
+    ))
 }
 
+/// The record of the one model verified (`verify --format json` prints an array).
 #[cfg(feature = "live")]
 fn json(out: &std::process::Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "not JSON ({e}): {}\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
-    })
+    });
+    let records = v.as_array().expect("verify --format json prints an array");
+    assert_eq!(records.len(), 1, "{v:#}");
+    records[0].clone()
 }
 
 /// Against the CPU `onnxruntime` from PyPI (`.ci/run` installs it): the model loads, every node
@@ -211,21 +231,24 @@ fn json(out: &std::process::Output) -> Value {
 #[test]
 #[cfg(feature = "live")]
 fn against_a_cpu_onnxruntime_from_pypi() {
-    let Some((capi, version)) = python_ort() else {
-        eprintln!("skipped: python3 has no onnxruntime (pip install onnxruntime)");
-        return;
+    let what = "verify against a CPU onnxruntime from PyPI";
+    let (capi, version) = match python_ort() {
+        Ok(found) => found,
+        Err(why) => return crate::support::not_run(what, &why),
     };
     if capi.join("libonnxruntime_providers_cuda.so").exists() {
-        eprintln!("skipped: python3's onnxruntime {version} is a GPU build; see verify_on_gpu");
-        return;
+        let why = format!("the Python's onnxruntime {version} is a GPU build; see verify_on_gpu");
+        return crate::support::not_run(what, &why);
     }
     if onnx_lint::verify::simulated_release(&version).is_none_or(|(_, exact)| !exact) {
         eprintln!("note: onnxruntime {version} has no bundled table; the nearest is simulated");
     }
     let model = fixtures().join("models/gpt2.ts.op17.onnx");
-    // Found through python3, as a user's environment would.
+    // Found through the Python (`ONNX_LINT_PYTHON`), as a user's environment would.
+    let python = crate::support::python();
     let out = bin()
         .env_remove("ORT_DYLIB_PATH")
+        .env("ONNX_LINT_PYTHON", &python)
         .args(["verify", "--opt-level", "disable"])
         .arg(&model)
         .output()
@@ -240,6 +263,7 @@ fn against_a_cpu_onnxruntime_from_pypi() {
 
     let out = bin()
         .env_remove("ORT_DYLIB_PATH")
+        .env("ONNX_LINT_PYTHON", &python)
         .args(["verify", "--opt-level", "disable", "--format", "json"])
         .arg(&model)
         .output()
@@ -254,6 +278,7 @@ fn against_a_cpu_onnxruntime_from_pypi() {
     // --require-cuda: nothing on CUDA was checked, so exit 2.
     let out = bin()
         .env_remove("ORT_DYLIB_PATH")
+        .env("ONNX_LINT_PYTHON", &python)
         .args(["verify", "--opt-level", "disable", "--require-cuda"])
         .arg(&model)
         .output()
@@ -271,7 +296,7 @@ fn verify_on_gpu() {
     let lib = std::env::var("ORT_DYLIB_PATH")
         .ok()
         .map(PathBuf::from)
-        .or_else(|| python_ort().map(|(d, _)| d))
+        .or_else(|| python_ort().ok().map(|(d, _)| d))
         .expect("set ORT_DYLIB_PATH to onnxruntime-gpu's libonnxruntime.so.*");
     for model in [
         "gpt2.ts.op17.onnx",
@@ -303,10 +328,8 @@ fn verify_on_gpu() {
 #[test]
 fn gpu_transcript_fixture() {
     let path = fixtures().join("gpu-1.31.1/verify.jsonl");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        eprintln!("skipped: {} not recorded", path.display());
-        return;
-    };
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{} (recorded by gpu.sh): {e}", path.display()));
     let mut n = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line).unwrap();

@@ -1121,7 +1121,7 @@ fn node_text(n: &crate::model::proto::NodeProto) -> Option<String> {
 mod tests {
     use super::*;
     use crate::model::proto::{AttributeProto, NodeProto, attribute_proto::AttributeType};
-    use crate::placer::ir::{SGraph, SNode, Session};
+    use crate::session::{SGraph, SNode, Session};
 
     #[test]
     fn float_text_always_reads_as_float() {
@@ -1255,6 +1255,7 @@ mod tests {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin: None,
             removed: false,
         });

@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 use crate::infer::{self, Type};
 use crate::model::normalize_domain;
 use crate::model::proto::{AttributeProto, FunctionProto, GraphProto, NodeProto};
-use crate::placer::ir::{self, SGraph, SNode, Session};
+use crate::session::{self, SGraph, SNode, Session};
 use crate::tables::KernelTable;
 
 /// The exported static bodies (see the module docs).
@@ -100,6 +100,47 @@ fn parse_function(text: &str) -> Option<FunctionProto> {
 /// depth, this the width). Real models inline far fewer.
 const MAX_INLINED_CALLS: usize = 1 << 13;
 
+/// Inlining stops once it has added this many nodes in a session (subgraph nodes included):
+/// the call limit alone lets a self-recursive function with a long body add millions (issue
+/// 15: 8,192 calls of a 1,000-node body). Real models inline far fewer.
+pub const MAX_INLINED_NODES: usize = 1 << 17;
+
+thread_local! {
+    /// Nodes added by inlining since the last [`reset_budget`] on this thread.
+    static INLINED_NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Whether inlining stopped at [`MAX_INLINED_NODES`] since then.
+    static EXHAUSTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Starts a new session's inlining budget (the placer calls it once per model).
+pub fn reset_budget() {
+    INLINED_NODES.with(|n| n.set(0));
+    EXHAUSTED.with(|e| e.set(false));
+}
+
+/// Why the last session on this thread is not a faithful simulation, if inlining stopped at
+/// its node budget (the prediction would then report nodes ORT inlines as having no kernel).
+pub fn budget_exceeded() -> Option<String> {
+    EXHAUSTED
+        .with(std::cell::Cell::get)
+        .then(|| format!("inlining its functions would add more than {MAX_INLINED_NODES} nodes"))
+}
+
+/// The nodes a body adds: its own and those of the subgraphs in their attributes.
+fn body_size(nodes: &[NodeProto]) -> usize {
+    let mut count = 0usize;
+    let mut stack: Vec<&NodeProto> = nodes.iter().collect();
+    while let Some(n) = stack.pop() {
+        count = count.saturating_add(1);
+        for a in &n.attribute {
+            for g in a.g.iter().chain(&a.graphs) {
+                stack.extend(&g.node);
+            }
+        }
+    }
+    count
+}
+
 /// Replaces node `ni` of graph `gi` by its function body when one is known. Returns whether it did.
 pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) -> bool {
     let node = session.graphs[gi].nodes[ni].clone();
@@ -108,6 +149,16 @@ pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) 
     };
     let calls: usize = session.graphs.iter().map(|g| g.generated_names.len()).sum();
     if calls >= MAX_INLINED_CALLS {
+        return false;
+    }
+    // Checked before the body is spliced in.
+    let added = body_size(&body.node);
+    let within = INLINED_NODES.with(|n| {
+        let total = n.get().saturating_add(added);
+        (total <= MAX_INLINED_NODES).then(|| n.set(total)).is_some()
+    });
+    if !within {
+        EXHAUSTED.with(|e| e.set(true));
         return false;
     }
     splice(session, gi, ni, &node, &body);
@@ -445,10 +496,10 @@ fn orphan_subgraphs(session: &mut Session, gi: usize, ni: usize) {
 fn add_node(session: &mut Session, gi: usize, np: NodeProto, origin: Option<crate::model::NodeId>) {
     if np.op_type() == "Constant"
         && normalize_domain(np.domain()) == "ai.onnx"
-        && let Some(t) = ir::constant_tensor(&np)
+        && let Some(t) = session::constant_tensor(&np)
     {
         let name = np.output.first().cloned().unwrap_or_default();
-        let init = ir::init_of(&t, false);
+        let init = session::init_of(&t, false);
         let g = &mut session.graphs[gi];
         g.types.insert(name.clone(), Type::Tensor(init.elem));
         g.shapes
@@ -481,6 +532,7 @@ fn add_node(session: &mut Session, gi: usize, np: NodeProto, origin: Option<crat
         subgraphs: Vec::new(),
         implicit_inputs: Vec::new(),
         ep: None,
+        kernel: None,
         origin,
         removed: false,
     });
@@ -505,7 +557,7 @@ fn add_graph(
     for t in &g.initializer {
         graph
             .initializers
-            .insert(t.name().to_string(), ir::init_of(t, false));
+            .insert(t.name().to_string(), session::init_of(t, false));
     }
     graph.inputs = g.input.iter().map(|i| i.name().to_string()).collect();
     graph.outputs = g.output.iter().map(|o| o.name().to_string()).collect();
@@ -514,7 +566,7 @@ fn add_graph(
             if let Some(ty) = Type::from_proto(t) {
                 graph.types.entry(vi.name().to_string()).or_insert(ty);
             }
-            if let Some(shape) = ir::shape_of(t) {
+            if let Some(shape) = session::shape_of(t) {
                 graph.shapes.entry(vi.name().to_string()).or_insert(shape);
             }
         }
@@ -573,7 +625,7 @@ pub(crate) fn graph_proto(session: &Session, sg: usize) -> GraphProto {
         });
     }
     // Initializers (including former `Constant` nodes) travel as `Constant` nodes.
-    let mut inits: Vec<(&String, &ir::Init)> = g.initializers.iter().collect();
+    let mut inits: Vec<(&String, &session::Init)> = g.initializers.iter().collect();
     inits.sort_by(|a, b| a.0.cmp(b.0));
     let mut consts: Vec<NodeProto> = inits
         .into_iter()
@@ -653,6 +705,7 @@ mod tests {
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
             ep: None,
+            kernel: None,
             origin: None,
             removed: false,
         }

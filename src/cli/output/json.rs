@@ -1,0 +1,175 @@
+//! The JSON shapes: `place --format json` (the oracle's record, design contract), the lint
+//! record of one model and its `findings[]`. Always printed as an array of records.
+
+use serde_json::{Map, Value, json};
+
+use crate::diagnostics::Finding;
+use crate::diagnostics::render::graph_path;
+use crate::lint::{Analysis, Settings};
+use crate::model::text::Listing;
+use crate::model::{Model, ProblemLevel};
+use crate::placer::{Outcome, Placement};
+use crate::tables::Ep;
+
+/// Every live node of every graph with its provider, in the order ORT's "Node placements" log
+/// prints them (`VerifyEachNodeIsAssignedToAnEp`): each graph's subgraphs before the graph
+/// itself (it recurses while it walks the nodes), and within a graph one block per provider,
+/// the blocks in reverse order of each provider's first node (ORT groups them in an
+/// `unordered_map`, whose libstdc++ iteration runs newest key first; checked with the oracle).
+fn node_placements(p: &Placement) -> Vec<(&str, Ep)> {
+    fn visit<'p>(p: &'p Placement, gi: usize, out: &mut Vec<(&'p str, Ep)>) {
+        let Some(graph) = p.session.graphs.get(gi) else {
+            return;
+        };
+        let mut blocks: Vec<(Ep, Vec<&'p str>)> = Vec::new();
+        for (_, n) in graph.live_nodes() {
+            if let Some(ep) = n.ep {
+                match blocks.iter_mut().find(|(e, _)| *e == ep) {
+                    Some((_, names)) => names.push(n.name.as_str()),
+                    None => blocks.push((ep, vec![n.name.as_str()])),
+                }
+            }
+            for (_, sg) in &n.subgraphs {
+                visit(p, *sg, out);
+            }
+        }
+        for (ep, names) in blocks.into_iter().rev() {
+            out.extend(names.into_iter().map(|n| (n, ep)));
+        }
+    }
+    let mut nodes = Vec::new();
+    visit(p, 0, &mut nodes);
+    nodes
+}
+
+/// The `place --format json` record of `design.md`, with the oracle's field names.
+pub fn placement_json(model: &str, p: &Placement) -> Value {
+    let (session, error) = match &p.outcome {
+        Outcome::Ok => ("ok", Value::Null),
+        Outcome::LoadFail(e)
+        | Outcome::NoKernel(e)
+        | Outcome::InitFail(e)
+        | Outcome::PartitionFail(e) => ("fail", Value::String(e.clone())),
+    };
+    let mut placement = Map::new();
+    let mut all_nodes_on = Value::Null;
+    if p.outcome.placed() {
+        let nodes = node_placements(p);
+        let first = nodes.first().map(|(_, ep)| *ep);
+        if let Some(ep) = first.filter(|ep| nodes.iter().all(|(_, e)| e == ep)) {
+            all_nodes_on = json!({ ep.name(): nodes.len() });
+        } else {
+            // A name logged twice keeps the later line's provider, as the oracle's parser does.
+            for (name, ep) in &nodes {
+                placement.insert(name.to_string(), Value::String(ep.name().into()));
+            }
+        }
+    }
+    let mut memcpy = Map::new();
+    for (g, n) in p.memcpy_counts() {
+        memcpy.insert(g, json!(n));
+    }
+    json!({
+        "model": model,
+        "ort": p.ort,
+        "level": p.level.name(),
+        "session": session,
+        "error": error,
+        "placement": placement,
+        "all_nodes_on": all_nodes_on,
+        "memcpy": memcpy,
+        "copies": p.copies.iter().map(|c| c.log_line()).collect::<Vec<_>>(),
+    })
+}
+
+/// The record of a model that could not be read: `{"model", "error": {"code", "message"}}`.
+pub fn load_error_json(model: &str, code: Option<String>, message: &str) -> Value {
+    json!({"model": model, "error": {"code": code, "message": message}})
+}
+
+/// Spans are byte ranges into the text view, for JSON.
+fn span_json(model: &Model, listing: Option<&Listing>, f: &Finding) -> Value {
+    let (Some(listing), Some(node)) = (listing, f.node) else {
+        return Value::Null;
+    };
+    let path = graph_path(model, node);
+    match listing.node_span(&path, model.node(node).index as usize) {
+        Some(s) => json!({"offset": s.offset(), "length": s.len()}),
+        None => Value::Null,
+    }
+}
+
+/// One finding as JSON (the stable `findings[]` element).
+pub fn finding_json(model: &Model, listing: Option<&Listing>, f: &Finding) -> Value {
+    json!({
+        "code": f.code,
+        "rule": f.rule,
+        "severity": f.severity.name(),
+        "message": f.message,
+        "graph": f.graph,
+        "node": f.node_name,
+        "op": f.op,
+        "values": f.values.iter().map(|v| json!({"name": v.name, "label": v.text})).collect::<Vec<_>>(),
+        "help": f.help,
+        "evidence": f.evidence,
+        "cause": f.cause,
+        "bytes": f.bytes,
+        "bytes_expr": f.bytes_expr,
+        "fix": f.fix,
+        "zero_cost": f.zero_cost,
+        "source_location": f.source_location,
+        "text_span": span_json(model, listing, f),
+    })
+}
+
+/// The `--format json` record of one linted model.
+pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
+    let listing = a
+        .findings
+        .iter()
+        .any(|f| f.node.is_some())
+        .then(|| crate::model::text::print_model(&a.model.proto));
+    let s = a.model.stats();
+    let p = &a.placement;
+    let deny = a
+        .findings
+        .iter()
+        .filter(|f| f.severity == crate::diagnostics::Severity::Deny)
+        .count();
+    let warn = a
+        .findings
+        .iter()
+        .filter(|f| f.severity == crate::diagnostics::Severity::Warn)
+        .count();
+    let placement = placement_json(&a.model.path.display().to_string(), p);
+    json!({
+        "model": a.model.path.display().to_string(),
+        "ort": p.ort,
+        "ort_reason": settings.release_reason,
+        "level": p.level.name(),
+        "ep": if settings.options.eps.first() == Some(&Ep::Cuda) { "cuda" } else { "cpu" },
+        "session": placement["session"],
+        "error": placement["error"],
+        "summary": {
+            "nodes": s.nodes,
+            "graphs": s.graphs,
+            "initializers": s.initializers,
+            "initializer_bytes": s.initializer_bytes,
+            "external_bytes": s.external_bytes,
+            "opsets": a.model.opsets.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+            "copies": p.copies.len(),
+            "memcpy": placement["memcpy"],
+            "deny": deny,
+            "warn": warn,
+            "bytes_copied": a.copied.0,
+            "bytes_copied_expr": a.copied.1,
+            "dims": settings.dims.0,
+        },
+        "findings": a.findings.iter().map(|f| finding_json(&a.model, listing.as_ref(), f)).collect::<Vec<_>>(),
+        "problems": a.model.problems.iter().map(|p| json!({
+            "level": match p.level { ProblemLevel::Error => "error", ProblemLevel::Warning => "warning" },
+            "code": p.code,
+            "message": p.message,
+        })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,253 @@
+//! What decoding a model would cost, measured on the wire before decoding: protobuf lets a
+//! 2-byte field become a 200-byte struct (a 20 MB file of empty nodes decodes to ~4 GB), so the
+//! loader estimates the memory of the decoded model and counts its nodes first, and refuses a
+//! model past [`MAX_DECODED_BYTES`] or [`MAX_NODES`] as too large to analyse.
+//!
+//! The walk knows the ONNX messages that hold repeated fields (model, graph, node, attribute,
+//! function, tensor, value info and types); every element is charged the size of its decoded
+//! struct, every string its bytes plus a `String`, every packed number array the size of its
+//! decoded vector. Bytes fields (`raw_data`) are slices of the mapped file and cost nothing.
+//! The walk uses an explicit stack: nesting cannot overflow it.
+
+use std::mem::size_of;
+
+use super::proto::{
+    AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    SparseTensorProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
+    ValueInfoProto,
+};
+
+/// The most memory the decoded model may take (estimated from the wire, as above).
+pub const MAX_DECODED_BYTES: u64 = 1 << 30;
+/// The most nodes (all graphs and functions) a model may have to be analysed: the analysis
+/// holds a few kilobytes per node; real models stay below a few hundred thousand.
+pub const MAX_NODES: u64 = 1 << 20;
+
+/// What the walk found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Census {
+    pub decoded_bytes: u64,
+    pub nodes: u64,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Model,
+    Graph,
+    Node,
+    Attribute,
+    Function,
+    Tensor,
+    ValueInfo,
+    Type,
+    /// `TypeProto.Tensor` / `SparseTensor`: elem type and shape.
+    TensorType,
+    Shape,
+    /// `Sequence`/`Optional` (field 1) and `Map` (field 2): a nested `TypeProto`.
+    TypeHolder,
+    Sparse,
+    /// A message whose repeated fields are not walked (small messages: opset ids, entries).
+    Leaf,
+}
+
+/// What a field of a message is.
+enum Field {
+    Message(Kind, usize),
+    /// A string (`String`, or `Bytes` copied into one).
+    Str,
+    /// Packed or single numbers, decoded `width` bytes each; a varint may be a single byte.
+    Numbers {
+        width: u64,
+        varint: bool,
+    },
+    /// `raw_data`: a slice of the mapped file, never copied.
+    Raw,
+    /// Anything else: a scalar, or (length-delimited) a string or message copied whole.
+    Other,
+}
+
+fn field(kind: Kind, number: u64) -> Field {
+    use Field::{Message as M, Numbers as N, Other, Str};
+    use Kind::*;
+    let ints = N {
+        width: 8,
+        varint: true,
+    };
+    match (kind, number) {
+        (Model, 7) => M(Graph, size_of::<GraphProto>()),
+        (Model, 25) => M(Function, size_of::<FunctionProto>()),
+        (Model, 8) => M(Leaf, size_of::<OperatorSetIdProto>()),
+        (Model, 14) => M(Leaf, size_of::<StringStringEntryProto>()),
+        (Graph, 1) | (Function, 7) => M(Node, size_of::<NodeProto>()),
+        (Graph, 5) | (Attribute, 5) | (Attribute, 10) => M(Tensor, size_of::<TensorProto>()),
+        (Graph, 15) | (Attribute, 22) | (Attribute, 23) => {
+            M(Sparse, size_of::<SparseTensorProto>())
+        }
+        (Graph, 11..=13) | (Function, 14) => M(ValueInfo, size_of::<ValueInfoProto>()),
+        (Graph, 14) | (Graph, 16) | (Node, 9) | (Function, 15) | (Tensor, 13) | (Tensor, 16) => {
+            M(Leaf, size_of::<StringStringEntryProto>())
+        }
+        (Function, 9) => M(Leaf, size_of::<OperatorSetIdProto>()),
+        (Node, 5) | (Function, 11) => M(Attribute, size_of::<AttributeProto>()),
+        (Attribute, 6) | (Attribute, 11) => M(Graph, size_of::<GraphProto>()),
+        (Attribute, 14) | (Attribute, 15) | (ValueInfo, 2) => M(Type, size_of::<TypeProto>()),
+        (Node, 1 | 2) | (Attribute, 9) | (Function, 4..=6) | (Tensor, 6) => Str,
+        (Attribute, 7) | (Tensor, 4) => N {
+            width: 4,
+            varint: false,
+        },
+        (Tensor, 10) => N {
+            width: 8,
+            varint: false,
+        },
+        (Tensor, 5) => N {
+            width: 4,
+            varint: true,
+        },
+        (Attribute, 8) | (Tensor, 1) | (Tensor, 7) | (Tensor, 11) => ints,
+        (Type, 1) | (Type, 8) => M(TensorType, 0),
+        (Type, 4) | (Type, 9) => M(TypeHolder, 0),
+        (Type, 5) => M(TypeHolder, 0),
+        (TypeHolder, 1) | (TypeHolder, 2) => M(Type, size_of::<TypeProto>()),
+        (TensorType, 2) => M(Shape, size_of::<TensorShapeProto>()),
+        (Shape, 1) => M(
+            Leaf,
+            size_of::<super::proto::tensor_shape_proto::Dimension>(),
+        ),
+        (Sparse, 1) | (Sparse, 2) => M(Tensor, size_of::<TensorProto>()),
+        (Sparse, 3) => ints,
+        (Tensor, 9) => Field::Raw,
+        _ => Other,
+    }
+}
+
+fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Walks `bytes` as a `ModelProto`. Malformed input ends the walk early with what was counted
+/// (the decoder then reports it).
+pub fn census(bytes: &[u8]) -> Census {
+    let mut c = Census {
+        decoded_bytes: size_of::<ModelProto>() as u64,
+        nodes: 0,
+    };
+    // (kind, start, end) of messages still to walk.
+    let mut stack: Vec<(Kind, usize, usize)> = vec![(Kind::Model, 0, bytes.len())];
+    while let Some((kind, start, end)) = stack.pop() {
+        let Some(msg) = bytes.get(start..end) else {
+            continue;
+        };
+        let mut pos = 0usize;
+        while pos < msg.len() {
+            let Some(tag) = varint(msg, &mut pos) else {
+                break;
+            };
+            let (number, wire) = (tag >> 3, tag & 7);
+            let f = field(kind, number);
+            match wire {
+                0 => {
+                    if varint(msg, &mut pos).is_none() {
+                        break;
+                    }
+                    if let Field::Numbers { width, .. } = f {
+                        c.decoded_bytes = c.decoded_bytes.saturating_add(width);
+                    }
+                }
+                1 => pos += 8,
+                5 => pos += 4,
+                2 => {
+                    let Some(len) = varint(msg, &mut pos).and_then(|l| usize::try_from(l).ok())
+                    else {
+                        break;
+                    };
+                    let Some(stop) = pos.checked_add(len).filter(|&s| s <= msg.len()) else {
+                        break;
+                    };
+                    let len64 = len as u64;
+                    let cost = match f {
+                        Field::Message(child, size) => {
+                            if matches!(child, Kind::Node) {
+                                c.nodes += 1;
+                            }
+                            if !matches!(child, Kind::Leaf) {
+                                stack.push((child, start + pos, start + stop));
+                            }
+                            size as u64
+                        }
+                        Field::Str => size_of::<String>() as u64 + len64,
+                        Field::Numbers { width, varint } => {
+                            if varint {
+                                len64.saturating_mul(width)
+                            } else {
+                                len64
+                            }
+                        }
+                        Field::Raw => 0,
+                        Field::Other => len64,
+                    };
+                    c.decoded_bytes = c.decoded_bytes.saturating_add(cost);
+                    pos = stop;
+                }
+                _ => break,
+            }
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn counts_nodes_and_charges_their_structs() {
+        let node = NodeProto {
+            op_type: Some("Relu".into()),
+            input: vec!["x".into()],
+            output: vec!["y".into()],
+            ..Default::default()
+        };
+        let m = ModelProto {
+            ir_version: Some(8),
+            graph: Some(GraphProto {
+                node: vec![node; 1000],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let c = census(&m.encode_to_vec());
+        assert_eq!(c.nodes, 1000);
+        assert!(c.decoded_bytes >= 1000 * size_of::<NodeProto>() as u64);
+    }
+
+    #[test]
+    fn empty_nodes_are_charged_what_they_decode_to() {
+        // issue 15's kind: 2 bytes on the wire per node.
+        let mut graph = Vec::new();
+        for _ in 0..10_000 {
+            graph.extend_from_slice(&[0x0a, 0x00]);
+        }
+        let mut m = vec![0x08, 0x08, 0x3a];
+        let mut len = graph.len();
+        while len >= 0x80 {
+            m.push((len as u8) | 0x80);
+            len >>= 7;
+        }
+        m.push(len as u8);
+        m.extend_from_slice(&graph);
+        let c = census(&m);
+        assert_eq!(c.nodes, 10_000);
+        assert!(c.decoded_bytes >= 10_000 * size_of::<NodeProto>() as u64);
+    }
+}

@@ -1,0 +1,399 @@
+//! ORT's `SkipLayerNormFusion` (`core/optimizer/skip_layer_norm_fusion.cc`).
+
+use super::*;
+
+impl Fuser {
+    /// `Add(Add(x, bias), skip)`, `Add(skip, Add(x, bias))` or `Add(x, skip)` feeding
+    /// `LayerNormalization` → `SkipLayerNormalization`, named `SkipLayerNormalization`.
+    pub(super) fn skip_layer_norm(&mut self, session: &mut Session) {
+        let g = self.gi;
+        let is_add = |n: &SNode| {
+            n.domain == "ai.onnx" && n.op == "Add" && matches!(n.since, Some(7 | 13 | 14))
+        };
+        for ni in self.pass_order(session) {
+            let ln = &session.graphs[g].nodes[ni];
+            if ln.op == "SkipLayerNormalization" && ln.domain == MS && self.since_1_25 {
+                self.skip_layer_norm_bias(session, ni);
+                continue;
+            }
+            if ln.removed
+                || !matches!(ln.ep, Some(Ep::Cuda | Ep::Cpu))
+                || ln.op != "LayerNormalization"
+                || !(ln.domain == "ai.onnx" || ln.domain == MS)
+                || ln.inputs.len() < 2
+                || !self.gelu_types_ok(session, ln)
+            {
+                continue;
+            }
+            let Some(a1) = self.producer_of(session, &ln.inputs[0]) else {
+                continue;
+            };
+            let add1 = &session.graphs[g].nodes[a1];
+            // The Add next to the LayerNorm: 3-D inputs, read only by it.
+            if !is_add(add1)
+                || add1.ep != ln.ep
+                || add1.inputs.len() != 2
+                || self.out_edges(session, add1) != 1
+                || self.produces_graph_output(add1)
+                || !self.gelu_types_ok(session, add1)
+                || !self.same_dims_3d(session, &add1.inputs[0], &add1.inputs[1])
+            {
+                continue;
+            }
+            // A bias Add above it (3-D input, 1-D bias of the last dim).
+            let mut bias: Option<(usize, usize)> = None;
+            for slot in 0..2 {
+                let Some(a2) = self.producer_of(session, &add1.inputs[slot]) else {
+                    continue;
+                };
+                let add2 = &session.graphs[g].nodes[a2];
+                if !is_add(add2)
+                    || add2.ep != ln.ep
+                    || add2.inputs.len() != 2
+                    || self.out_edges(session, add2) != 1
+                    || self.produces_graph_output(add2)
+                    || !self.gelu_types_ok(session, add2)
+                {
+                    continue;
+                }
+                let (Some(x), Some(b)) = (
+                    session.shape_of(g, &add2.inputs[0]),
+                    session.shape_of(g, &add2.inputs[1]),
+                ) else {
+                    continue;
+                };
+                if x.len() == 3 && b.len() == 1 && x[2].unwrap_or(0) == b[0].unwrap_or(0) {
+                    bias = Some((slot, a2));
+                    break;
+                }
+            }
+            let mut node = fused_node(ln, "SkipLayerNormalization");
+            let gamma = ln.inputs[1].clone();
+            let beta = ln.inputs.get(2).cloned().unwrap_or_default();
+            let mut fused = vec![a1];
+            node.inputs = match bias {
+                Some((slot, a2)) => {
+                    let add2 = &session.graphs[g].nodes[a2];
+                    fused.push(a2);
+                    vec![
+                        add2.inputs[0].clone(),
+                        add1.inputs[1 - slot].clone(),
+                        gamma,
+                        beta,
+                        add2.inputs[1].clone(),
+                    ]
+                }
+                None => vec![add1.inputs[0].clone(), add1.inputs[1].clone(), gamma, beta],
+            };
+            while node.inputs.last().is_some_and(String::is_empty) {
+                node.inputs.pop();
+            }
+            node.outputs = vec![ln.outputs.first().cloned().unwrap_or_default()];
+            fused.push(ni);
+            node.name = self.node_name(session, "SkipLayerNormalization");
+            self.fuse(session, &fused, ni, node);
+        }
+    }
+
+    /// From ORT 1.25: a `SkipLayerNormalization` without bias whose input or skip comes from
+    /// `Add(x, bias)` or `Add(bias, x)` (1-D constant bias of the last dim) takes the bias in;
+    /// the new node gets a newly generated `SkipLayerNormalization` name. Up to 1.24 only a
+    /// bias in the Add's second input is fused, in the first step. (Measured with the oracle
+    /// on 1.24.4–1.31.1: a bias-first Add is absorbed from 1.25.1 on, in a second step, so
+    /// every such fused node carries a `_token_` name.)
+    pub(super) fn skip_layer_norm_bias(&mut self, session: &mut Session, ni: usize) {
+        let g = &session.graphs[self.gi];
+        let sln = &g.nodes[ni];
+        if sln.removed
+            || !matches!(sln.ep, Some(Ep::Cuda | Ep::Cpu))
+            || !(sln.inputs.len() == 3 || sln.inputs.len() == 4)
+        {
+            return;
+        }
+        let mut found: Option<(usize, usize, usize)> = None;
+        for slot in 0..2 {
+            let Some(a) = self.producer_of(session, &sln.inputs[slot]) else {
+                continue;
+            };
+            let an = &g.nodes[a];
+            if !is_op(an, "Add", &[7, 13, 14])
+                || an.ep != sln.ep
+                || an.inputs.len() != 2
+                || !self.edges_are(session, an, 1)
+                || !self.gelu_types_ok(session, an)
+            {
+                continue;
+            }
+            let bias_at = (0..2).find(|&k| {
+                let b = &an.inputs[k];
+                let x = &an.inputs[1 - k];
+                session
+                    .initializer(self.gi, b)
+                    .is_some_and(|i| !i.overridable && i.dims.len() == 1)
+                    && matches!((session.shape_of(self.gi, x), session.shape_of(self.gi, b)),
+                        (Some(xs), Some(bs)) if xs.len() == 3 && bs.len() == 1
+                            && xs[2].is_some() && xs[2] == bs[0])
+            });
+            if let Some(k) = bias_at {
+                found = Some((slot, a, k));
+                break;
+            }
+        }
+        let Some((slot, a, k)) = found else {
+            return;
+        };
+        let an = &g.nodes[a];
+        let mut node = fused_node(sln, "SkipLayerNormalization");
+        let mut inputs = sln.inputs.clone();
+        inputs.resize(4, String::new());
+        inputs[slot] = an.inputs[1 - k].clone();
+        inputs.push(an.inputs[k].clone());
+        node.inputs = inputs;
+        node.attrs = sln.attrs.clone();
+        node.name = self.node_name(session, "SkipLayerNormalization");
+        self.fuse(session, &[a, ni], ni, node);
+    }
+
+    /// Element `i` of a shape tensor built as `Concat(.., Unsqueeze(Gather(Shape(y), k)), ..)`:
+    /// the symbol of `y`'s dim `k`.
+    pub(super) fn shape_part_symbol(
+        &self,
+        session: &Session,
+        shape: &str,
+        i: usize,
+        depth: usize,
+    ) -> Option<String> {
+        let g = &session.graphs[self.gi];
+        let c = &g.nodes[self.producer_of(session, shape)?];
+        if c.op != "Concat" {
+            return None;
+        }
+        // Every part before `i` must be one element long.
+        let mut at = 0;
+        for part in &c.inputs {
+            let len = session
+                .shape_of(self.gi, part)
+                .and_then(|s| s.first().copied().flatten())?;
+            if at == i && len == 1 {
+                let u = &g.nodes[self.producer_of(session, part)?];
+                if u.op != "Unsqueeze" {
+                    return None;
+                }
+                let gn = &g.nodes[self.producer_of(session, u.inputs.first()?)?];
+                if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
+                    return None;
+                }
+                let (k, _) = scalar_i64(session, self.gi, gn.inputs.get(1)?)?;
+                let sn = &g.nodes[self.producer_of(session, gn.inputs.first()?)?];
+                if sn.op != "Shape" || sn.attr_i("start").unwrap_or(0) != 0 {
+                    return None;
+                }
+                let y = sn.inputs.first()?;
+                let k = usize::try_from(k).ok()?;
+                return match session.shape_of(self.gi, y).and_then(|s| s.get(k).copied()) {
+                    Some(Some(_)) => None,
+                    _ => self.dim_symbol(session, y, k, depth + 1),
+                };
+            }
+            at += usize::try_from(len).ok()?;
+            if at > i {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// ORT's check on the Add next to the LayerNorm: both inputs 3-D with equal `dim_param`s
+    /// (concrete dims have none, so they always compare equal). A dim we know neither
+    /// value nor declared symbol of counts as different: ORT's own inference gives such dims
+    /// a symbol or none, and which one we cannot tell.
+    pub(super) fn same_dims_3d(&self, session: &Session, a: &str, b: &str) -> bool {
+        let (Some(sa), Some(sb)) = (session.shape_of(self.gi, a), session.shape_of(self.gi, b))
+        else {
+            return false;
+        };
+        if sa.len() != 3 || sb.len() != 3 {
+            return false;
+        }
+        (0..3).all(|i| match (sa[i], sb[i]) {
+            (Some(_), Some(_)) => true,
+            _ => matches!((self.dim_symbol(session, a, i, 0), self.dim_symbol(session, b, i, 0)),
+                (Some(x), Some(y)) if x == y),
+        })
+    }
+
+    /// The symbolic dim (`dim_param`) ONNX shape inference gives dim `i` of `v`: declared on
+    /// the graph's inputs, outputs and value_info, and carried through the ops transformer
+    /// layers are made of (element-wise ops with broadcasting, MatMul, Transpose, Reshape's
+    /// copied 0 dims, normalisations, the fused nodes), as ORT's inference carries it.
+    pub(super) fn dim_symbol(
+        &self,
+        session: &Session,
+        v: &str,
+        i: usize,
+        depth: usize,
+    ) -> Option<String> {
+        if let Some(d) = self.params.get(v) {
+            return d.get(i).cloned().flatten();
+        }
+        if depth > 200 {
+            return None;
+        }
+        if let Some(hit) = self.symbols.borrow().get(&(key(v), i)) {
+            return hit.clone();
+        }
+        let g = &session.graphs[self.gi];
+        let p = self.producer_of(session, v)?;
+        let n = &g.nodes[p];
+        let rank = |x: &str| session.shape_of(self.gi, x).map(Vec::len);
+        let out_rank = rank(v)?;
+        let from = |x: &str, j: usize| -> Option<String> {
+            match session.shape_of(self.gi, x).and_then(|s| s.get(j).copied()) {
+                Some(Some(_)) => None,
+                _ => self.dim_symbol(session, x, j, depth + 1),
+            }
+        };
+        let sym = match n.op.as_str() {
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Where" | "Equal" | "Less" | "Greater"
+            | "And" | "Or" | "BiasGelu" | "Max" | "Min" => {
+                // Broadcast: every input with this dim either 1 or the same symbol.
+                let mut out: Option<String> = None;
+                for x in n.inputs.iter().filter(|x| !x.is_empty()) {
+                    let r = rank(x)?;
+                    if i + r < out_rank {
+                        continue;
+                    }
+                    let j = i + r - out_rank;
+                    match session.shape_of(self.gi, x).and_then(|s| s.get(j).copied()) {
+                        Some(Some(1)) => continue,
+                        Some(Some(_)) => return None,
+                        _ => {}
+                    }
+                    let s = self.dim_symbol(session, x, j, depth + 1)?;
+                    if out.as_ref().is_some_and(|o| *o != s) {
+                        return None;
+                    }
+                    out = Some(s);
+                }
+                out
+            }
+            "MatMul" | "FusedMatMul" => {
+                let (a, b) = (n.inputs.first()?, n.inputs.get(1)?);
+                let (ra, rb) = (rank(a)?, rank(b)?);
+                if i + 1 == out_rank {
+                    from(b, rb.checked_sub(1)?)
+                } else if i + 2 == out_rank {
+                    from(a, ra.checked_sub(2)?)
+                } else if i + ra >= out_rank {
+                    from(a, i + ra - out_rank)
+                } else {
+                    None
+                }
+            }
+            "Transpose" => {
+                let perm = n.attr_ints("perm")?;
+                let j = usize::try_from(*perm.get(i)?).ok()?;
+                from(n.inputs.first()?, j)
+            }
+            "Reshape" => {
+                let shape = session.initializer(self.gi, n.inputs.get(1)?)?;
+                let values = crate::session::int_values(&shape.tensor)?;
+                if values.get(i) == Some(&0) && n.attr_i("allowzero").unwrap_or(0) == 0 {
+                    from(n.inputs.first()?, i)
+                } else {
+                    None
+                }
+            }
+            "Concat" => {
+                // Off the concat axis every input has the dim; take the first symbol.
+                let axis = n.attr_i("axis")?;
+                let axis = usize::try_from(if axis < 0 {
+                    axis + out_rank as i64
+                } else {
+                    axis
+                })
+                .ok()?;
+                if i == axis {
+                    None
+                } else {
+                    n.inputs
+                        .iter()
+                        .filter(|x| !x.is_empty())
+                        .find_map(|x| from(x, i))
+                }
+            }
+            "Gather" => {
+                // data[:axis] ++ indices.shape ++ data[axis + 1:]
+                let (data, indices) = (n.inputs.first()?, n.inputs.get(1)?);
+                let rd = rank(data)? as i64;
+                let axis = n.attr_i("axis").unwrap_or(0);
+                let axis = usize::try_from(if axis < 0 { axis + rd } else { axis }).ok()?;
+                let ri = rank(indices)?;
+                if i < axis {
+                    from(data, i)
+                } else if i < axis + ri {
+                    from(indices, i - axis)
+                } else {
+                    from(data, i + 1 - ri)
+                }
+            }
+            "Unsqueeze" => {
+                // Axes from the input (opset 13+) or the attribute; the other dims shift.
+                let axes: Vec<i64> = match n.inputs.get(1).filter(|a| !a.is_empty()) {
+                    Some(a) => {
+                        crate::session::int_values(&session.initializer(self.gi, a)?.tensor)?
+                    }
+                    None => n.attr_ints("axes")?.to_vec(),
+                };
+                let rank = out_rank as i64;
+                let mut axes: Vec<usize> = axes
+                    .iter()
+                    .map(|&a| usize::try_from(if a < 0 { a + rank } else { a }).ok())
+                    .collect::<Option<_>>()?;
+                axes.sort_unstable();
+                if axes.contains(&i) {
+                    None
+                } else {
+                    from(
+                        n.inputs.first()?,
+                        i - axes.iter().filter(|&&a| a < i).count(),
+                    )
+                }
+            }
+            "Conv" | "MaxPool" | "AveragePool" if i == 0 => from(n.inputs.first()?, 0),
+            "Expand" => {
+                // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
+                // propagation), or the input's own dim when the shape part is 1.
+                let part = self.shape_part_symbol(session, n.inputs.get(1)?, i, depth);
+                part.or_else(|| {
+                    let x = n.inputs.first()?;
+                    let r = rank(x)?;
+                    (i + r >= out_rank)
+                        .then(|| from(x, i + r - out_rank))
+                        .flatten()
+                })
+            }
+            "Cast"
+            | "Relu"
+            | "Gelu"
+            | "FastGelu"
+            | "QuickGelu"
+            | "Erf"
+            | "Tanh"
+            | "Sigmoid"
+            | "Sqrt"
+            | "Neg"
+            | "Softmax"
+            | "LayerNormalization"
+            | "SkipLayerNormalization"
+            | "SimplifiedLayerNormalization"
+            | "SkipSimplifiedLayerNormalization"
+            | "Identity"
+            | "Dropout"
+            | "BiasSoftmax" => from(n.inputs.first()?, i),
+            _ => None,
+        };
+        self.symbols.borrow_mut().insert((key(v), i), sym.clone());
+        sym
+    }
+}

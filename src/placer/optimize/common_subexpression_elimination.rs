@@ -1,0 +1,75 @@
+//! ORT's `CommonSubexpressionElimination` (`core/optimizer/common_subexpression_elimination.cc`).
+
+use super::*;
+
+impl Optimizer<'_> {
+    pub(super) fn cse(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+        seen: &mut FxMap<Vec<u8>, usize>,
+    ) -> bool {
+        let node = &session.graphs[gi].nodes[ni];
+        if !node.subgraphs.is_empty() || !is_deterministic(&node.domain, &node.op) {
+            return false;
+        }
+        let mut key = Vec::new();
+        for s in [&node.domain, &node.op] {
+            key.extend_from_slice(s.as_bytes());
+            key.push(0);
+        }
+        key.extend_from_slice(&node.since.unwrap_or(-1).to_le_bytes());
+        key.extend_from_slice(&(node.outputs.len() as u64).to_le_bytes());
+        for i in &node.inputs {
+            key.extend_from_slice(i.as_bytes());
+            key.push(1);
+        }
+        // Up to 1.24 a tensor attribute whose data is not in `raw_data` (e.g. `float_data`)
+        // never compares equal, so its node is never merged (oracle: ConstantOfShape with a
+        // `float_data` value merges from 1.25.1 on only).
+        if !self.table.release_at_least(1, 25)
+            && node.attrs.iter().any(|a| {
+                a.t.as_ref()
+                    .is_some_and(|t| t.raw_data.as_ref().is_none_or(|r| r.is_empty()))
+            })
+        {
+            return false;
+        }
+        let mut attrs: Vec<_> = node.attrs.iter().collect();
+        attrs.sort_by(|a, b| a.name().cmp(b.name()));
+        for a in attrs {
+            key.extend_from_slice(&a.encode_to_vec());
+            key.push(2);
+        }
+        match seen.get(&key) {
+            Some(&rep) if rep != ni && !session.graphs[gi].nodes[rep].removed => {
+                let outs = node.outputs.clone();
+                if outs.iter().any(|o| idx.outputs.contains(o)) {
+                    return false;
+                }
+                let rep_outs = session.graphs[gi].nodes[rep].outputs.clone();
+                for (o, r) in outs.iter().zip(&rep_outs) {
+                    if o.is_empty() {
+                        continue;
+                    }
+                    if r.is_empty() {
+                        return false;
+                    }
+                }
+                for (o, r) in outs.iter().zip(&rep_outs) {
+                    if !o.is_empty() {
+                        Self::replace_uses(session, gi, idx, o, r);
+                    }
+                }
+                Self::remove(session, gi, ni);
+                true
+            }
+            _ => {
+                seen.insert(key, ni);
+                false
+            }
+        }
+    }
+}

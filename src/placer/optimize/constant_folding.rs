@@ -1,0 +1,340 @@
+//! ORT's `ConstantFolding` (`core/optimizer/constant_folding.cc`), with the inlining of an `If`
+//! whose condition is constant.
+
+use super::*;
+
+impl Optimizer<'_> {
+    pub(super) fn fold(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let node = &session.graphs[gi].nodes[ni];
+        if node.op == "If" && node.domain == "ai.onnx" {
+            return self.inline_if(session, gi, ni, idx);
+        }
+        if node.op == "Shape" && node.domain == "ai.onnx" {
+            let Some(x) = node
+                .inputs
+                .first()
+                .and_then(|i| session.shape_of(gi, i))
+                .cloned()
+            else {
+                return false;
+            };
+            let r = x.len() as i64;
+            let clamp = |v: i64| {
+                let v = if v < 0 { v + r } else { v };
+                v.clamp(0, r)
+            };
+            let (st, en) = if node.since.unwrap_or(0) >= 15 {
+                (
+                    clamp(node.attr_i("start").unwrap_or(0)),
+                    clamp(node.attr_i("end").unwrap_or(r)),
+                )
+            } else {
+                (0, r)
+            };
+            let dims: Option<Vec<i64>> = x[st as usize..en.max(st) as usize]
+                .iter()
+                .copied()
+                .collect();
+            let Some(dims) = dims else {
+                return false;
+            };
+            let out = node.outputs.first().cloned().unwrap_or_default();
+            self.add_initializer(session, gi, &out, Some(Tensor::i64_1d(dims)));
+            Self::remove_dead_inputs(session, gi, ni, idx);
+            Self::remove(session, gi, ni);
+            return true;
+        }
+        if node.domain != "ai.onnx"
+            || !is_deterministic(&node.domain, &node.op)
+            || !node.subgraphs.is_empty()
+            || node.op == "DequantizeLinear"
+        {
+            return false;
+        }
+        if !node
+            .inputs
+            .iter()
+            .all(|i| i.is_empty() || Self::is_constant_init(session, gi, i))
+        {
+            return false;
+        }
+        if node
+            .existing_outputs()
+            .any(|(_, o)| !matches!(session.type_of(gi, o), Some(Type::Tensor(_)) | None))
+        {
+            return false;
+        }
+        let schema = infer::resolve_schema(self.table, &self.versions, &node.domain, &node.op).ok();
+        if crate::placer::lookup(self.table, Ep::Cpu, session, gi, node, schema).is_err() {
+            return false;
+        }
+        // Evaluate when small and supported; otherwise keep the inferred shape only.
+        let names = node.inputs.clone();
+        let mut owned: Vec<Option<Tensor>> = Vec::with_capacity(names.len());
+        let mut all_known = true;
+        for n in &names {
+            if n.is_empty() {
+                owned.push(None);
+            } else {
+                let v = self.constant(session, gi, n);
+                all_known &= v.is_some();
+                owned.push(v);
+            }
+        }
+        let node = &session.graphs[gi].nodes[ni];
+        let results = if all_known {
+            let refs: Vec<Option<&Tensor>> = owned.iter().map(Option::as_ref).collect();
+            eval::eval(
+                &NodeView {
+                    op: &node.op,
+                    domain: &node.domain,
+                    since: node.since.unwrap_or(0),
+                    attrs: &node.attrs,
+                },
+                &refs,
+            )
+        } else {
+            None
+        };
+        if results.is_none() {
+            shapes::infer_and_record(session, gi, ni, &mut self.values);
+        }
+        let outs = session.graphs[gi].nodes[ni].outputs.clone();
+        let mut results = results.map(Vec::into_iter);
+        for o in &outs {
+            let v = results.as_mut().and_then(Iterator::next);
+            if !o.is_empty() {
+                self.add_initializer(session, gi, o, v);
+            }
+        }
+        Self::remove_dead_inputs(session, gi, ni, idx);
+        Self::remove(session, gi, ni);
+        true
+    }
+
+    /// `If` with a constant condition (ORT's `ConstantFoldIfNode` and `Graph::InlineIfSubgraph`,
+    /// `core/optimizer/constant_folding.cc`, `core/graph/graph.cc`): the chosen branch's nodes
+    /// are appended to this graph in the branch's `GraphViewer` order and the `If` is removed.
+    /// Names follow ORT: a prefix `GenerateNodeName("_if_then_branch")` (or `_if_else_branch`),
+    /// each node named `GenerateNodeName(<prefix>_<op>)`, each branch initializer and node
+    /// output renamed `GenerateNodeArgName(<prefix>_<name>)`, except the branch outputs, which
+    /// take the names of the `If`'s outputs; outer-scope values keep their names. All of these
+    /// draw on the graph's one `_token_<k>` counter.
+    pub(super) fn inline_if(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let node = &session.graphs[gi].nodes[ni];
+        let Some(cond) = node.inputs.first().cloned() else {
+            return false;
+        };
+        if !Self::is_constant_init(session, gi, &cond) {
+            return false;
+        }
+        let Some(v) = self.constant(session, gi, &cond) else {
+            return false;
+        };
+        if v.len() != 1 {
+            return false;
+        }
+        let then = v.as_i64()[0] != 0;
+        let branch = if then { "then_branch" } else { "else_branch" };
+        let node = &session.graphs[gi].nodes[ni];
+        let Some(sg) = node
+            .subgraphs
+            .iter()
+            .find(|(a, _)| a == branch)
+            .map(|(_, s)| *s)
+        else {
+            return false;
+        };
+        let if_outputs = node.outputs.clone();
+        let sub_outputs = session.graphs[sg].outputs.clone();
+        if sub_outputs.len() != if_outputs.len() {
+            return false;
+        }
+        let order = ort_topological_order(session, sg);
+        let sub = &session.graphs[sg];
+        // The branch must be self-contained for ORT to inline it: every input of its nodes is
+        // an outer-scope value, a branch initializer or an earlier node's output (ORT throws
+        // otherwise, failing the session; here the `If` is left alone).
+        let mut known: HashSet<&str> = sub.initializers.keys().map(String::as_str).collect();
+        for &k in &order {
+            let n = &sub.nodes[k];
+            if n.inputs.iter().any(|i| {
+                !i.is_empty()
+                    && !known.contains(i.as_str())
+                    && (sub.inputs.iter().any(|x| x == i)
+                        || sub
+                            .nodes
+                            .iter()
+                            .any(|m| !m.removed && m.outputs.contains(i)))
+            }) {
+                return false;
+            }
+            known.extend(
+                n.outputs
+                    .iter()
+                    .filter(|o| !o.is_empty())
+                    .map(String::as_str),
+            );
+        }
+
+        let mut names = NameGen::new(&session.graphs[gi]);
+        let mut generated: Vec<String> = Vec::new();
+        let prefix = names.node(&format!("_if_{branch}"));
+        generated.push(prefix.clone());
+        // Branch output i is the If's output i (the first mention wins, as in ORT).
+        let mut rename: HashMap<String, String> = HashMap::default();
+        for (o, target) in sub_outputs.iter().zip(&if_outputs) {
+            rename.entry(o.clone()).or_insert_with(|| target.clone());
+        }
+        let sub = session.graphs[sg].clone();
+        let mut inits: Vec<&String> = sub.initializers.keys().collect();
+        inits.sort_unstable();
+        for name in inits {
+            if !rename.contains_key(name) {
+                let new = names.value(&format!("{prefix}_{name}"));
+                rename.insert(name.clone(), new);
+            }
+        }
+        for &k in &order {
+            for o in sub.nodes[k].outputs.iter().filter(|o| !o.is_empty()) {
+                if !rename.contains_key(o) {
+                    let new = names.value(&format!("{prefix}_{o}"));
+                    rename.insert(o.clone(), new);
+                }
+            }
+        }
+        let map = |n: &String| rename.get(n).cloned().unwrap_or_else(|| n.clone());
+        for (name, init) in &sub.initializers {
+            let new = map(name);
+            let mut init = init.clone();
+            init.tensor.name = Some(new.clone());
+            let g = &mut session.graphs[gi];
+            g.types.insert(new.clone(), Type::Tensor(init.elem));
+            g.shapes.insert(
+                new.clone(),
+                init.dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
+            );
+            self.values.forget(gi, &new);
+            if gi == 0 {
+                self.shareable.insert(new.clone());
+            }
+            g.init_order.push(new.clone());
+            g.initializers.insert(new, init);
+        }
+        for (name, t) in &sub.types {
+            session.graphs[gi]
+                .types
+                .entry(map(name))
+                .or_insert_with(|| t.clone());
+        }
+        for (name, s) in &sub.shapes {
+            session.graphs[gi]
+                .shapes
+                .entry(map(name))
+                .or_insert_with(|| s.clone());
+        }
+        for &k in &order {
+            let mut n = sub.nodes[k].clone();
+            n.name = names.node(&format!("{prefix}_{}", n.op));
+            generated.push(n.name.clone());
+            // ORT drops trailing missing inputs and outputs.
+            while n.inputs.last().is_some_and(String::is_empty) {
+                n.inputs.pop();
+            }
+            while n.outputs.last().is_some_and(String::is_empty) {
+                n.outputs.pop();
+            }
+            n.inputs = n
+                .inputs
+                .iter()
+                .map(|i| if i.is_empty() { i.clone() } else { map(i) })
+                .collect();
+            n.outputs = n
+                .outputs
+                .iter()
+                .map(|o| if o.is_empty() { o.clone() } else { map(o) })
+                .collect();
+            n.implicit_inputs = n.implicit_inputs.iter().map(map).collect();
+            let new_index = session.graphs[gi].nodes.len();
+            for (_, s) in &n.subgraphs {
+                session.graphs[*s].parent = Some((gi, new_index));
+                for (from, to) in &rename {
+                    if from != to {
+                        Self::rename_in_subgraph(session, *s, from, to);
+                    }
+                }
+            }
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                idx.producer.insert(o.clone(), new_index);
+            }
+            for i in n.inputs.iter().chain(&n.implicit_inputs) {
+                idx.uses.entry(i.clone()).or_default().push(new_index);
+            }
+            session.graphs[gi].nodes.push(n);
+            session.graphs[sg].nodes[k].removed = true;
+            session.graphs[sg].nodes[k].subgraphs.clear();
+        }
+        // A branch output that no branch node or initializer defines (an outer-scope value
+        // passed through): ORT leaves the If's output undefined. Keep the graph well formed
+        // with an Identity so that the simulation can go on.
+        let produced: HashSet<&String> = sub
+            .nodes
+            .iter()
+            .filter(|n| !n.removed)
+            .flat_map(|n| n.outputs.iter())
+            .chain(sub.initializers.keys())
+            .collect();
+        let mut passthrough: Vec<(String, String)> = Vec::new();
+        for (o, target) in sub_outputs.iter().zip(&if_outputs) {
+            if target.is_empty() || produced.contains(o) && rename.get(o) == Some(target) {
+                continue;
+            }
+            passthrough.push((map(o), target.clone()));
+        }
+        let since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Identity")
+            .ok()
+            .map(|s| s.since);
+        for (src, target) in passthrough {
+            if src == target {
+                continue;
+            }
+            let new_index = session.graphs[gi].nodes.len();
+            idx.producer.insert(target.clone(), new_index);
+            idx.uses.entry(src.clone()).or_default().push(new_index);
+            let name = names.node(&format!("{prefix}_Identity"));
+            generated.push(name.clone());
+            session.graphs[gi].nodes.push(SNode {
+                name,
+                op: "Identity".into(),
+                domain: "ai.onnx".into(),
+                since,
+                inputs: vec![src],
+                outputs: vec![target],
+                attrs: Vec::new(),
+                subgraphs: Vec::new(),
+                implicit_inputs: Vec::new(),
+                ep: None,
+                kernel: None,
+                origin: None,
+                removed: false,
+            });
+        }
+        let g = &mut session.graphs[gi];
+        g.name_counter = names.counter;
+        g.generated_names.extend(generated);
+        Self::remove(session, gi, ni);
+        true
+    }
+}

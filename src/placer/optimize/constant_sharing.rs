@@ -1,0 +1,123 @@
+//! ORT's `ConstantSharing` (`core/optimizer/constant_sharing.cc`).
+
+use super::*;
+
+impl Optimizer<'_> {
+    /// `ConstantSharing` (`core/optimizer/constant_sharing.cc`), main graph only: constant
+    /// initializers of type float, float16, double, int32 or int64 with at most
+    /// [`SHARING_MAX_ELEMENTS`] elements that are equal in type, shape and values are merged
+    /// into one, so that CSE can merge the nodes reading them. Initializers read by a subgraph
+    /// or that are graph outputs are left alone. The oracle (1.23.2–1.31.1) shows what the
+    /// released code does beyond the public source: tensors up to 8 elements of any rank are
+    /// shared (9 are not), values compare bit for bit, only initializers held as tensor protos
+    /// take part (not those folding or fusions created), and one of the original names is
+    /// kept, the one ORT registered last (its initializer map iterates newest first).
+    pub(super) fn constant_sharing(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        idx: &mut Index,
+    ) -> bool {
+        if session.graphs[gi].parent.is_some() {
+            return false;
+        }
+        let mut seen: HashSet<&str> = HashSet::default();
+        let mut order: Vec<String> = Vec::new();
+        let g = &session.graphs[gi];
+        for name in g.init_order.iter().rev() {
+            if g.initializers.contains_key(name) && seen.insert(name.as_str()) {
+                order.push(name.clone());
+            }
+        }
+        if order.len() < g.initializers.len() {
+            let mut rest: Vec<&String> = g
+                .initializers
+                .keys()
+                .filter(|k| !seen.contains(k.as_str()))
+                .collect();
+            rest.sort_unstable();
+            order.extend(rest.into_iter().cloned());
+        }
+        // Who reads each value, from one scan of the graph: (read by a live node, read by one
+        // through a subgraph). The merges are applied in one pass at the end, so the pass stays
+        // linear when one node reads many initializers (a `Sum` of 80,000 equal constants).
+        let mut reads: FxMap<&str, (bool, bool)> = FxMap::default();
+        for (_, n) in g.live_nodes() {
+            for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+                reads.entry(i.as_str()).or_default().0 = true;
+            }
+            for i in &n.implicit_inputs {
+                *reads.entry(i.as_str()).or_default() = (true, true);
+            }
+        }
+        let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), usize> = FxMap::default();
+        let mut renames: FxMap<String, String> = FxMap::default();
+        for k in 0..order.len() {
+            let name = order[k].as_str();
+            let Some(init) = g.initializers.get(name) else {
+                continue;
+            };
+            if !self.shareable.contains(name)
+                || init.overridable
+                || init.dims.iter().any(|&d| d < 0)
+                || init.elements().is_none_or(|n| n > SHARING_MAX_ELEMENTS)
+            {
+                continue;
+            }
+            let elem = init.elem;
+            let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
+            let float =
+                elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
+            if !(int || float) || idx.outputs.contains(name) {
+                continue;
+            }
+            match reads.get(name) {
+                Some((true, false)) => {}
+                _ => continue,
+            }
+            let Some(v) = self.values.get(session, gi, name) else {
+                continue;
+            };
+            let bits: Vec<u64> = if int {
+                v.as_i64().into_iter().map(|x| x as u64).collect()
+            } else {
+                // Compared bit for bit (oracle: NaNs merge, -0.0 and 0.0 do not).
+                v.as_f64().into_iter().map(f64::to_bits).collect()
+            };
+            match shared.entry((elem, init.dims.clone(), bits)) {
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(k);
+                }
+                std::collections::hash_map::Entry::Occupied(rep) => {
+                    renames.insert(name.to_string(), order[*rep.get()].clone());
+                }
+            }
+        }
+        if renames.is_empty() {
+            return false;
+        }
+        let g = &mut session.graphs[gi];
+        for (k, n) in g.nodes.iter_mut().enumerate() {
+            if n.removed {
+                continue;
+            }
+            let mut renamed: Vec<&String> = Vec::new();
+            for i in n.inputs.iter_mut() {
+                if let Some(rep) = renames.get(i.as_str()) {
+                    *i = rep.clone();
+                    renamed.push(rep);
+                }
+            }
+            renamed.sort_unstable();
+            renamed.dedup();
+            for rep in renamed {
+                idx.uses.entry(rep.clone()).or_default().push(k);
+            }
+        }
+        for name in renames.keys() {
+            g.initializers.remove(name);
+            self.values.forget(gi, name);
+        }
+        true
+    }
+}

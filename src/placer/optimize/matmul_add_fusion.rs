@@ -1,0 +1,217 @@
+//! ORT's `MatMulAddFusion` (`core/optimizer/matmul_add_fusion.cc`).
+
+use super::*;
+
+impl Optimizer<'_> {
+    /// `MatMulAddFusion` (`core/optimizer/matmul_add_fusion.cc`, the same in 1.23–1.31 by the
+    /// oracle): a float/float16/bfloat16 `MatMul` (since 1, 9, 13) whose only edge goes to an
+    /// `Add` (since 7, 13, 14) of the same type, with a rank-2 second input, becomes a `Gemm`
+    /// named `GenerateNodeName(<matmul>/MatMulAddFusion)` reading the Add's other input as bias.
+    /// The bias must be `[N]`, or for a 2-D first input also `[1, N]`, `[M, 1]` or `[M, N]`.
+    /// Another rank of the first input needs its shape and the weight's fully known: the Gemm
+    /// then sits between two new Reshapes, `gemm_input_reshape` (to `[M, K]`) and
+    /// `gemm_output_reshape` (back), each with a shape initializer and a new value, all named
+    /// by `GenerateNodeName`/`GenerateNodeArgName`. At level 1 nothing is kept for attention.
+    pub(super) fn matmul_add_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+        names: &mut Option<NameGen>,
+    ) -> bool {
+        let mm = &session.graphs[gi].nodes[ni];
+        if mm.op != "MatMul"
+            || mm.domain != "ai.onnx"
+            || !matches!(mm.since, Some(1 | 9 | 13))
+            || mm.inputs.len() != 2
+            || mm.outputs.len() != 1
+        {
+            return false;
+        }
+        let out = mm.outputs[0].clone();
+        if idx.outputs.contains(&out) {
+            return false;
+        }
+        let users = idx.users(session, gi, &out);
+        let [add] = users[..] else {
+            return false;
+        };
+        let an = &session.graphs[gi].nodes[add];
+        let edges = an.inputs.iter().filter(|i| **i == out).count()
+            + an.implicit_inputs.iter().filter(|i| **i == out).count();
+        if edges != 1
+            || an.op != "Add"
+            || an.domain != "ai.onnx"
+            || !matches!(an.since, Some(7 | 13 | 14))
+            || an.inputs.len() != 2
+            || an.outputs.len() != 1
+        {
+            return false;
+        }
+        let a = mm.inputs[0].clone();
+        let w = mm.inputs[1].clone();
+        let ty = session.type_of(gi, &a).cloned();
+        let float_ok = matches!(ty, Some(Type::Tensor(e)) if e == D::Float as i32 || e == D::Float16 as i32 || e == D::Bfloat16 as i32);
+        if !float_ok || session.type_of(gi, &an.inputs[0]) != ty.as_ref() {
+            return false;
+        }
+        let (Some(a_shape), Some(w_shape)) = (
+            session.shape_of(gi, &a).cloned(),
+            session.shape_of(gi, &w).cloned(),
+        ) else {
+            return false;
+        };
+        if w_shape.len() != 2 {
+            return false;
+        }
+        let need_reshape = a_shape.len() != 2;
+        let dim_n = w_shape[1];
+        let mut reshape: Option<(i64, i64, Vec<i64>)> = None;
+        if need_reshape {
+            let Some(dims) = a_shape.iter().copied().collect::<Option<Vec<i64>>>() else {
+                return false;
+            };
+            let (Some(k), Some(n)) = (w_shape[0], w_shape[1]) else {
+                return false;
+            };
+            let m: i64 = dims[..dims.len().saturating_sub(1)].iter().product();
+            let mut back = dims;
+            if let Some(last) = back.last_mut() {
+                *last = n;
+            }
+            reshape = Some((m, k, back));
+        }
+        let bias_idx = usize::from(an.inputs[0] == out);
+        let bias = an.inputs[bias_idx].clone();
+        let Some(b_shape) = session.shape_of(gi, &bias).cloned() else {
+            return false;
+        };
+        let eq = |x: Option<i64>, y: Option<i64>| x.is_some() && x == y;
+        let valid = (b_shape.len() == 1 && eq(b_shape[0], dim_n))
+            || (!need_reshape
+                && b_shape.len() == 2
+                && b_shape[0] == Some(1)
+                && eq(b_shape[1], dim_n))
+            || (!need_reshape
+                && b_shape.len() == 2
+                && eq(b_shape[0], a_shape[0])
+                && (b_shape[1] == Some(1) || eq(b_shape[1], dim_n)));
+        if !valid {
+            return false;
+        }
+        let add_out = an.outputs[0].clone();
+        let mm_name = mm.name.clone();
+        let elem = match ty {
+            Some(Type::Tensor(e)) => e,
+            _ => return false,
+        };
+        let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
+        let reshape_since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Reshape")
+            .ok()
+            .map(|s| s.since);
+        let gemm_since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Gemm")
+            .ok()
+            .map(|s| s.since);
+        let mut new_nodes: Vec<SNode> = Vec::new();
+        let mut gemm_in = a.clone();
+        let mut gemm_out = add_out.clone();
+        if let Some((m, k, back)) = reshape {
+            for (is_input, shape) in [(true, vec![m, k]), (false, back)] {
+                let base = if is_input {
+                    "gemm_input"
+                } else {
+                    "gemm_output"
+                };
+                let shape_name = names.node(&format!("{base}_shape"));
+                names.reserve_value(&shape_name);
+                let arg = names.value(&format!("{base}_reshape_arg"));
+                let node_name = names.node(&format!("{base}_reshape"));
+                let g = &mut session.graphs[gi];
+                g.generated_names.insert(node_name.clone());
+                g.types.insert(arg.clone(), Type::Tensor(elem));
+                g.shapes.insert(
+                    arg.clone(),
+                    vec![Some(m), if is_input { Some(k) } else { dim_n }],
+                );
+                self.add_initializer(session, gi, &shape_name, Some(Tensor::i64_1d(shape)));
+                let (input, output) = if is_input {
+                    gemm_in = arg.clone();
+                    (a.clone(), arg)
+                } else {
+                    gemm_out = arg.clone();
+                    (arg, add_out.clone())
+                };
+                new_nodes.push(SNode {
+                    name: node_name,
+                    op: "Reshape".into(),
+                    domain: "ai.onnx".into(),
+                    since: reshape_since,
+                    inputs: vec![input, shape_name],
+                    outputs: vec![output],
+                    attrs: Vec::new(),
+                    subgraphs: Vec::new(),
+                    implicit_inputs: Vec::new(),
+                    ep: None,
+                    kernel: None,
+                    origin: None,
+                    removed: false,
+                });
+            }
+        }
+        let gemm_name = names.node(&format!("{mm_name}/MatMulAddFusion"));
+        session.graphs[gi].generated_names.insert(gemm_name.clone());
+        let gemm = SNode {
+            name: gemm_name,
+            op: "Gemm".into(),
+            domain: "ai.onnx".into(),
+            since: gemm_since,
+            inputs: vec![gemm_in, w, bias],
+            outputs: vec![gemm_out],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            kernel: None,
+            origin: session.graphs[gi].nodes[ni].origin,
+            removed: false,
+        };
+        new_nodes.push(gemm);
+        Self::remove(session, gi, ni);
+        Self::remove(session, gi, add);
+        self.append_nodes(session, gi, idx, new_nodes);
+        true
+    }
+
+    /// The ops and since-versions `FuseContiguousReshapes` chains: Reshape 5, 13, 14 and
+    /// Squeeze/Unsqueeze 1, 11, 13 up to 1.24; from 1.25 also Reshape 19, 21 and
+    /// Squeeze/Unsqueeze 21 (oracle probes: opset-19/21 chains fuse from 1.25.1 on).
+    pub(super) fn reshape_like(table: &KernelTable, op: &str, since: Option<i64>) -> bool {
+        let new = table.release_at_least(1, 25);
+        match (op, since) {
+            ("Reshape", Some(5 | 13 | 14)) | ("Squeeze" | "Unsqueeze", Some(1 | 11 | 13)) => true,
+            ("Reshape", Some(19 | 21)) | ("Squeeze" | "Unsqueeze", Some(21)) => new,
+            _ => false,
+        }
+    }
+
+    /// Appends new nodes to graph `gi`, keeping the index up to date.
+    pub(super) fn append_nodes(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        idx: &mut Index,
+        nodes: Vec<SNode>,
+    ) {
+        for n in nodes {
+            let k = session.graphs[gi].nodes.len();
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                idx.producer.insert(o.clone(), k);
+            }
+            for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+                idx.uses.entry(i.clone()).or_default().push(k);
+            }
+            session.graphs[gi].nodes.push(n);
+        }
+    }
+}

@@ -1,0 +1,548 @@
+//! The graph optimisations that run before partitioning and move the CPU/CUDA boundary
+//! (ORT's level-1 transformers), simulated per level, in ORT's order: the rewrite rules
+//! (`EliminateIdentity`, `EliminateSlice`, `EliminateDropout`, `ExpandElimination`,
+//! `CastElimination`, `PreShapeNodeElimination`, `NoopElimination`, `DivMulFusion`,
+//! `FuseReluClip`, `GemmSumFusion`, `GemmTransposeFusion`, `NotWhereFusion`, `PadFusion`, `ConvAddFusion`, `ConvMulFusion`, `ConvBNFusion`),
+//! `ConstantSharing`, common subexpression elimination, `ConstantFolding` (incl. `Shape` over
+//! static shapes and `If` with a constant condition), `MatMulAddFusion`, `ReshapeFusion` (the
+//! Shape/Gather/Concat subgraph and `FuseContiguousReshapes`) and the `TransposeOptimizer`,
+//! repeated until nothing changes (at most 10 steps). What the released builds do where the
+//! public source is silent or differs was measured with the oracle; `tools/probes/l1.py`
+//! records those probes as the `probes_l1` fixtures.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use prost::Message;
+
+use crate::infer::eval::{self, NodeView, Tensor};
+use crate::infer::shapes::{self, Values};
+use crate::infer::{self, Type};
+use crate::model::DataType as D;
+use crate::placer::{OptLevel, registry, transpose};
+use crate::session::order::{ort_topological_order, ort_topological_order_by};
+use crate::session::{Init, NameGen, SNode, Session};
+use crate::tables::{Ep, KernelTable};
+
+type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
+mod common_subexpression_elimination;
+mod constant_folding;
+mod constant_sharing;
+mod conv_add_fusion;
+mod div_mul_fusion;
+mod gemm_sum_fusion;
+mod gemm_transpose_fusion;
+mod matmul_add_fusion;
+mod noop_elimination;
+mod pad_fusion;
+mod relu_clip_fusion;
+mod reshape_fusion;
+mod rule_based_graph_transformer;
+
+/// The largest initializer `ConstantSharing` merges (oracle: 8 elements are, 9 are not).
+const SHARING_MAX_ELEMENTS: u64 = 8;
+
+/// ORT's `max_num_graph_transformation_steps`.
+const MAX_STEPS: usize = 10;
+
+/// Applies the transformers of `level` to the session graph.
+///
+/// `values` and the shapes recorded in `session` come from the load-time inference; `reinfer`
+/// asks for a fresh inference (the graph changed since, by function inlining).
+pub fn run(
+    session: &mut Session,
+    table: &KernelTable,
+    level: OptLevel,
+    values: Values,
+    reinfer: bool,
+) {
+    if level == OptLevel::Disable || session.graphs.is_empty() {
+        return;
+    }
+    let mut opt = Optimizer {
+        table,
+        values,
+        versions: infer::domain_versions(session, table),
+        indices: HashMap::default(),
+        reinfer: HashSet::default(),
+        shareable: session.graphs[0].initializers.keys().cloned().collect(),
+    };
+    if reinfer {
+        shapes::infer_graph(session, 0, &mut opt.values);
+    }
+    // ORT's level-1 list, in the registry's order, repeated while anything changes.
+    let passes: Vec<Option<Pass>> = registry::simulated(OptLevel::Basic)
+        .map(|t| Pass::of(t.name))
+        .collect();
+    for _ in 0..MAX_STEPS {
+        let mut changed = false;
+        for pass in &passes {
+            changed |= match pass {
+                Some(Pass::Transpose) => opt.transpose(session, 0),
+                Some(pass) => opt.pass(session, 0, *pass),
+                None => false,
+            };
+        }
+        if !changed {
+            break;
+        }
+    }
+    session.compute_implicit_inputs(0);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Rules,
+    /// `ConstantSharing`: main graph only, not per node.
+    Sharing,
+    Cse,
+    Fold,
+    MatMulAdd,
+    ReshapeFusion,
+    Transpose,
+}
+
+impl Pass {
+    /// The pass simulating the level-1 transformer ORT names `name`.
+    fn of(name: &str) -> Option<Pass> {
+        Some(match name {
+            "Level1_RuleBasedTransformer" => Pass::Rules,
+            "ConstantSharing" => Pass::Sharing,
+            "CommonSubexpressionElimination" => Pass::Cse,
+            "ConstantFolding" => Pass::Fold,
+            "MatMulAddFusion" => Pass::MatMulAdd,
+            "ReshapeFusion" => Pass::ReshapeFusion,
+            "TransposeOptimizer" => Pass::Transpose,
+            _ => return None,
+        })
+    }
+}
+
+struct Optimizer<'t> {
+    table: &'t KernelTable,
+    values: Values,
+    versions: HashMap<String, i64>,
+    /// Per graph: the index and the two node orders, built once per step.
+    indices: HashMap<usize, (Index, Vec<usize>, Vec<usize>, usize)>,
+    /// Graphs whose shapes to infer again in the next folding pass.
+    reinfer: HashSet<usize>,
+    /// Main-graph initializers held as tensor protos (the model's, and those an inlined `If`
+    /// branch brought): the only ones `ConstantSharing` merges. Those the optimiser creates
+    /// (folded values, fusion shapes) live in memory in ORT and are never shared.
+    shareable: HashSet<String>,
+}
+
+/// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
+/// [`Index::users`] filters them.
+struct Index {
+    producer: FxMap<String, usize>,
+    uses: FxMap<String, Vec<usize>>,
+    outputs: HashSet<String>,
+}
+
+impl Index {
+    fn build(session: &Session, gi: usize) -> Index {
+        let g = &session.graphs[gi];
+        // Sized once: a value per node output, about as many read values.
+        let mut producer = FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+        let mut uses: FxMap<String, Vec<usize>> =
+            FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+        for (i, n) in g.live_nodes() {
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                producer.insert(o.clone(), i);
+            }
+            for name in n.inputs.iter().chain(&n.implicit_inputs) {
+                if !name.is_empty() {
+                    match uses.get_mut(name.as_str()) {
+                        Some(l) => {
+                            if l.last() != Some(&i) {
+                                l.push(i);
+                            }
+                        }
+                        None => {
+                            uses.insert(name.clone(), vec![i]);
+                        }
+                    }
+                }
+            }
+        }
+        Index {
+            producer,
+            uses,
+            outputs: g.outputs.iter().cloned().collect(),
+        }
+    }
+
+    /// Live nodes that read `name` (explicitly or through a subgraph).
+    fn users(&self, session: &Session, gi: usize, name: &str) -> Vec<usize> {
+        let g = &session.graphs[gi];
+        let mut out: Vec<usize> = self
+            .uses
+            .get(name)
+            .map(|l| {
+                l.iter()
+                    .copied()
+                    .filter(|&k| {
+                        let n = &g.nodes[k];
+                        !n.removed
+                            && (n.inputs.iter().any(|i| i == name)
+                                || n.implicit_inputs.iter().any(|i| i == name))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The live producer of `name` in this graph.
+    fn producer(&self, session: &Session, gi: usize, name: &str) -> Option<usize> {
+        self.producer
+            .get(name)
+            .copied()
+            .filter(|&p| !session.graphs[gi].nodes[p].removed)
+    }
+}
+
+fn is_deterministic(domain: &str, op: &str) -> bool {
+    match domain {
+        "ai.onnx" => !matches!(
+            op,
+            "RandomUniform"
+                | "RandomNormal"
+                | "RandomUniformLike"
+                | "RandomNormalLike"
+                | "Multinomial"
+                | "Dropout"
+                | "Bernoulli"
+        ),
+        "com.microsoft" => matches!(op, "QuantizeLinear" | "DequantizeLinear"),
+        _ => false,
+    }
+}
+
+impl Optimizer<'_> {
+    /// Runs one transformer over graph `gi`, subgraphs first (node by node, as ORT recurses).
+    fn pass(&mut self, session: &mut Session, gi: usize, pass: Pass) -> bool {
+        let mut changed = false;
+        // The index is kept up to date by the edits; the orders stay valid under removals
+        // and renames, and are rebuilt when nodes were appended (`If` inlining).
+        let len = session.graphs[gi].nodes.len();
+        let (mut idx, kahn, dfs) = match self.indices.remove(&gi) {
+            Some((idx, kahn, dfs, n)) if n == len => (idx, kahn, dfs),
+            _ => {
+                // One producer index serves both orders.
+                let idx = Index::build(session, gi);
+                let kahn =
+                    infer::topological_order_by(session, gi, &|v| idx.producer.get(v).copied());
+                let dfs = ort_topological_order_by(session, gi, &|v| idx.producer.get(v).copied());
+                (idx, kahn, dfs)
+            }
+        };
+        if pass == Pass::Sharing {
+            let changed = self.constant_sharing(session, gi, &mut idx);
+            self.indices.insert(gi, (idx, kahn, dfs, len));
+            return changed;
+        }
+        let mut cse: FxMap<Vec<u8>, usize> = FxMap::default();
+        // After a ReshapeFusion, ORT's next Resolve infers the graph's shapes again (the
+        // Reshapes now have constant shapes); the next folding pass does the same here.
+        let mut updated = pass == Pass::Fold && self.reinfer.remove(&gi);
+        let order = if matches!(pass, Pass::Cse | Pass::MatMulAdd) {
+            &dfs
+        } else {
+            &kahn
+        };
+        // Built on first use: generated names are checked against every name of the graph.
+        let mut names: Option<NameGen> = None;
+        let skip = pass == Pass::ReshapeFusion
+            && !session.graphs[gi]
+                .live_nodes()
+                .any(|(_, n)| n.op == "Reshape" || !n.subgraphs.is_empty());
+        let order: &[usize] = if skip { &[] } else { order };
+        for &ni in order {
+            if session.graphs[gi].nodes[ni].removed {
+                continue;
+            }
+            let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+                .subgraphs
+                .iter()
+                .map(|(_, s)| *s)
+                .collect();
+            for sg in subs {
+                changed |= self.pass(session, sg, pass);
+            }
+            let did = match pass {
+                Pass::Rules => self.rules(session, gi, ni, &mut idx),
+                Pass::Cse => self.cse(session, gi, ni, &mut idx, &mut cse),
+                Pass::Fold => {
+                    if updated && session.graphs[gi].nodes[ni].subgraphs.is_empty() {
+                        shapes::infer_and_record(session, gi, ni, &mut self.values);
+                    }
+                    let d = self.fold(session, gi, ni, &mut idx);
+                    updated |= d;
+                    d
+                }
+                Pass::ReshapeFusion => {
+                    let d = self.reshape_fusion(session, gi, ni, &mut idx)
+                        || self.fuse_contiguous_reshapes(session, gi, ni, &mut idx, &mut names);
+                    if d {
+                        self.reinfer.insert(gi);
+                    }
+                    d
+                }
+                Pass::MatMulAdd => self.matmul_add_fusion(session, gi, ni, &mut idx, &mut names),
+                Pass::Sharing | Pass::Transpose => false,
+            };
+            changed |= did;
+        }
+        if let Some(n) = names {
+            session.graphs[gi].name_counter = n.counter;
+        }
+        // Orders built before nodes were appended (`If` inlining) miss them: keep the length
+        // they were built for, so that the next pass rebuilds them.
+        self.indices.insert(gi, (idx, kahn, dfs, len));
+        changed
+    }
+
+    /// The `TransposeOptimizer` over graph `gi`, then over the subgraphs of its nodes.
+    fn transpose(&mut self, session: &mut Session, gi: usize) -> bool {
+        let order = ort_topological_order(session, gi);
+        let mut changed = transpose::run(
+            session,
+            gi,
+            self.table,
+            &self.versions,
+            &mut self.values,
+            &order,
+        );
+        if changed {
+            self.indices.remove(&gi);
+        }
+        let subs: Vec<usize> = ort_topological_order(session, gi)
+            .into_iter()
+            .flat_map(|k| {
+                session.graphs[gi].nodes[k]
+                    .subgraphs
+                    .iter()
+                    .map(|(_, s)| *s)
+            })
+            .collect();
+        for sg in subs {
+            changed |= self.transpose(session, sg);
+        }
+        changed
+    }
+
+    /// Marks node `ni` removed, and every node of its subgraphs.
+    fn remove(session: &mut Session, gi: usize, ni: usize) {
+        let n = &mut session.graphs[gi].nodes[ni];
+        n.removed = true;
+        let subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
+        for sg in subs {
+            for k in 0..session.graphs[sg].nodes.len() {
+                if !session.graphs[sg].nodes[k].removed {
+                    Self::remove(session, sg, k);
+                }
+            }
+        }
+    }
+
+    /// Renames every read of `old` to `new` in graph `gi` (and the subgraphs that read it).
+    fn replace_uses(session: &mut Session, gi: usize, idx: &mut Index, old: &str, new: &str) {
+        for k in idx.users(session, gi, old) {
+            let n = &mut session.graphs[gi].nodes[k];
+            for i in n.inputs.iter_mut() {
+                if i == old {
+                    *i = new.to_string();
+                }
+            }
+            if n.implicit_inputs.iter().any(|i| i == old) {
+                for i in n.implicit_inputs.iter_mut() {
+                    if i == old {
+                        *i = new.to_string();
+                    }
+                }
+                let subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
+                for sg in subs {
+                    Self::rename_in_subgraph(session, sg, old, new);
+                }
+            }
+            idx.uses.entry(new.to_string()).or_default().push(k);
+        }
+    }
+
+    fn rename_in_subgraph(session: &mut Session, sg: usize, old: &str, new: &str) {
+        let g = &session.graphs[sg];
+        if g.inputs.iter().any(|i| i == old) || g.initializers.contains_key(old) {
+            return;
+        }
+        let mut subs = Vec::new();
+        let g = &mut session.graphs[sg];
+        for n in g.nodes.iter_mut() {
+            for i in n.inputs.iter_mut().chain(n.implicit_inputs.iter_mut()) {
+                if i == old {
+                    *i = new.to_string();
+                }
+            }
+            subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
+        }
+        for o in g.outputs.iter_mut() {
+            if o == old {
+                *o = new.to_string();
+            }
+        }
+        for s in subs {
+            Self::rename_in_subgraph(session, s, old, new);
+        }
+    }
+
+    /// Removes a single-data-input node, its consumers reading `input` instead of its output.
+    /// Refused when the output is a graph output.
+    fn bypass(session: &mut Session, gi: usize, ni: usize, idx: &mut Index, input: &str) -> bool {
+        let Some(out) = session.graphs[gi].nodes[ni].outputs.first().cloned() else {
+            return false;
+        };
+        if input.is_empty() || idx.outputs.contains(&out) {
+            return false;
+        }
+        if session.graphs[gi].nodes[ni]
+            .outputs
+            .iter()
+            .skip(1)
+            .any(|o| !o.is_empty() && !idx.users(session, gi, o).is_empty())
+        {
+            return false;
+        }
+        Self::replace_uses(session, gi, idx, &out, input);
+        Self::remove(session, gi, ni);
+        true
+    }
+
+    /// After folding node `ni`: its producers left without consumers are removed, upwards
+    /// (`RemoveNodesWithOneOutputBottomUp`).
+    fn remove_dead_inputs(session: &mut Session, gi: usize, ni: usize, idx: &Index) {
+        let mut stack: Vec<usize> = session.graphs[gi].nodes[ni]
+            .inputs
+            .iter()
+            .chain(&session.graphs[gi].nodes[ni].implicit_inputs)
+            .filter_map(|i| idx.producer(session, gi, i))
+            .collect();
+        while let Some(p) = stack.pop() {
+            if session.graphs[gi].nodes[p].removed {
+                continue;
+            }
+            let node = &session.graphs[gi].nodes[p];
+            let dead = node
+                .existing_outputs()
+                .all(|(_, o)| !idx.outputs.contains(o) && idx.users(session, gi, o).is_empty());
+            if !dead {
+                continue;
+            }
+            let inputs: Vec<usize> = node
+                .inputs
+                .iter()
+                .chain(&node.implicit_inputs)
+                .filter_map(|i| idx.producer(session, gi, i))
+                .collect();
+            Self::remove(session, gi, p);
+            stack.extend(inputs);
+        }
+    }
+
+    /// Replaces output `name` of a folded node by an initializer.
+    fn add_initializer(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        name: &str,
+        value: Option<Tensor>,
+    ) {
+        let elem = match session.type_of(gi, name) {
+            Some(Type::Tensor(e)) => *e,
+            _ => value.as_ref().map(|v| v.elem).unwrap_or(D::Float as i32),
+        };
+        let dims: Vec<i64> = match &value {
+            Some(v) => v.dims.clone(),
+            None => session
+                .shape_of(gi, name)
+                .map(|s| s.iter().map(|d| d.unwrap_or(-1)).collect())
+                .unwrap_or_else(|| vec![-1]),
+        };
+        let tensor = match &value {
+            Some(v) => v.to_proto(name),
+            None => crate::model::proto::TensorProto {
+                name: Some(name.to_string()),
+                dims: dims.clone(),
+                data_type: Some(elem),
+                ..Default::default()
+            },
+        };
+        let g = &mut session.graphs[gi];
+        g.shapes.insert(
+            name.to_string(),
+            dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
+        );
+        g.init_order.push(name.to_string());
+        g.types.insert(name.to_string(), Type::Tensor(elem));
+        g.initializers.insert(
+            name.to_string(),
+            Init {
+                dims,
+                elem,
+                overridable: false,
+                tensor,
+            },
+        );
+        self.values.forget(gi, name);
+        if let Some(v) = value {
+            self.values.set(gi, name, v);
+        }
+    }
+
+    fn constant(&mut self, session: &Session, gi: usize, name: &str) -> Option<Tensor> {
+        self.values.get(session, gi, name).map(|t| (*t).clone())
+    }
+
+    fn is_constant_init(session: &Session, gi: usize, name: &str) -> bool {
+        session
+            .initializer(gi, name)
+            .is_some_and(|i| !i.overridable)
+    }
+
+    /// The single consumer of output `out` of a node, reading it through one edge, when `out`
+    /// is not a graph output.
+    fn only_edge(session: &Session, gi: usize, idx: &Index, out: &str) -> Option<usize> {
+        if out.is_empty() || idx.outputs.contains(out) {
+            return None;
+        }
+        let users = idx.users(session, gi, out);
+        let [next] = users[..] else {
+            return None;
+        };
+        let n = &session.graphs[gi].nodes[next];
+        let edges = n.inputs.iter().filter(|i| *i == out).count()
+            + n.implicit_inputs.iter().filter(|i| *i == out).count();
+        (edges == 1).then_some(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every level-1 transformer the registry says is simulated has a pass.
+    #[test]
+    fn registry_passes() {
+        for t in registry::simulated(OptLevel::Basic) {
+            assert!(Pass::of(t.name).is_some(), "{} has no pass", t.name);
+        }
+    }
+
+    #[test]
+    fn deterministic_ops() {
+        assert!(is_deterministic("ai.onnx", "Add"));
+        assert!(!is_deterministic("ai.onnx", "RandomNormal"));
+        assert!(!is_deterministic("ai.onnx.ml", "LabelEncoder"));
+        assert!(is_deterministic("com.microsoft", "QuantizeLinear"));
+    }
+}

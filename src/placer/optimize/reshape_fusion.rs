@@ -1,0 +1,188 @@
+//! ORT's `ReshapeFusion` (`core/optimizer/reshape_fusion.cc`), with `FuseContiguousReshapes`.
+
+use super::*;
+
+impl Optimizer<'_> {
+    /// `Reshape(x, Concat(parts))` where every part is a constant or the gathered dim of
+    /// `Shape(x)` at its own position: the shape becomes a constant initializer.
+    pub(super) fn reshape_fusion(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let node = &session.graphs[gi].nodes[ni];
+        // The same since-versions as `FuseContiguousReshapes`: a Reshape-19/21 (opset 19+) is
+        // fused only from 1.25 on (oracle probes: bert at opset 20 keeps its shape chain on
+        // 1.24.4, loses it on 1.31.1).
+        if node.op != "Reshape"
+            || node.domain != "ai.onnx"
+            || node.inputs.len() < 2
+            || !Self::reshape_like(self.table, "Reshape", node.since)
+        {
+            return false;
+        }
+        let data = node.inputs[0].clone();
+        let shape_in = node.inputs[1].clone();
+        let Some(concat) = idx.producer(session, gi, &shape_in) else {
+            return false;
+        };
+        let cn = &session.graphs[gi].nodes[concat];
+        if cn.op != "Concat" || cn.domain != "ai.onnx" || idx.outputs.contains(&shape_in) {
+            return false;
+        }
+        if idx.users(session, gi, &shape_in).len() != 1 {
+            return false;
+        }
+        let parts = cn.inputs.clone();
+        let mut value: Vec<i64> = Vec::new();
+        for p in &parts {
+            if let Some(v) = self.constant(session, gi, p) {
+                if v.dims.len() > 1 {
+                    return false;
+                }
+                value.extend(v.as_i64());
+                continue;
+            }
+            // Unsqueeze(Gather(Shape(data), i)) at position i, or a known dim.
+            let Some(u) = idx.producer(session, gi, p) else {
+                return false;
+            };
+            let un = &session.graphs[gi].nodes[u];
+            let pos = value.len() as i64;
+            let ok = (|| -> Option<bool> {
+                if un.op != "Unsqueeze" || !Self::reshape_like(self.table, "Unsqueeze", un.since) {
+                    return Some(false);
+                }
+                let g = idx.producer(session, gi, un.inputs.first()?)?;
+                let gn = &session.graphs[gi].nodes[g];
+                if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
+                    return Some(false);
+                }
+                let i = self.values.get(session, gi, gn.inputs.get(1)?)?.as_i64();
+                if i.len() != 1 {
+                    return Some(false);
+                }
+                let s = idx.producer(session, gi, gn.inputs.first()?)?;
+                let sn = &session.graphs[gi].nodes[s];
+                if sn.op != "Shape" || sn.attr_i("start").unwrap_or(0) != 0 {
+                    return Some(false);
+                }
+                let root = sn.inputs.first()?;
+                let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
+                let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
+                Some(root == &data && index == pos)
+            })()
+            .unwrap_or(false);
+            if !ok {
+                return false;
+            }
+            value.push(0);
+        }
+        if value.iter().filter(|&&v| v == -1).count() > 1 {
+            return false;
+        }
+        self.add_initializer(session, gi, &shape_in, Some(Tensor::i64_1d(value)));
+        // The Concat goes first, so that the Shape/Gather/Unsqueeze chains it alone read are
+        // seen dead and removed with it, as ORT removes the matched subgraph.
+        Self::remove(session, gi, concat);
+        Self::remove_dead_inputs(session, gi, concat, idx);
+        true
+    }
+
+    /// `ReshapeFusion::FuseContiguousReshapes` (`core/optimizer/reshape_fusion.cc`): from a
+    /// `Reshape`, follow single-edge, non-graph-output links through `Reshape`/`Squeeze`/
+    /// `Unsqueeze` (the since-versions of [`Self::reshape_like`]); cut the chain after its last node
+    /// with a fully known output shape; two or more nodes become one `Reshape` named
+    /// `GenerateNodeName(<first>_new_reshape)` with the shape initializer
+    /// `GenerateNodeArgName(<first>_new_shape)`.
+    pub(super) fn fuse_contiguous_reshapes(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+        names: &mut Option<NameGen>,
+    ) -> bool {
+        let first = &session.graphs[gi].nodes[ni];
+        if first.removed
+            || first.op != "Reshape"
+            || first.domain != "ai.onnx"
+            || !Self::reshape_like(self.table, "Reshape", first.since)
+        {
+            return false;
+        }
+        let mut chain = vec![ni];
+        loop {
+            let cur = &session.graphs[gi].nodes[chain[chain.len() - 1]];
+            let Some(out) = cur.outputs.first().filter(|o| !o.is_empty()) else {
+                break;
+            };
+            if idx.outputs.contains(out) || cur.outputs.len() != 1 {
+                break;
+            }
+            let users = idx.users(session, gi, out);
+            let [next] = users[..] else {
+                break;
+            };
+            let nn = &session.graphs[gi].nodes[next];
+            let edges = nn.inputs.iter().filter(|i| *i == out).count()
+                + nn.implicit_inputs.iter().filter(|i| *i == out).count();
+            let ok = edges == 1
+                && nn.domain == "ai.onnx"
+                && Self::reshape_like(self.table, &nn.op, nn.since);
+            if !ok || chain.contains(&next) {
+                break;
+            }
+            chain.push(next);
+        }
+        let mut shape: Option<Vec<i64>> = None;
+        while let Some(&last) = chain.last() {
+            let out = session.graphs[gi].nodes[last].outputs.first().cloned();
+            if let Some(s) = out
+                .and_then(|o| session.shape_of(gi, &o).cloned())
+                .and_then(|s| s.into_iter().collect::<Option<Vec<i64>>>())
+            {
+                shape = Some(s);
+                break;
+            }
+            chain.pop();
+        }
+        let Some(shape) = shape.filter(|_| chain.len() >= 2) else {
+            return false;
+        };
+        let first = &session.graphs[gi].nodes[ni];
+        let base = first.name.clone();
+        let data = first.inputs.first().cloned().unwrap_or_default();
+        let since = first.since;
+        let last = chain[chain.len() - 1];
+        let out = session.graphs[gi].nodes[last].outputs[0].clone();
+        let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
+        let shape_name = names.value(&format!("{base}_new_shape"));
+        let name = names.node(&format!("{base}_new_reshape"));
+        session.graphs[gi].generated_names.insert(name.clone());
+        self.add_initializer(session, gi, &shape_name, Some(Tensor::i64_1d(shape)));
+        let origin = session.graphs[gi].nodes[ni].origin;
+        for &k in &chain {
+            Self::remove(session, gi, k);
+        }
+        let node = SNode {
+            name,
+            op: "Reshape".into(),
+            domain: "ai.onnx".into(),
+            since,
+            inputs: vec![data, shape_name],
+            outputs: vec![out],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            kernel: None,
+            origin,
+            removed: false,
+        };
+        self.append_nodes(session, gi, idx, vec![node]);
+        true
+    }
+}

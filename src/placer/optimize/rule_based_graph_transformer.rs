@@ -1,0 +1,186 @@
+//! ORT's `RuleBasedGraphTransformer` (`core/optimizer/rule_based_graph_transformer.cc`) with
+//! the rewrite rules of `GenerateRewriteRules`: per node, the rules registered for its op, in
+//! registration order. The eliminations whose body is a few lines (`EliminateIdentity`
+//! `identity_elimination.cc`, `EliminateDropout` `dropout_elimination.cc`, `CastElimination`
+//! `cast_elimination.cc`, `PreShapeNodeElimination` `pre_shape_node_elimination.cc`,
+//! `EliminateSlice` `slice_elimination.cc`, `ExpandElimination` `expand_elimination.cc`,
+//! `NotWhereFusion` `not_where_fusion.cc`) are written here; the others have their own file.
+
+use super::*;
+
+impl Optimizer<'_> {
+    pub(super) fn rules(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        idx: &mut Index,
+    ) -> bool {
+        let node = &session.graphs[gi].nodes[ni];
+        // Only these ops have rules: skip the rest before cloning names.
+        let has_rule = matches!(
+            node.op.as_str(),
+            "Identity"
+                | "Dropout"
+                | "Cast"
+                | "Slice"
+                | "Expand"
+                | "Add"
+                | "Sub"
+                | "Mul"
+                | "Div"
+                | "Where"
+                | "Conv"
+                | "Relu"
+                | "Gemm"
+                | "Pad"
+        );
+        if node.domain != "ai.onnx" || !has_rule {
+            return false;
+        }
+        let input0 = node.inputs.first().cloned().unwrap_or_default();
+        let out0 = node.outputs.first().cloned().unwrap_or_default();
+        match node.op.as_str() {
+            "Identity" => {
+                if !idx.outputs.contains(&out0) {
+                    return Self::bypass(session, gi, ni, idx, &input0);
+                }
+                // The output is a graph output: the producer writes it directly.
+                let Some(p) = idx.producer(session, gi, &input0) else {
+                    return false;
+                };
+                if idx.outputs.contains(&input0) || idx.users(session, gi, &input0).len() != 1 {
+                    return false;
+                }
+                for o in session.graphs[gi].nodes[p].outputs.iter_mut() {
+                    if *o == input0 {
+                        *o = out0.clone();
+                    }
+                }
+                idx.producer.insert(out0, p);
+                Self::remove(session, gi, ni);
+                true
+            }
+            "Dropout" => {
+                let mask_used = node.outputs.get(1).is_some_and(|m| {
+                    !m.is_empty()
+                        && (idx.outputs.contains(m) || !idx.users(session, gi, m).is_empty())
+                });
+                if mask_used {
+                    return false;
+                }
+                let training = node.inputs.get(2).filter(|n| !n.is_empty()).cloned();
+                if let Some(t) = training {
+                    match self.constant(session, gi, &t) {
+                        Some(v) if v.as_i64().iter().all(|&x| x == 0) => {}
+                        _ => return false,
+                    }
+                }
+                Self::bypass(session, gi, ni, idx, &input0)
+            }
+            "Cast" => {
+                let to = node.attr_i("to");
+                let same = matches!(session.type_of(gi, &input0), Some(Type::Tensor(e)) if Some(i64::from(*e)) == to);
+                if same {
+                    return Self::bypass(session, gi, ni, idx, &input0);
+                }
+                // PreShapeNodeElimination: a Cast read only by Shape nodes.
+                let users = idx.users(session, gi, &out0);
+                if !users.is_empty()
+                    && !idx.outputs.contains(&out0)
+                    && users.iter().all(|&u| {
+                        let n = &session.graphs[gi].nodes[u];
+                        n.op == "Shape" && n.domain == "ai.onnx" && n.implicit_inputs.is_empty()
+                    })
+                {
+                    return Self::bypass(session, gi, ni, idx, &input0);
+                }
+                false
+            }
+            "Slice" => {
+                let since = node.since.unwrap_or(0);
+                let (starts, ends, steps) = if since >= 10 {
+                    let get = |k: usize, s: &mut Self| -> Option<Option<Vec<i64>>> {
+                        match node.inputs.get(k).filter(|n| !n.is_empty()) {
+                            Some(n) => Some(Some(s.constant(session, gi, n)?.as_i64())),
+                            None => Some(None),
+                        }
+                    };
+                    let (Some(Some(st)), Some(Some(en)), Some(steps)) =
+                        (get(1, self), get(2, self), get(4, self))
+                    else {
+                        return false;
+                    };
+                    (st, en, steps)
+                } else {
+                    match (node.attr_ints("starts"), node.attr_ints("ends")) {
+                        (Some(s), Some(e)) => (s.to_vec(), e.to_vec(), None),
+                        _ => return false,
+                    }
+                };
+                let noop = starts.len() == ends.len()
+                    && starts.iter().all(|&s| s == 0)
+                    && ends.iter().all(|&e| e >= i64::from(i32::MAX))
+                    && steps.is_none_or(|s| s.iter().all(|&x| x == 1));
+                noop && Self::bypass(session, gi, ni, idx, &input0)
+            }
+            "Expand" => {
+                let Some(x) = session.shape_of(gi, &input0).cloned() else {
+                    return false;
+                };
+                let Some(shape_name) = node.inputs.get(1).cloned() else {
+                    return false;
+                };
+                let Some(target) = self.constant(session, gi, &shape_name) else {
+                    return false;
+                };
+                let t: shapes::Shape = target.as_i64().into_iter().map(Some).collect();
+                if x.iter().all(Option::is_some) && shapes::broadcast(&[&x, &t]) == x {
+                    return Self::bypass(session, gi, ni, idx, &input0);
+                }
+                false
+            }
+            "Div" => {
+                self.noop_elimination(session, gi, ni, idx)
+                    || self.div_mul_fusion(session, gi, ni, idx)
+            }
+            "Add" | "Sub" | "Mul" => self.noop_elimination(session, gi, ni, idx),
+            "Relu" => self.fuse_relu_clip(session, gi, ni, idx),
+            "Pad" => self.pad_fusion(session, gi, ni, idx),
+            "Gemm" => {
+                self.gemm_sum_fusion(session, gi, ni, idx)
+                    || self.gemm_transpose_fusion(session, gi, ni, idx)
+            }
+            "Conv" => self.conv_fusion(session, gi, ni, idx),
+            "Where" => {
+                // NotWhereFusion: Where(Not(c), a, b) -> Where(c, b, a).
+                let Some(p) = idx.producer(session, gi, &input0) else {
+                    return false;
+                };
+                let pn = &session.graphs[gi].nodes[p];
+                if pn.op != "Not" || pn.domain != "ai.onnx" || idx.outputs.contains(&input0) {
+                    return false;
+                }
+                let users = idx.users(session, gi, &input0);
+                if users
+                    .iter()
+                    .any(|&u| session.graphs[gi].nodes[u].op != "Where")
+                {
+                    return false;
+                }
+                let c = pn.inputs.first().cloned().unwrap_or_default();
+                for u in users {
+                    let n = &mut session.graphs[gi].nodes[u];
+                    if n.inputs.len() == 3 {
+                        n.inputs[0] = c.clone();
+                        n.inputs.swap(1, 2);
+                    }
+                    idx.uses.entry(c.clone()).or_default().push(u);
+                }
+                Self::remove(session, gi, p);
+                true
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The TransposeOptimizer's cost model (`CanLikelyRemoveTranspose`, `EstimateValueRank`,
+//! `ShouldPushTranspose` in `transpose_optimizer.cc`): whether pushing a Transpose pays.
+
+use super::*;
+
+impl Opt<'_> {
+    pub(super) fn can_likely_remove_transpose(&self, t: usize) -> bool {
+        let out = &self.node(t).outputs[0];
+        let (consumers, comprehensive) = self.consumers(out);
+        comprehensive
+            && consumers.iter().all(|&c| {
+                let n = self.node(c);
+                Handler::of(&n.domain, &n.op).is_some()
+            })
+    }
+
+    pub(super) fn value_cost(&self, input: &str, perm: &[i64]) -> i32 {
+        if self.is_constant(input) {
+            return 0;
+        }
+        if let Some(p) = self.producer(input)
+            && self.is_transpose(p)
+            && let Some(perm2) = self.perm_of(p)
+        {
+            return if perm2 == perm && self.can_likely_remove_transpose(p) {
+                -self.estimate_rank(input)
+            } else {
+                0
+            };
+        }
+        self.estimate_rank(input)
+    }
+
+    pub(super) fn push_pays(
+        &self,
+        node: usize,
+        perm: &[i64],
+        handler: Handler,
+        indices: &[usize],
+        leading: &HashSet<String>,
+    ) -> bool {
+        if self.is_transpose(node) {
+            return true;
+        }
+        let n = self.node(node);
+        let mut cost: i32 = indices
+            .iter()
+            .map(|&j| self.value_cost(&n.inputs[j], perm))
+            .sum();
+        if cost < 0 && handler.transposes_outputs() {
+            let mut out_cost = 0;
+            let mut leads = false;
+            for o in &n.outputs {
+                out_cost = out_cost.max(self.estimate_rank(o));
+                leads |= leading.contains(o);
+            }
+            if !leads {
+                cost += out_cost;
+            }
+        }
+        cost < 0
+    }
+
+    pub(super) fn transposable_inputs(&self, node: usize, handler: Handler) -> Vec<usize> {
+        let n = self.node(node);
+        match handler {
+            Handler::Simple | Handler::Concat => (0..n.inputs.len()).collect(),
+            Handler::Broadcast => (0..n.inputs.len())
+                .filter(|&i| self.shape(&n.inputs[i]).is_none_or(|s| !s.is_empty()))
+                .collect(),
+            _ => vec![0],
+        }
+    }
+}

@@ -1,0 +1,900 @@
+//! ORT's level-1 `TransposeOptimizer` (`core/optimizer/transpose_optimization/`:
+//! `onnx_transpose_optimization.cc` with ORT's graph API `ort_optimizer_api_impl.cc` and its
+//! extended handlers `ort_transpose_optimization.cc`), simulated for a graph whose nodes are not
+//! yet assigned: every `Transpose` is pushed through the nodes that read it when ORT's rank-based
+//! cost estimate says that it pays, cancelling against other Transposes or being merged with them.
+//!
+//! The simulation follows ORT's editing steps one by one because they decide names: new nodes are
+//! named `GenerateNodeName(<op>)` (`Transpose`, `Transpose_token_7`, ...), their outputs
+//! `<node>_out0`, a node whose output moves to a new node gets `GenerateNodeArgName(<node name>)`
+//! (`_token_4` for an unnamed node), new initializers `const_transpose_optimizer...`; all draw on
+//! the graph's one `_token_<k>` counter. The QDQ-specific parts (looking past `DequantizeLinear`,
+//! the QDQ fix-up pass) are not simulated: a `DequantizeLinear` output counts as a plain value.
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use crate::infer::eval::Tensor;
+use crate::infer::shapes::Values;
+use crate::infer::{self, Type};
+use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
+use crate::session::{Init, NameGen, SNode, Session};
+use crate::tables::KernelTable;
+
+/// ORT's `kMinSupportedOpset`: older models are left alone.
+const MIN_OPSET: i64 = 7;
+mod cost;
+mod handlers;
+use handlers::permute_1d;
+mod perm;
+use perm::*;
+
+/// How a node's inputs are chosen and handled (ORT's `HandlerInfo`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Handler {
+    /// All inputs and outputs transposed (unary elementwise ops, `Cast`, ...).
+    Simple,
+    /// Broadcasting elementwise ops: non-scalar inputs, ranks normalised with `Unsqueeze`.
+    Broadcast,
+    /// Only the first input (`Clip`, `CastLike`).
+    FirstInput,
+    Transpose,
+    Concat,
+    Split,
+    Shape,
+    Pad,
+    Reduce,
+    ArgMinMax,
+    Squeeze,
+    Unsqueeze,
+    Slice,
+    Tile,
+    SoftMax,
+    QuantDequant,
+    Reshape,
+    /// A handler that exists but never pushes at level 1 (provider-dependent ones such as
+    /// `MaxPool`/`Resize`, which need a CPU assignment, and the QLinear contrib ops).
+    Never,
+}
+
+impl Handler {
+    fn of(domain: &str, op: &str) -> Option<Handler> {
+        use Handler::*;
+        if domain == "com.microsoft" {
+            return matches!(
+                op,
+                "QuantizeLinear"
+                    | "DequantizeLinear"
+                    | "QLinearAdd"
+                    | "QLinearAveragePool"
+                    | "QLinearConcat"
+                    | "QLinearGlobalAveragePool"
+                    | "QLinearLeakyRelu"
+                    | "QLinearMul"
+                    | "QLinearReduceMean"
+                    | "QLinearSigmoid"
+                    | "QLinearSoftmax"
+            )
+            .then_some(Never);
+        }
+        if domain != "ai.onnx" {
+            return None;
+        }
+        Some(match op {
+            "Cast" | "Exp" | "Gelu" | "Identity" | "LeakyRelu" | "Log" | "Reciprocal" | "Relu"
+            | "Sigmoid" | "Sqrt" | "Tanh" | "Abs" | "Not" | "Ceil" | "Floor" | "Neg" | "Erf"
+            | "HardSigmoid" | "Round" | "IsInf" | "IsNaN" | "Selu" | "Shrink" | "Sign"
+            | "Softplus" | "Softsign" | "ThresholdedRelu" | "Celu" | "HardSwish" | "Sin"
+            | "Cos" | "Tan" | "Sinh" | "Cosh" | "Asin" | "Acos" | "Atan" | "Asinh" | "Acosh"
+            | "Atanh" => Simple,
+            "Add" | "Max" | "Min" | "Mul" | "Sub" | "Div" | "And" | "Or" | "Xor" | "Mod"
+            | "PRelu" | "BitShift" | "Equal" | "Greater" | "Less" | "GreaterOrEqual"
+            | "LessOrEqual" | "Mean" | "Sum" | "Pow" | "Where" => Broadcast,
+            "Clip" | "CastLike" => FirstInput,
+            "Transpose" => Transpose,
+            "Concat" => Concat,
+            "Split" => Split,
+            "Shape" => Shape,
+            "Pad" => Pad,
+            "ReduceLogSum" | "ReduceLogSumExp" | "ReduceMax" | "ReduceMean" | "ReduceMin"
+            | "ReduceProd" | "ReduceSum" | "ReduceSumSquare" | "ReduceL1" | "ReduceL2" => Reduce,
+            "ArgMin" | "ArgMax" => ArgMinMax,
+            "Squeeze" => Squeeze,
+            "Unsqueeze" => Unsqueeze,
+            "Slice" => Slice,
+            "Tile" => Tile,
+            "Softmax" | "Hardmax" | "LogSoftmax" => SoftMax,
+            "QuantizeLinear" | "DequantizeLinear" => QuantDequant,
+            "Reshape" => Reshape,
+            "MaxPool" | "Resize" => Never,
+            _ => return None,
+        })
+    }
+
+    /// Whether pushing through transposes the node's outputs.
+    fn transposes_outputs(self) -> bool {
+        !matches!(self, Handler::Transpose | Handler::Shape | Handler::Reshape)
+    }
+}
+
+fn int_attr(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.to_string()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(v),
+        ..Default::default()
+    }
+}
+
+fn ints_attr(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.to_string()),
+        r#type: Some(AttributeType::Ints as i32),
+        ints: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// `Transpose` of a small dense tensor by `perm` (output dim i is input dim `perm[i]`).
+fn transpose_tensor(t: &Tensor, perm: &[i64]) -> Option<Tensor> {
+    use crate::infer::eval::Data;
+    let r = t.dims.len();
+    if perm.len() != r {
+        return None;
+    }
+    let dims: Vec<usize> = t
+        .dims
+        .iter()
+        .map(|&d| usize::try_from(d).ok())
+        .collect::<Option<_>>()?;
+    let mut strides = vec![1usize; r];
+    for i in (0..r.saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * dims[i + 1];
+    }
+    let out_dims: Vec<usize> = perm.iter().map(|&p| dims[p as usize]).collect();
+    let n: usize = out_dims.iter().product();
+    let mut src_index = Vec::with_capacity(n);
+    let mut idx = vec![0usize; r];
+    for _ in 0..n {
+        src_index.push(
+            idx.iter()
+                .enumerate()
+                .map(|(k, &i)| i * strides[perm[k] as usize])
+                .sum::<usize>(),
+        );
+        for k in (0..r).rev() {
+            idx[k] += 1;
+            if idx[k] < out_dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    let data = match &t.data {
+        Data::Int(v) => Data::Int(src_index.iter().map(|&i| v[i]).collect()),
+        Data::Float(v) => Data::Float(src_index.iter().map(|&i| v[i]).collect()),
+    };
+    Some(Tensor {
+        elem: t.elem,
+        dims: out_dims.iter().map(|&d| d as i64).collect(),
+        data,
+    })
+}
+
+/// The optimiser's state over one graph.
+struct Opt<'s> {
+    session: &'s mut Session,
+    gi: usize,
+    table: &'s KernelTable,
+    versions: &'s HashMap<String, i64>,
+    values: &'s mut Values,
+    opset: i64,
+    /// Built on first use: it reads every name of the graph, and most passes add nothing.
+    names: Option<NameGen>,
+    generated: Vec<String>,
+    producer: HashMap<String, usize>,
+    uses: HashMap<String, Vec<usize>>,
+    outputs: HashSet<String>,
+}
+
+/// Runs the transpose optimizer over graph `gi` and, afterwards, its subgraphs (as ORT's
+/// `TransposeOptimizer::ApplyImpl` recurses). Returns whether anything changed.
+pub fn run(
+    session: &mut Session,
+    gi: usize,
+    table: &KernelTable,
+    versions: &HashMap<String, i64>,
+    values: &mut Values,
+    order: &[usize],
+) -> bool {
+    let opset = versions.get("ai.onnx").copied().unwrap_or(0);
+    let mut changed = false;
+    if (MIN_OPSET..=max_supported_opset(table)).contains(&opset)
+        && session.graphs[gi]
+            .live_nodes()
+            .any(|(_, n)| n.op == "Transpose")
+    {
+        let mut opt = Opt {
+            gi,
+            table,
+            versions,
+            values,
+            opset,
+            names: None,
+            generated: Vec::new(),
+            producer: HashMap::default(),
+            uses: HashMap::default(),
+            outputs: session.graphs[gi].outputs.iter().cloned().collect(),
+            session,
+        };
+        opt.index();
+        changed = opt.optimize(order);
+        let g = &mut opt.session.graphs[gi];
+        if let Some(names) = &opt.names {
+            g.name_counter = names.counter;
+        }
+        g.generated_names.extend(opt.generated);
+    }
+    changed
+}
+
+/// ORT's `kMaxSupportedOpset` for the release: the transpose optimizer skips models above it.
+fn max_supported_opset(table: &KernelTable) -> i64 {
+    table.max_opset("ai.onnx").unwrap_or(0)
+}
+
+impl Opt<'_> {
+    fn index(&mut self) {
+        let g = &self.session.graphs[self.gi];
+        for (i, n) in g.live_nodes() {
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                self.producer.insert(o.clone(), i);
+            }
+            for x in n.inputs.iter().chain(&n.implicit_inputs) {
+                if !x.is_empty() {
+                    self.uses.entry(x.clone()).or_default().push(i);
+                }
+            }
+        }
+    }
+
+    /// The graph's name generator (ORT's `GenerateNodeName`/`GenerateNodeArgName`).
+    fn names(&mut self) -> &mut NameGen {
+        let (session, gi) = (&*self.session, self.gi);
+        self.names.get_or_insert_with(|| {
+            let mut names = NameGen::new(&session.graphs[gi]);
+            names.reserve_value("");
+            names
+        })
+    }
+
+    fn node(&self, n: usize) -> &SNode {
+        &self.session.graphs[self.gi].nodes[n]
+    }
+
+    fn node_mut(&mut self, n: usize) -> &mut SNode {
+        &mut self.session.graphs[self.gi].nodes[n]
+    }
+
+    fn producer(&self, name: &str) -> Option<usize> {
+        self.producer
+            .get(name)
+            .copied()
+            .filter(|&p| !self.node(p).removed && self.node(p).outputs.iter().any(|o| o == name))
+    }
+
+    /// Live nodes that read `name` explicitly, in index order, and whether that list is all
+    /// (ORT's `comprehensive`: no subgraph reads it and it is no graph output).
+    fn consumers(&self, name: &str) -> (Vec<usize>, bool) {
+        let mut out: Vec<usize> = Vec::new();
+        let mut comprehensive = !self.outputs.contains(name);
+        if let Some(l) = self.uses.get(name) {
+            for &k in l {
+                let n = self.node(k);
+                if n.removed || out.contains(&k) {
+                    continue;
+                }
+                if n.implicit_inputs.iter().any(|i| i == name) {
+                    comprehensive = false;
+                }
+                if n.inputs.iter().any(|i| i == name) {
+                    out.push(k);
+                }
+            }
+        }
+        out.sort_unstable();
+        (out, comprehensive)
+    }
+
+    fn has_consumers(&self, name: &str) -> bool {
+        if self.outputs.contains(name) {
+            return true;
+        }
+        self.uses.get(name).is_some_and(|l| {
+            l.iter().any(|&k| {
+                let n = self.node(k);
+                !n.removed && n.inputs.iter().chain(&n.implicit_inputs).any(|i| i == name)
+            })
+        })
+    }
+
+    fn set_input(&mut self, n: usize, i: usize, name: &str) {
+        let node = self.node_mut(n);
+        while node.inputs.len() <= i {
+            node.inputs.push(String::new());
+        }
+        node.inputs[i] = name.to_string();
+        if !name.is_empty() {
+            self.uses.entry(name.to_string()).or_default().push(n);
+        }
+    }
+
+    fn remove_node(&mut self, n: usize) {
+        self.node_mut(n).removed = true;
+    }
+
+    fn perm_of(&self, n: usize) -> Option<Vec<i64>> {
+        let node = self.node(n);
+        if node.op != "Transpose" || node.domain != "ai.onnx" {
+            return None;
+        }
+        let perm = node.attr_ints("perm")?.to_vec();
+        is_valid_perm(&perm).then_some(perm)
+    }
+
+    fn is_transpose(&self, n: usize) -> bool {
+        let node = self.node(n);
+        node.op == "Transpose" && node.domain == "ai.onnx"
+    }
+
+    fn shape(&self, name: &str) -> Option<Vec<Option<i64>>> {
+        self.session.shape_of(self.gi, name).cloned()
+    }
+
+    /// ORT's `EstimateValueRank`: dims other than 1 (unknown counts), 5 when the rank is unknown.
+    fn estimate_rank(&self, name: &str) -> i32 {
+        match self.shape(name) {
+            Some(s) => s.iter().filter(|d| **d != Some(1)).count() as i32,
+            None => 5,
+        }
+    }
+
+    fn set_shape(&mut self, name: &str, shape: Option<Vec<Option<i64>>>) {
+        let g = &mut self.session.graphs[self.gi];
+        match shape {
+            Some(s) => {
+                g.shapes.insert(name.to_string(), s);
+            }
+            None => {
+                g.shapes.remove(name);
+            }
+        }
+    }
+
+    fn copy_value_info(&mut self, src: &str, dst: &str) {
+        if let Some(t) = self.session.type_of(self.gi, src).cloned() {
+            self.session.graphs[self.gi]
+                .types
+                .insert(dst.to_string(), t);
+            let s = self.shape(src);
+            self.set_shape(dst, s);
+        }
+    }
+
+    fn permute_dims(&mut self, name: &str, perm: &[i64]) {
+        if let Some(s) = self.shape(name)
+            && s.len() == perm.len()
+        {
+            let p: Vec<Option<i64>> = perm.iter().map(|&i| s[i as usize]).collect();
+            self.set_shape(name, Some(p));
+        }
+    }
+
+    fn local_constant(&self, name: &str) -> Option<&Init> {
+        self.session.graphs[self.gi]
+            .initializers
+            .get(name)
+            .filter(|i| !i.overridable)
+    }
+
+    fn constant_ints(&mut self, name: &str) -> Option<Vec<i64>> {
+        if name.is_empty() {
+            return None;
+        }
+        self.values
+            .get(self.session, self.gi, name)
+            .map(|t| t.as_i64())
+    }
+
+    fn is_constant(&self, name: &str) -> bool {
+        self.producer(name).is_none()
+            && self
+                .session
+                .initializer(self.gi, name)
+                .is_some_and(|i| !i.overridable)
+    }
+
+    fn add_initializer(&mut self, t: Tensor) -> String {
+        let name = self.names().value("const_transpose_optimizer");
+        let g = &mut self.session.graphs[self.gi];
+        g.types.insert(name.clone(), Type::Tensor(t.elem));
+        g.shapes
+            .insert(name.clone(), t.dims.iter().map(|&d| Some(d)).collect());
+        g.init_order.push(name.clone());
+        g.initializers.insert(
+            name.clone(),
+            Init {
+                dims: t.dims.clone(),
+                elem: t.elem,
+                overridable: false,
+                tensor: t.to_proto(&name),
+            },
+        );
+        self.values.set(self.gi, &name, t);
+        name
+    }
+
+    fn remove_initializer(&mut self, name: &str) {
+        self.session.graphs[self.gi].initializers.remove(name);
+        self.values.forget(self.gi, name);
+    }
+
+    /// Replaces initializer `name` by its transpose (or, when it is too large to hold here, by
+    /// a tensor of the transposed shape with the same bytes: only its shape matters later).
+    fn transpose_initializer(&mut self, name: &str, perm: &[i64]) {
+        let value = self.values.get(self.session, self.gi, name);
+        let g = &mut self.session.graphs[self.gi];
+        let Some(init) = g.initializers.get_mut(name) else {
+            return;
+        };
+        if init.dims.len() != perm.len() {
+            return;
+        }
+        let dims: Vec<i64> = perm.iter().map(|&p| init.dims[p as usize]).collect();
+        match value.and_then(|v| transpose_tensor(&v, perm)) {
+            Some(t) => {
+                init.tensor = t.to_proto(name);
+                self.values.set(self.gi, name, t);
+            }
+            None => {
+                init.tensor.dims = dims.clone();
+                self.values.forget(self.gi, name);
+            }
+        }
+        init.dims = dims.clone();
+        g.shapes
+            .insert(name.to_string(), dims.iter().map(|&d| Some(d)).collect());
+    }
+
+    fn reshape_initializer(&mut self, name: &str, dims: Vec<i64>) {
+        let g = &mut self.session.graphs[self.gi];
+        let Some(init) = g.initializers.get_mut(name) else {
+            return;
+        };
+        init.tensor.dims = dims.clone();
+        init.dims = dims.clone();
+        g.shapes
+            .insert(name.to_string(), dims.iter().map(|&d| Some(d)).collect());
+        if let Some(mut v) = self
+            .values
+            .get(self.session, self.gi, name)
+            .map(|t| (*t).clone())
+        {
+            v.dims = dims;
+            self.values.set(self.gi, name, v);
+        }
+    }
+
+    /// ORT's `ApiGraph::AddNode`: a node named `GenerateNodeName(op)` with outputs
+    /// `GenerateNodeArgName(<name>_out<i>)`, appended to the graph.
+    fn add_node(&mut self, op: &str, inputs: &[&str], outputs: usize) -> usize {
+        let name = self.names().node(op);
+        self.generated.push(name.clone());
+        let outs: Vec<String> = (0..outputs)
+            .map(|i| self.names().value(&format!("{name}_out{i}")))
+            .collect();
+        let since = infer::resolve_schema(self.table, self.versions, "ai.onnx", op)
+            .ok()
+            .map(|s| s.since);
+        let index = self.session.graphs[self.gi].nodes.len();
+        for o in &outs {
+            self.producer.insert(o.clone(), index);
+        }
+        for i in inputs.iter().filter(|i| !i.is_empty()) {
+            self.uses.entry(i.to_string()).or_default().push(index);
+        }
+        self.session.graphs[self.gi].nodes.push(SNode {
+            name,
+            op: op.to_string(),
+            domain: "ai.onnx".into(),
+            since,
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: outs,
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            kernel: None,
+            origin: None,
+            removed: false,
+        });
+        index
+    }
+
+    fn set_attr(&mut self, n: usize, a: AttributeProto) {
+        let node = self.node_mut(n);
+        node.attrs.retain(|x| x.name() != a.name());
+        node.attrs.push(a);
+    }
+
+    fn make_transpose(&mut self, input: &str, perm: &[i64]) -> usize {
+        let t = self.add_node("Transpose", &[input], 1);
+        self.set_attr(t, ints_attr("perm", perm));
+        t
+    }
+
+    /// ORT's `MoveOutput`: `dst` takes output `si` of `src`, which gets a fresh name.
+    fn move_output(&mut self, src: usize, si: usize, dst: usize, di: usize) {
+        let name = self.node(src).outputs[si].clone();
+        let fresh = {
+            let base = self.node(src).name.clone();
+            self.names().value(&base)
+        };
+        let d = self.node_mut(dst);
+        while d.outputs.len() <= di {
+            d.outputs.push(String::new());
+        }
+        d.outputs[di] = name.clone();
+        self.producer.insert(name, dst);
+        self.node_mut(src).outputs[si] = fresh.clone();
+        self.producer.insert(fresh, src);
+    }
+
+    fn replace_references(&mut self, nodes: &[usize], old: &str, new: &str) {
+        for &n in nodes {
+            let positions: Vec<usize> = self
+                .node(n)
+                .inputs
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| *i == old)
+                .map(|(k, _)| k)
+                .collect();
+            for k in positions {
+                self.set_input(n, k, new);
+            }
+        }
+    }
+
+    /// ORT's `TransposeInputImpl`: input `i` of `node` becomes its transpose by `perm`.
+    fn transpose_input(&mut self, node: usize, i: usize, perm: &[i64], perm_inv: &[i64]) {
+        let input = self.node(node).inputs[i].clone();
+        if input.is_empty() {
+            return;
+        }
+        let constant = self
+            .local_constant(&input)
+            .map(|c| (c.dims.clone(), c.elements()));
+        self.set_input(node, i, "");
+        let (consumers, comprehensive) = self.consumers(&input);
+        // Case 1: a constant initializer is transposed in place.
+        if let Some((dims, elements)) = constant
+            && comprehensive
+        {
+            if elements == Some(1) {
+                self.set_input(node, i, &input);
+                return;
+            }
+            if dims.len() == 1 && dims[0] == perm.len() as i64 {
+                // Permute1DConstant: a new, permuted initializer.
+                let Some(v) = self.values.get(self.session, self.gi, &input) else {
+                    self.set_input(node, i, &input);
+                    return;
+                };
+                let mut t = (*v).clone();
+                if let Some(p) = permute_1d(&t, perm) {
+                    t = p;
+                }
+                let name = self.add_initializer(t);
+                self.set_input(node, i, &name);
+                if !self.has_consumers(&input) {
+                    self.remove_initializer(&input);
+                }
+                return;
+            }
+            if !consumers.is_empty() {
+                let t = self.make_transpose(&input, perm_inv);
+                let out = self.node(t).outputs[0].clone();
+                self.copy_value_info(&input, &out);
+                self.replace_references(&consumers, &input, &out);
+            }
+            self.transpose_initializer(&input, perm);
+            self.set_input(node, i, &input);
+            return;
+        }
+        // Case 2: the input is a Transpose: cancel or compose.
+        if let Some(p) = self.producer(&input)
+            && let Some(perm2) = self.perm_of(p)
+            && perm2.len() == perm.len()
+        {
+            let pre = self.node(p).inputs.first().cloned().unwrap_or_default();
+            if perm2 == perm_inv {
+                self.set_input(node, i, &pre);
+                if comprehensive && consumers.is_empty() {
+                    self.remove_node(p);
+                }
+                return;
+            }
+            let combined = compose(&perm2, perm);
+            let t = self.make_transpose(&pre, &combined);
+            let out = self.node(t).outputs[0].clone();
+            self.copy_value_info(&input, &out);
+            self.permute_dims(&out, perm);
+            if comprehensive && consumers.is_empty() {
+                self.remove_node(p);
+            }
+            self.set_input(node, i, &out);
+            return;
+        }
+        // Case 3: a Transpose with the same perm already reads the input.
+        for &c in &consumers {
+            if self.perm_of(c).as_deref() == Some(perm) {
+                let out = self.node(c).outputs[0].clone();
+                self.set_input(node, i, &out);
+                return;
+            }
+        }
+        // Case 4: a new Transpose.
+        let t = self.make_transpose(&input, perm);
+        let out = self.node(t).outputs[0].clone();
+        self.copy_value_info(&input, &out);
+        self.permute_dims(&out, perm);
+        self.set_input(node, i, &out);
+    }
+
+    fn transpose_inputs(&mut self, node: usize, perm: &[i64], indices: &[usize]) {
+        let inv = invert(perm);
+        for &j in indices {
+            self.transpose_input(node, j, perm, &inv);
+        }
+    }
+
+    /// ORT's `TransposeOutput`: a Transpose by `perm` after output `i`, which keeps its name.
+    fn transpose_output(
+        &mut self,
+        node: usize,
+        i: usize,
+        perm: &[i64],
+        perm_inv: &[i64],
+    ) -> String {
+        let t = self.make_transpose("", perm);
+        self.move_output(node, i, t, 0);
+        let new_output = self.node(node).outputs[i].clone();
+        self.set_input(t, 0, &new_output);
+        let old_output = self.node(t).outputs[0].clone();
+        self.copy_value_info(&old_output, &new_output);
+        self.permute_dims(&new_output, perm_inv);
+        old_output
+    }
+
+    fn transpose_outputs(&mut self, node: usize, perm: &[i64]) {
+        if is_identity(perm) {
+            return;
+        }
+        let inv = invert(perm);
+        for j in 0..self.node(node).outputs.len() {
+            self.transpose_output(node, j, perm, &inv);
+        }
+    }
+
+    /// ORT's `UnsqueezeInput`.
+    fn unsqueeze_input(&mut self, node: usize, i: usize, axes: &[i64]) {
+        let input = self.node(node).inputs[i].clone();
+        let constant = self.local_constant(&input).map(|c| c.dims.clone());
+        self.set_input(node, i, "");
+        let (consumers, comprehensive) = self.consumers(&input);
+        if let Some(dims) = constant
+            && comprehensive
+        {
+            if !consumers.is_empty() {
+                let sq = self.make_squeeze_or_unsqueeze("Squeeze", &input, axes);
+                let out = self.node(sq).outputs[0].clone();
+                self.copy_value_info(&input, &out);
+                self.replace_references(&consumers, &input, &out);
+            }
+            let shape: Vec<Option<i64>> = dims.iter().map(|&d| Some(d)).collect();
+            if let Some(new) = crate::infer::eval::unsqueeze_dims(&shape, axes) {
+                self.reshape_initializer(&input, new.iter().map(|d| d.unwrap_or(1)).collect());
+            }
+            self.set_input(node, i, &input);
+            return;
+        }
+        let inp_node = self.producer(&input);
+        if let Some(p) = inp_node {
+            let pn = self.node(p);
+            if pn.op == "Squeeze" && pn.domain == "ai.onnx" {
+                let pre = pn.inputs.first().cloned().unwrap_or_default();
+                let axes_in = pn.inputs.get(1).cloned().unwrap_or_default();
+                if self.read_axes(p, 1, 13).as_deref() == Some(axes) {
+                    self.set_input(node, i, &pre);
+                    if comprehensive && consumers.is_empty() {
+                        self.remove_node(p);
+                        if self.opset >= 13 && !axes_in.is_empty() && !self.has_consumers(&axes_in)
+                        {
+                            self.remove_initializer(&axes_in);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+        let unsq = self.make_squeeze_or_unsqueeze("Unsqueeze", &input, axes);
+        let out = self.node(unsq).outputs[0].clone();
+        self.copy_value_info(&input, &out);
+        if let Some(s) = self.shape(&out)
+            && let Some(u) = crate::infer::eval::unsqueeze_dims(&s, axes)
+        {
+            self.set_shape(&out, Some(u));
+        }
+        if let Some(p) = inp_node
+            && let Some(perm) = self.perm_of(p)
+        {
+            let inv = invert(&perm);
+            let new_input = self.help_handle_unsqueeze(unsq, &inv, &perm, axes);
+            self.set_input(node, i, &new_input);
+            return;
+        }
+        self.set_input(node, i, &out);
+    }
+
+    fn make_squeeze_or_unsqueeze(&mut self, op: &str, input: &str, axes: &[i64]) -> usize {
+        if self.opset < 13 {
+            let n = self.add_node(op, &[input], 1);
+            self.set_attr(n, ints_attr("axes", axes));
+            return n;
+        }
+        let init = self.add_initializer(Tensor::i64_1d(axes.to_vec()));
+        self.add_node(op, &[input, &init], 1)
+    }
+
+    /// `ReadFromAttrOrInput`: the attribute below `opset`, else the constant input.
+    fn read_axes(&mut self, n: usize, input: usize, opset: i64) -> Option<Vec<i64>> {
+        if self.opset < opset {
+            return self.node(n).attr_ints("axes").map(<[i64]>::to_vec);
+        }
+        let name = self.node(n).inputs.get(input).cloned()?;
+        self.constant_ints(&name)
+    }
+
+    fn help_handle_unsqueeze(
+        &mut self,
+        node: usize,
+        perm_inv: &[i64],
+        perm: &[i64],
+        axes: &[i64],
+    ) -> String {
+        self.transpose_inputs(node, perm_inv, &[0]);
+        let new_perm = unsqueeze_perm(axes, perm);
+        let inv = invert(&new_perm);
+        self.transpose_output(node, 0, &new_perm, &inv)
+    }
+
+    fn normalize_input_ranks(&mut self, node: usize, rank: usize, indices: &[usize]) -> bool {
+        let mut ranks = Vec::with_capacity(indices.len());
+        for &i in indices {
+            let name = self.node(node).inputs[i].clone();
+            match self.shape(&name) {
+                Some(s) if s.len() <= rank => ranks.push(s.len()),
+                _ => return false,
+            }
+        }
+        for (k, &r) in ranks.iter().enumerate() {
+            if r < rank {
+                let axes: Vec<i64> = (0..(rank - r) as i64).collect();
+                self.unsqueeze_input(node, indices[k], &axes);
+            }
+        }
+        true
+    }
+
+    fn optimize(&mut self, order: &[usize]) -> bool {
+        // Outputs with a path through supported ops to a Transpose (reverse order).
+        let mut leading: HashSet<String> = HashSet::default();
+        for &k in order.iter().rev() {
+            let n = self.node(k);
+            if n.removed {
+                continue;
+            }
+            if n.op == "Transpose" && n.domain == "ai.onnx" {
+                if let Some(i) = n.inputs.first() {
+                    leading.insert(i.clone());
+                }
+                continue;
+            }
+            if !n.outputs.iter().any(|o| leading.contains(o)) {
+                continue;
+            }
+            if let Some(h) = Handler::of(&n.domain, &n.op)
+                && h.transposes_outputs()
+            {
+                for j in self.transposable_inputs(k, h) {
+                    leading.insert(self.node(k).inputs[j].clone());
+                }
+            }
+        }
+        let mut changed = false;
+        for &k in order {
+            if self.node(k).removed {
+                continue;
+            }
+            let inputs = self.node(k).inputs.clone();
+            for (j, inp) in inputs.iter().enumerate() {
+                if inp.is_empty() {
+                    continue;
+                }
+                let Some(t) = self.producer(inp) else {
+                    continue;
+                };
+                let Some(perm) = self.perm_of(t) else {
+                    continue;
+                };
+                if self.process(t, k, &perm, j, &leading) {
+                    changed = true;
+                    break;
+                }
+            }
+        }
+        changed
+    }
+
+    /// ORT's `ProcessTranspose`.
+    fn process(
+        &mut self,
+        t: usize,
+        node: usize,
+        perm: &[i64],
+        index: usize,
+        leading: &HashSet<String>,
+    ) -> bool {
+        let n = self.node(node);
+        let Some(handler) = Handler::of(&n.domain, &n.op) else {
+            return false;
+        };
+        let indices = self.transposable_inputs(node, handler);
+        if !indices.contains(&index) {
+            return false;
+        }
+        if !self.push_pays(node, perm, handler, &indices, leading) {
+            return false;
+        }
+        let inv = invert(perm);
+        self.handle(handler, t, node, perm, &inv, &indices)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perms() {
+        assert_eq!(invert(&[0, 2, 1, 3]), vec![0, 2, 1, 3]);
+        assert_eq!(invert(&[2, 0, 1]), vec![1, 2, 0]);
+        assert_eq!(unsqueeze_perm(&[0, 3], &[2, 0, 1]), vec![0, 4, 1, 3, 2]);
+        assert_eq!(
+            sorted_axes_for_transposed_input(&[0, 1], &[2, 0, 1]),
+            vec![0, 2]
+        );
+        assert!(!is_valid_perm(&[0, 0]));
+        assert_eq!(
+            handlers::finalize_reshape(&[1, 512, 4, 1], &[1, 1, 512, 4], false),
+            Some(vec![1, 1, 512, 4])
+        );
+    }
+
+    #[test]
+    fn transpose_small_tensor() {
+        let t = Tensor::ints(7, vec![2, 3], vec![0, 1, 2, 3, 4, 5]);
+        let r = transpose_tensor(&t, &[1, 0]).map(|t| (t.dims.clone(), t.as_i64()));
+        assert_eq!(r, Some((vec![3, 2], vec![0, 3, 1, 4, 2, 5])));
+    }
+}

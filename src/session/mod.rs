@@ -1,0 +1,559 @@
+//! The session graph: what ORT holds after loading a model, and what every later stage works
+//! on — inference (`infer`), the simulated optimisers and the partitioner (`placer`), the copy
+//! pass (`memcpy`) and the rules. Values are compared by name, as ORT does.
+//!
+//! Sits below all of them: depends on `model` and `tables` only.
+//!
+//! - [`types`]: the type of a value (`tensor(float)`, `seq(...)`, ...).
+//! - [`order`]: the two topological orders ORT uses.
+//! - [`names`]: ORT's per-graph name generator.
+
+/// The highest rank any analysis holds (ONNX itself sets none; ORT's kernels stop far below).
+/// A declared rank past it is kept as unknown; a constant past it is never folded.
+pub const MAX_RANK: usize = 64;
+pub mod names;
+pub mod order;
+pub mod types;
+
+pub use names::NameGen;
+pub use types::Type;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::model::proto::{AttributeProto, NodeProto, TensorProto, attribute_proto::AttributeType};
+use crate::model::{Model, NodeId, normalize_domain};
+use crate::tables::{Ep, KernelDef};
+
+/// An initializer: a constant (or overridable) tensor.
+#[derive(Debug, Clone)]
+pub struct Init {
+    pub dims: Vec<i64>,
+    pub elem: i32,
+    /// Also a graph input (IR ≥ 4): the caller may override it, so it is not a constant.
+    pub overridable: bool,
+    /// The tensor itself (raw data is a shared slice of the model file, not a copy).
+    pub tensor: TensorProto,
+}
+
+impl Init {
+    /// Element count (a scalar counts 1); `None` when it overflows.
+    pub fn elements(&self) -> Option<u64> {
+        self.dims
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
+    }
+}
+
+/// A node of the session graph.
+#[derive(Debug, Clone)]
+pub struct SNode {
+    pub name: String,
+    pub op: String,
+    /// Normalised (`ai.onnx` for the empty domain).
+    pub domain: String,
+    /// The schema version the node resolved to; `None` when no schema matched.
+    pub since: Option<i64>,
+    /// Input names; empty for an omitted optional input.
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    /// Attributes except graph-valued ones (those are `subgraphs`).
+    pub attrs: Vec<AttributeProto>,
+    /// Subgraphs (indices into `Session::graphs`) with their attribute names.
+    pub subgraphs: Vec<(String, usize)>,
+    /// Outer-scope values read by the subgraphs, in first-use order.
+    pub implicit_inputs: Vec<String>,
+    pub ep: Option<Ep>,
+    /// The kernel registration the node is bound to on the CUDA provider (its host-memory
+    /// arguments decide copies): a row of the release's table, never a copy of it.
+    pub kernel: Option<&'static KernelDef>,
+    /// The node of the user's model it comes from (inserted nodes have none).
+    pub origin: Option<NodeId>,
+    pub removed: bool,
+}
+
+impl SNode {
+    pub fn attr(&self, name: &str) -> Option<&AttributeProto> {
+        self.attrs.iter().find(|a| a.name() == name)
+    }
+    pub fn attr_i(&self, name: &str) -> Option<i64> {
+        self.attr(name).and_then(|a| a.i)
+    }
+    pub fn attr_s(&self, name: &str) -> Option<String> {
+        self.attr(name)
+            .and_then(|a| a.s.as_ref())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+    }
+    pub fn attr_ints(&self, name: &str) -> Option<&[i64]> {
+        self.attr(name).map(|a| a.ints.as_slice())
+    }
+    pub fn attr_strings(&self, name: &str) -> Option<Vec<String>> {
+        self.attr(name).map(|a| {
+            a.strings
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+    }
+    /// Inputs that exist (non-empty names), with their positions.
+    pub fn existing_inputs(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.is_empty())
+            .map(|(i, n)| (i, n.as_str()))
+    }
+    pub fn existing_outputs(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.outputs
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.is_empty())
+            .map(|(i, n)| (i, n.as_str()))
+    }
+}
+
+/// A graph of the session: the main graph or a subgraph.
+#[derive(Debug, Clone, Default)]
+pub struct SGraph {
+    pub name: String,
+    /// (graph, node) holding this subgraph.
+    pub parent: Option<(usize, usize)>,
+    pub nodes: Vec<SNode>,
+    /// ORT's `GetInputs()`: declared inputs that are not initializers (main graph), or the
+    /// formal inputs (subgraph).
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub initializers: HashMap<String, Init>,
+    /// Initializer names in the order ORT registers them (the graph's initializers, then the
+    /// `Constant` nodes); names added by the optimiser are appended. Entries may be stale.
+    pub init_order: Vec<String>,
+    /// Declared or inferred types of values defined in this graph.
+    pub types: HashMap<String, Type>,
+    /// Declared or inferred shapes (`None` dims are unknown or symbolic).
+    pub shapes: HashMap<String, Vec<Option<i64>>>,
+    /// The `dim_param`s declared on the graph's inputs, outputs and value_info (main graph only),
+    /// per dim; `None` for a dim without one. Symbolic dims ONNX inference starts from.
+    pub dim_params: HashMap<String, Vec<Option<String>>>,
+    /// ORT's per-graph name counter (`<base>_token_<k>`), shared by generated node and value names.
+    pub name_counter: usize,
+    /// Node names generated so far (ORT remembers them: a name generated once is never handed
+    /// out again, even when no node took it, as the prefix of an inlined function).
+    pub generated_names: rustc_hash::FxHashSet<String>,
+}
+
+impl SGraph {
+    /// ORT's `Graph::GenerateNodeName`: `base` if no node has that name, else `base_token_<k>`.
+    pub fn generate_node_name(&mut self, base: &str) -> String {
+        let mut names = NameGen::new(self);
+        let name = names.node(base);
+        self.name_counter = names.counter;
+        self.generated_names.insert(name.clone());
+        name
+    }
+
+    pub fn live_nodes(&self) -> impl Iterator<Item = (usize, &SNode)> {
+        self.nodes.iter().enumerate().filter(|(_, n)| !n.removed)
+    }
+}
+
+/// The whole session: graph 0 is the main graph.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    pub graphs: Vec<SGraph>,
+    /// ai.onnx etc. → opset, as ORT's domain→version map holds it.
+    pub opsets: HashMap<String, i64>,
+    pub ir_version: i64,
+    /// The model-local functions by (normalised domain, name): a node whose op has no schema
+    /// but a local function calls that function (ORT inlines it).
+    pub functions: HashMap<(String, String), crate::model::proto::FunctionProto>,
+}
+
+impl Session {
+    /// Builds the session graph of a loaded model: `Constant` nodes become initializers, graph
+    /// attributes become subgraphs, implicit inputs are computed.
+    pub fn from_model(model: &Model) -> Session {
+        let mut s = Session {
+            graphs: Vec::with_capacity(model.graphs.len()),
+            opsets: model.opsets.iter().cloned().collect(),
+            ir_version: model.proto.ir_version(),
+            functions: model
+                .proto
+                .functions
+                .iter()
+                .map(|f| {
+                    (
+                        (
+                            normalize_domain(f.domain()).to_string(),
+                            f.name().to_string(),
+                        ),
+                        f.clone(),
+                    )
+                })
+                .collect(),
+        };
+        // Session graph i is model graph i; node j of a graph is node j of its GraphProto
+        // (`Constant` nodes stay as removed placeholders so that indices agree).
+        for g in &model.graphs {
+            let parent = g.parent.as_ref().map(|(nid, _)| {
+                let n = model.node(*nid);
+                (n.graph.0 as usize, n.index as usize)
+            });
+            let graph = s.build_graph(model, g.id, parent);
+            s.graphs.push(graph);
+        }
+        for g in &model.graphs {
+            if let Some((nid, attr)) = &g.parent {
+                let n = model.node(*nid);
+                s.graphs[n.graph.0 as usize].nodes[n.index as usize]
+                    .subgraphs
+                    .push((attr.clone(), g.id.0 as usize));
+            }
+        }
+        if !s.graphs.is_empty() {
+            s.compute_implicit_inputs(0);
+        }
+        s
+    }
+
+    fn build_graph(
+        &self,
+        model: &Model,
+        gid: crate::model::GraphId,
+        parent: Option<(usize, usize)>,
+    ) -> SGraph {
+        let g = model.graph_proto(gid);
+        let ir4 = self.ir_version >= 4;
+        let mut graph = SGraph {
+            name: g.name().to_string(),
+            parent,
+            ..SGraph::default()
+        };
+        let input_names: rustc_hash::FxHashSet<&str> = if ir4 {
+            g.input.iter().map(|i| i.name()).collect()
+        } else {
+            Default::default()
+        };
+        let values = g.input.len() + g.initializer.len() + g.node.len() * 2;
+        graph.nodes.reserve(g.node.len());
+        graph.initializers.reserve(g.initializer.len());
+        graph.types.reserve(values);
+        graph.shapes.reserve(values);
+        for t in &g.initializer {
+            let overridable = ir4 && input_names.contains(t.name());
+            graph.init_order.push(t.name().to_string());
+            graph
+                .initializers
+                .insert(t.name().to_string(), init_of(t, overridable));
+        }
+        for sp in &g.sparse_initializer {
+            if let Some(v) = &sp.values {
+                let mut t = v.clone();
+                t.dims = sp.dims.clone();
+                graph.init_order.push(v.name().to_string());
+                graph
+                    .initializers
+                    .insert(v.name().to_string(), init_of(&t, false));
+            }
+        }
+        graph.inputs = g
+            .input
+            .iter()
+            .filter(|i| parent.is_some() || !graph.initializers.contains_key(i.name()))
+            .map(|i| i.name().to_string())
+            .collect();
+        graph.outputs = g.output.iter().map(|o| o.name().to_string()).collect();
+        for vi in g.input.iter().chain(&g.output).chain(&g.value_info) {
+            if let Some(t) = vi.r#type.as_ref() {
+                if let Some(ty) = Type::from_proto(t) {
+                    graph.types.entry(vi.name().to_string()).or_insert(ty);
+                }
+                if let Some(shape) = shape_of(t) {
+                    graph.shapes.entry(vi.name().to_string()).or_insert(shape);
+                }
+                if parent.is_none()
+                    && let Some(params) = dim_params_of(t)
+                {
+                    graph.dim_params.insert(vi.name().to_string(), params);
+                }
+            }
+        }
+        let model_graph = model.graph(gid);
+        for (i, np) in g.node.iter().enumerate() {
+            let origin = model_graph.nodes.get(i).copied();
+            let mut removed = false;
+            if np.op_type() == "Constant"
+                && normalize_domain(np.domain()) == "ai.onnx"
+                && let Some(t) = constant_tensor(np)
+            {
+                let name = np.output.first().cloned().unwrap_or_default();
+                graph.init_order.push(name.clone());
+                graph.initializers.insert(name, init_of(&t, false));
+                removed = true;
+            }
+            let attrs = np
+                .attribute
+                .iter()
+                .filter(|a| {
+                    a.g.is_none()
+                        && a.graphs.is_empty()
+                        && a.r#type != Some(AttributeType::Graph as i32)
+                })
+                .cloned()
+                .collect();
+            graph.nodes.push(SNode {
+                name: np.name().to_string(),
+                op: np.op_type().to_string(),
+                domain: normalize_domain(np.domain()).to_string(),
+                since: None,
+                inputs: np.input.clone(),
+                outputs: np.output.clone(),
+                attrs,
+                subgraphs: Vec::new(),
+                implicit_inputs: Vec::new(),
+                ep: None,
+                kernel: None,
+                origin,
+                removed,
+            });
+        }
+        for (name, init) in &graph.initializers {
+            graph.types.insert(name.clone(), Type::Tensor(init.elem));
+            graph
+                .shapes
+                .insert(name.clone(), init.dims.iter().map(|&d| Some(d)).collect());
+        }
+        graph
+    }
+
+    /// Names each subgraph reads from enclosing scopes; recorded on the parent node as its
+    /// implicit inputs. Returns the outer names graph `gi` reads (none for the main graph, which
+    /// has no enclosing scope).
+    pub fn compute_implicit_inputs(&mut self, gi: usize) -> Vec<String> {
+        // Subgraphs first (they need `&mut self`), then one pass over this graph's names.
+        for ni in 0..self.graphs[gi].nodes.len() {
+            if self.graphs[gi].nodes[ni].removed || self.graphs[gi].nodes[ni].subgraphs.is_empty() {
+                if !self.graphs[gi].nodes[ni].removed {
+                    self.graphs[gi].nodes[ni].implicit_inputs = Vec::new();
+                }
+                continue;
+            }
+            let subs: Vec<usize> = self.graphs[gi].nodes[ni]
+                .subgraphs
+                .iter()
+                .map(|(_, s)| *s)
+                .collect();
+            let mut implicit = Vec::new();
+            for sg in subs {
+                for name in self.compute_implicit_inputs(sg) {
+                    if !implicit.contains(&name) {
+                        implicit.push(name);
+                    }
+                }
+            }
+            self.graphs[gi].nodes[ni].implicit_inputs = implicit;
+        }
+        let g = &self.graphs[gi];
+        if g.parent.is_none() {
+            return Vec::new();
+        }
+        let mut defined: rustc_hash::FxHashSet<&str> =
+            g.inputs.iter().map(String::as_str).collect();
+        defined.extend(g.initializers.keys().map(String::as_str));
+        for n in &g.nodes {
+            if !n.removed {
+                defined.extend(
+                    n.outputs
+                        .iter()
+                        .filter(|o| !o.is_empty())
+                        .map(String::as_str),
+                );
+            }
+        }
+        let mut outer = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+        let names = g
+            .nodes
+            .iter()
+            .filter(|n| !n.removed)
+            .flat_map(|n| n.inputs.iter().chain(&n.implicit_inputs))
+            .chain(&g.outputs);
+        for name in names {
+            if !name.is_empty() && !defined.contains(name.as_str()) && seen.insert(name.as_str()) {
+                outer.push(name.clone());
+            }
+        }
+        outer
+    }
+
+    /// The initializer `name` as seen from graph `gi` (its own, then enclosing graphs).
+    pub fn initializer(&self, gi: usize, name: &str) -> Option<&Init> {
+        let mut g = gi;
+        loop {
+            if let Some(i) = self.graphs[g].initializers.get(name) {
+                return Some(i);
+            }
+            g = self.graphs[g].parent?.0;
+        }
+    }
+
+    /// The type of `name` as seen from graph `gi`.
+    pub fn type_of(&self, gi: usize, name: &str) -> Option<&Type> {
+        let mut g = gi;
+        loop {
+            if let Some(t) = self.graphs[g].types.get(name) {
+                return Some(t);
+            }
+            g = self.graphs[g].parent?.0;
+        }
+    }
+
+    /// The shape of `name` as seen from graph `gi`.
+    pub fn shape_of(&self, gi: usize, name: &str) -> Option<&Vec<Option<i64>>> {
+        let mut g = gi;
+        loop {
+            if let Some(t) = self.graphs[g].shapes.get(name) {
+                return Some(t);
+            }
+            g = self.graphs[g].parent?.0;
+        }
+    }
+}
+
+pub(crate) fn init_of(t: &TensorProto, overridable: bool) -> Init {
+    Init {
+        dims: t.dims.clone(),
+        elem: t.data_type(),
+        overridable,
+        tensor: t.clone(),
+    }
+}
+
+pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<i64>>> {
+    use crate::model::proto::{tensor_shape_proto::dimension::Value as D, type_proto::Value};
+    let Some(Value::TensorType(tt)) = &t.value else {
+        return None;
+    };
+    let shape = tt.shape.as_ref()?;
+    // A declared rank past what any analysis holds is kept as unknown.
+    if shape.dim.len() > MAX_RANK {
+        return None;
+    }
+    Some(
+        shape
+            .dim
+            .iter()
+            .map(|d| match d.value {
+                Some(D::DimValue(v)) if v >= 0 => Some(v),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// The `dim_param` of each dim of a tensor type with a shape.
+fn dim_params_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<String>>> {
+    use crate::model::proto::{tensor_shape_proto::dimension::Value as D, type_proto::Value};
+    let Some(Value::TensorType(tt)) = &t.value else {
+        return None;
+    };
+    let shape = tt.shape.as_ref()?;
+    Some(
+        shape
+            .dim
+            .iter()
+            .map(|d| match &d.value {
+                Some(D::DimParam(p)) if !p.is_empty() => Some(p.clone()),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// The tensor a `Constant` node holds, from whichever value attribute it has.
+pub fn constant_tensor(np: &NodeProto) -> Option<TensorProto> {
+    use crate::model::DataType as D;
+    let a = np.attribute.first()?;
+    let name = np.output.first().cloned();
+    let mut t = match a.name() {
+        "value" => a.t.clone()?,
+        "sparse_value" => {
+            let sp = a.sparse_tensor.as_ref()?;
+            let mut v = sp.values.clone()?;
+            v.dims = sp.dims.clone();
+            v
+        }
+        "value_float" => TensorProto {
+            data_type: Some(D::Float as i32),
+            float_data: vec![a.f?],
+            ..Default::default()
+        },
+        "value_floats" => TensorProto {
+            data_type: Some(D::Float as i32),
+            dims: vec![a.floats.len() as i64],
+            float_data: a.floats.clone(),
+            ..Default::default()
+        },
+        "value_int" => TensorProto {
+            data_type: Some(D::Int64 as i32),
+            int64_data: vec![a.i?],
+            ..Default::default()
+        },
+        "value_ints" => TensorProto {
+            data_type: Some(D::Int64 as i32),
+            dims: vec![a.ints.len() as i64],
+            int64_data: a.ints.clone(),
+            ..Default::default()
+        },
+        "value_string" => TensorProto {
+            data_type: Some(D::String as i32),
+            string_data: vec![a.s.clone()?],
+            ..Default::default()
+        },
+        "value_strings" => TensorProto {
+            data_type: Some(D::String as i32),
+            dims: vec![a.strings.len() as i64],
+            string_data: a.strings.clone(),
+            ..Default::default()
+        },
+        _ => return None,
+    };
+    t.name = name;
+    Some(t)
+}
+
+/// The integer values of a small int64/int32 tensor (typed fields or raw little-endian data);
+/// `None` for other types or more than 4096 elements.
+pub fn int_values(t: &TensorProto) -> Option<Vec<i64>> {
+    use crate::model::DataType as D;
+    const LIMIT: usize = 4096;
+    let dt = t.data_type();
+    if let Some(raw) = t.raw_data.as_ref().filter(|r| !r.is_empty()) {
+        let (size, signed32) = if dt == D::Int64 as i32 {
+            (8, false)
+        } else if dt == D::Int32 as i32 {
+            (4, true)
+        } else {
+            return None;
+        };
+        if raw.len() % size != 0 || raw.len() / size > LIMIT {
+            return None;
+        }
+        return Some(
+            raw.chunks_exact(size)
+                .map(|c| {
+                    if signed32 {
+                        i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    } else {
+                        i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+                    }
+                })
+                .collect(),
+        );
+    }
+    if dt == D::Int64 as i32 && t.int64_data.len() <= LIMIT {
+        return Some(t.int64_data.clone());
+    }
+    if dt == D::Int32 as i32 && t.int32_data.len() <= LIMIT {
+        return Some(t.int32_data.iter().map(|&v| i64::from(v)).collect());
+    }
+    None
+}

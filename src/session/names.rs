@@ -1,0 +1,59 @@
+//! ORT's name generation (`Graph::GenerateNodeName`, `Graph::GenerateNodeArgName`): one counter
+//! per graph, shared by node and value names.
+
+use super::SGraph;
+
+/// ORT's `GenerateNodeName`/`GenerateNodeArgName`: the base name if free, else
+/// `<base>_token_<k>`, with one counter per graph shared by both.
+pub struct NameGen {
+    nodes: rustc_hash::FxHashSet<String>,
+    values: rustc_hash::FxHashSet<String>,
+    pub counter: usize,
+}
+
+impl NameGen {
+    pub fn new(g: &SGraph) -> NameGen {
+        let mut values: rustc_hash::FxHashSet<String> =
+            g.inputs.iter().chain(&g.outputs).cloned().collect();
+        values.extend(g.initializers.keys().cloned());
+        let mut nodes: rustc_hash::FxHashSet<String> = g.generated_names.iter().cloned().collect();
+        for (_, n) in g.live_nodes() {
+            nodes.insert(n.name.clone());
+            values.extend(
+                n.inputs
+                    .iter()
+                    .chain(&n.outputs)
+                    .filter(|s| !s.is_empty())
+                    .cloned(),
+            );
+        }
+        NameGen {
+            nodes,
+            values,
+            counter: g.name_counter,
+        }
+    }
+
+    fn fresh(set: &mut rustc_hash::FxHashSet<String>, counter: &mut usize, base: &str) -> String {
+        let mut name = base.to_string();
+        while set.contains(&name) {
+            name = format!("{base}_token_{counter}");
+            *counter += 1;
+        }
+        set.insert(name.clone());
+        name
+    }
+
+    pub fn node(&mut self, base: &str) -> String {
+        Self::fresh(&mut self.nodes, &mut self.counter, base)
+    }
+
+    pub fn value(&mut self, base: &str) -> String {
+        Self::fresh(&mut self.values, &mut self.counter, base)
+    }
+
+    /// Marks a value name as taken without generating it.
+    pub fn reserve_value(&mut self, name: &str) {
+        self.values.insert(name.to_string());
+    }
+}

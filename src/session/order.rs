@@ -1,0 +1,173 @@
+//! The two node orders ORT uses, computed in one place: Kahn's algorithm by name
+//! (`Graph::Resolve`, what inference and the rewrite rules walk) and the reverse DFS from the
+//! leaves (`GraphViewer`, what CSE, MatMulAddFusion and the TransposeOptimizer walk).
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::Session;
+
+/// Nodes of graph `gi` (not removed) in a topological order: Kahn's algorithm by name, taking
+/// the lowest index first. Nodes left over by a cycle are appended in index order.
+pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    let mut producer: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+    for (i, n) in g.live_nodes() {
+        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            producer.insert(o.as_str(), i);
+        }
+    }
+    topological_order_by(session, gi, &|v| producer.get(v).copied())
+}
+
+/// [`topological_order`] with the producer of each value given (a caller that keeps an index
+/// of the graph's producers saves building another).
+pub fn topological_order_by(
+    session: &Session,
+    gi: usize,
+    producer: &dyn Fn(&str) -> Option<usize>,
+) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    // Edges producer -> user, deduplicated per user, as a flat adjacency list (CSR): users of
+    // `d` are `users[start[d]..start[d + 1]]`, in ascending order (the order the users were met).
+    let mut indegree = vec![0u32; g.nodes.len()];
+    let mut edges: Vec<(usize, usize)> = Vec::with_capacity(g.nodes.len() * 2);
+    let mut deps: Vec<usize> = Vec::new();
+    for (i, n) in g.live_nodes() {
+        deps.clear();
+        deps.extend(
+            n.inputs
+                .iter()
+                .chain(&n.implicit_inputs)
+                .filter_map(|v| producer(v.as_str()))
+                .filter(|&p| p != i),
+        );
+        deps.sort_unstable();
+        deps.dedup();
+        for &d in &deps {
+            indegree[i] += 1;
+            edges.push((d, i));
+        }
+    }
+    let mut start = vec![0usize; g.nodes.len() + 1];
+    for &(d, _) in &edges {
+        start[d + 1] += 1;
+    }
+    for k in 0..g.nodes.len() {
+        start[k + 1] += start[k];
+    }
+    let mut fill = start.clone();
+    let mut users = vec![0usize; edges.len()];
+    for &(d, i) in &edges {
+        users[fill[d]] = i;
+        fill[d] += 1;
+    }
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = g
+        .live_nodes()
+        .filter(|(i, _)| indegree[*i] == 0)
+        .map(|(i, _)| std::cmp::Reverse(i))
+        .collect();
+    let mut order = Vec::with_capacity(g.nodes.len());
+    let mut placed = vec![false; g.nodes.len()];
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+        order.push(i);
+        placed[i] = true;
+        for &u in &users[start[i]..start[i + 1]] {
+            indegree[u] -= 1;
+            if indegree[u] == 0 {
+                ready.push(std::cmp::Reverse(u));
+            }
+        }
+    }
+    for (i, _) in g.live_nodes() {
+        if !placed[i] {
+            order.push(i);
+        }
+    }
+    order
+}
+
+/// ORT's `GraphViewer` order: a reverse DFS from the leaf nodes (nodes whose outputs no node
+/// reads), inputs visited in index order from the top of a stack, nodes emitted on leaving.
+pub fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    let mut producer: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+    for (i, n) in g.live_nodes() {
+        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            producer.insert(o.as_str(), i);
+        }
+    }
+    ort_topological_order_by(session, gi, &|v| producer.get(v).copied())
+}
+
+/// [`ort_topological_order`] with the producer of each value given.
+pub fn ort_topological_order_by(
+    session: &Session,
+    gi: usize,
+    producer: &dyn Fn(&str) -> Option<usize>,
+) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    // Each node's producers, deduplicated and ascending, as one flat list (CSR): those of
+    // node `i` are `deps[start[i]..start[i + 1]]`.
+    let mut start: Vec<usize> = Vec::with_capacity(g.nodes.len() + 1);
+    let mut deps: Vec<usize> = Vec::with_capacity(g.nodes.len() * 2);
+    let mut has_output_node = vec![false; g.nodes.len()];
+    for (i, n) in g.nodes.iter().enumerate() {
+        start.push(deps.len());
+        if n.removed {
+            continue;
+        }
+        let from = deps.len();
+        deps.extend(
+            n.inputs
+                .iter()
+                .chain(&n.implicit_inputs)
+                .filter_map(|v| producer(v.as_str()))
+                .filter(|&p| p != i),
+        );
+        deps[from..].sort_unstable();
+        let mut w = from;
+        for r in from..deps.len() {
+            if w == from || deps[w - 1] != deps[r] {
+                deps[w] = deps[r];
+                w += 1;
+            }
+        }
+        deps.truncate(w);
+        for &d in &deps[from..] {
+            has_output_node[d] = true;
+        }
+    }
+    start.push(deps.len());
+    let mut stack: Vec<(usize, bool)> = g
+        .live_nodes()
+        .filter(|(i, _)| !has_output_node[*i])
+        .map(|(i, _)| (i, false))
+        .collect();
+    let mut visited = vec![false; g.nodes.len()];
+    let mut order = Vec::with_capacity(g.nodes.len());
+    while let Some((n, leaving)) = stack.pop() {
+        if leaving {
+            order.push(n);
+            continue;
+        }
+        if visited[n] {
+            continue;
+        }
+        visited[n] = true;
+        stack.push((n, true));
+        for &d in &deps[start[n]..start[n + 1]] {
+            if !visited[d] {
+                stack.push((d, false));
+            }
+        }
+    }
+    // Cycles leave nodes unvisited: append them in index order.
+    for (i, _) in g.live_nodes() {
+        if !visited[i] {
+            order.push(i);
+        }
+    }
+    order
+}

@@ -1,0 +1,94 @@
+//! The session-creation pipeline on models built for one behaviour each: load checks that need
+//! shapes, and transformers whose cost used to grow with the square of the model.
+
+use std::path::Path;
+
+use onnx_lint::placer::{self, OptLevel, Options, Outcome};
+
+fn place(text: &str, ort: &str, level: OptLevel) -> placer::Placement {
+    let proto = onnx_lint::model::text::parse_model(text).unwrap();
+    let model = onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, proto).unwrap();
+    let table = onnx_lint::tables::resolve(ort).unwrap().table();
+    placer::place(
+        &model,
+        table,
+        &Options {
+            level,
+            ..Options::default()
+        },
+    )
+}
+
+/// The shape chain of the old `speed` bench decoder: `Gather` with a 1-D index keeps rank 1,
+/// `Unsqueeze` makes it 2-D, and `Concat` joins it with 1-D tensors. onnxruntime 1.31.1 (CPU)
+/// refuses it at every level with exactly this message.
+const CONCAT_RANKS: &str = r#"<
+  ir_version: 8,
+  opset_import: ["" : 17]
+>
+g (float[batch, seq, 16] x) => (float[batch, 2, 8] y)
+<
+  int64[1] idx0 = {0},
+  int64[1] axes0 = {0},
+  int64[1] idx1 = {1},
+  int64[2] heads = {2, 8}
+>
+{
+  [shp] s = Shape (x)
+  [g] b = Gather (s, idx0)
+  [u] bu = Unsqueeze (b, axes0)
+  [cat] shape = Concat <axis = 0> (bu, idx1, heads)
+  [r] y = Reshape (x, shape)
+}
+"#;
+
+#[test]
+fn concat_inputs_of_different_rank_fail_the_load() {
+    for level in [OptLevel::Disable, OptLevel::All] {
+        let p = place(CONCAT_RANKS, "1.31.1", level);
+        assert_eq!(
+            p.outcome,
+            Outcome::LoadFail(
+                "load: Node (cat) Op (Concat) [ShapeInferenceError] All inputs to Concat must \
+                 have same rank. Input 1 has rank 1 != 2"
+                    .into()
+            ),
+            "level {level:?}"
+        );
+        let (gi, ni) = p.failed_node.unwrap();
+        assert_eq!(p.session.graphs[gi].nodes[ni].name, "cat");
+    }
+    // With a scalar index the ranks agree and the session is created.
+    let fixed = CONCAT_RANKS.replace("int64[1] idx0 = {0}", "int64 idx0 = {0}");
+    assert_eq!(place(&fixed, "1.31.1", OptLevel::All).outcome, Outcome::Ok);
+}
+
+/// A `Sum` of many equal tiny initializers: `ConstantSharing` merges them all into the one ORT
+/// keeps (the last registered), in one pass over the graph.
+#[test]
+fn constant_sharing_merges_many_equal_initializers() {
+    const N: usize = 3000;
+    let inits: Vec<String> = (0..N).map(|i| format!("  float c{i} = {{1.5}}")).collect();
+    let args: Vec<String> = (0..N).map(|i| format!("c{i}")).collect();
+    let text = format!(
+        "<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\ng (float[4] x) => (float[4] y)\n<\n{}\n>\n{{\n  [sum] s = Sum (x, {})\n  [relu] y = Relu (s)\n}}\n",
+        inits.join(",\n"),
+        args.join(", ")
+    );
+    let p = place(&text, "1.31.1", OptLevel::All);
+    assert_eq!(p.outcome, Outcome::Ok);
+    let g = &p.session.graphs[0];
+    let sum = g
+        .nodes
+        .iter()
+        .find(|n| n.name == "sum" && !n.removed)
+        .unwrap();
+    assert_eq!(sum.inputs.len(), N + 1);
+    let last = format!("c{}", N - 1);
+    assert!(
+        sum.inputs[1..].iter().all(|i| *i == last),
+        "{:?}",
+        &sum.inputs[..4]
+    );
+    assert_eq!(g.initializers.len(), 1, "one shared initializer is left");
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Checks OL301's proven constants: applies every `replace-input-with-constant` fix the linter
+emits (by hand, with onnx) and compares CPU onnxruntime outputs of the original and the fixed
+model, bit for bit, at several dim values.
+
+  python3 tools/probes/apply_fixes.py [--lint BIN] [--ort 1.31.1] [--opt-level all] MODEL.onnx...
+
+Prints one line per model: OL301 findings, how many carry a fix, outputs identical or not.
+Exits 1 when any output differs or a fixed model fails where the original runs.
+"""
+import argparse
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+
+def findings(bin_, model, release, level):
+    # Every OL301 finding, the zero-cost group included.
+    out = subprocess.run(
+        [bin_, "onnx-lint", "--format", "json", "--ort", release, "--opt-level", level,
+         "--warn", "zero-cost", model],
+        capture_output=True, text=True, check=False).stdout
+    d = json.loads(out)
+    if isinstance(d, list):
+        d = d[0]
+    return [f for f in d["findings"] if f["code"] == "OL301"]
+
+
+def graphs(g):
+    yield g
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from graphs(a.g)
+            for sub in a.graphs:
+                yield from graphs(sub)
+
+
+def apply(model, fixes):
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for k, fx in enumerate(fixes):
+        for g in graphs(m.graph):
+            if g.name != fx["graph"]:
+                continue
+            for n in g.node:
+                if n.name == fx["node"]:
+                    name = f"onnx_lint_fix_{k}"
+                    g.initializer.append(numpy_helper.from_array(np.array(fx["values"], dtype=np.int64), name))
+                    n.input[fx["input"]] = name
+    return m
+
+
+def feeds(model, dims, rng):
+    out = {}
+    for i in model.graph.input:
+        if i.name in {t.name for t in model.graph.initializer}:
+            continue
+        tt = i.type.tensor_type
+        shape = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(d.dim_value)
+            else:
+                # Distinct values for distinct names, so that a dim mixed up with another shows.
+                shape.append(dims.setdefault(d.dim_param or i.name, 2 + len(dims)))
+        dt = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        if np.issubdtype(dt, np.integer):
+            if "mask" in i.name:
+                v = np.ones(shape, dtype=dt)
+            else:
+                v = rng.integers(0, 8, size=shape).astype(dt)
+        elif dt == np.bool_:
+            v = np.ones(shape, dtype=dt)
+        else:
+            v = rng.standard_normal(shape).astype(dt)
+        out[i.name] = v
+    return out
+
+
+def run(model, feed):
+    s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s.run(None, feed)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lint", default="target/debug/cargo-onnx-lint")
+    ap.add_argument("--ort", default="1.31.1")
+    ap.add_argument("--opt-level", default="all")
+    ap.add_argument("models", nargs="+")
+    a = ap.parse_args()
+    bad = 0
+    total = proven = 0
+    for path in a.models:
+        fs = findings(a.lint, path, a.ort, a.opt_level)
+        fixes = [f["fix"] for f in fs if f.get("fix")]
+        total += len(fs)
+        proven += len(fixes)
+        model = onnx.load(path)
+        fixed = apply(model, fixes)
+        rng = np.random.default_rng(0)
+        same = True
+        note = ""
+        for dims in ({}, {"batch": 2, "seq": 5, "sequence_length": 5, "batch_size": 2},
+                     {"batch": 3, "seq": 7, "sequence_length": 7, "batch_size": 3},
+                     {"batch": 1, "seq": 1, "sequence_length": 1, "batch_size": 1}):
+            feed = feeds(model, dims, rng)
+            try:
+                want = run(model, feed)
+            except Exception as e:  # the original itself does not run at these dims
+                note = f" (original fails at {dims}: {str(e)[:60]})"
+                continue
+            try:
+                got = run(fixed, feed)
+            except Exception as e:
+                same = False
+                note = f" (fixed model fails at {dims}: {str(e)[:200]})"
+                break
+            for x, y in zip(want, got):
+                if x.shape != y.shape or x.tobytes() != y.tobytes():
+                    same = False
+                    note = f" (output differs at {dims})"
+        if not same:
+            bad += 1
+        print(f"{path}: OL301 {len(fs)}, proven {len(fixes)}, outputs {'bit-identical' if same else 'DIFFER'}{note}")
+    print(f"total: {proven}/{total} OL301 findings carry a proven constant")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
