@@ -440,7 +440,12 @@ fn report_for(
     let (owned_file, owned_settings) = (file.to_path_buf(), settings.clone());
     let (r, locations) = super::budget::bounded(file, move || {
         let a = analyse(model::load(&owned_file)?, &owned_settings);
-        let locations: Vec<String> = a.model.external.iter().map(|e| e.location.clone()).collect();
+        let locations: Vec<String> = a
+            .model
+            .external
+            .iter()
+            .map(|e| e.location.clone())
+            .collect();
         Ok((ModelReport::new(&a, &owned_settings), locations))
     })?;
     if let Some((c, k)) = &key {

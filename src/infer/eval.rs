@@ -104,10 +104,16 @@ impl Data {
     /// Elements at `idx`, in order; `None` if an index is out of range.
     fn pick(&self, idx: &[usize]) -> Option<Data> {
         Some(match self {
-            Data::Int(v) => Data::Int(idx.iter().map(|&i| v.get(i).copied()).collect::<Option<_>>()?),
-            Data::Float(v) => {
-                Data::Float(idx.iter().map(|&i| v.get(i).copied()).collect::<Option<_>>()?)
-            }
+            Data::Int(v) => Data::Int(
+                idx.iter()
+                    .map(|&i| v.get(i).copied())
+                    .collect::<Option<_>>()?,
+            ),
+            Data::Float(v) => Data::Float(
+                idx.iter()
+                    .map(|&i| v.get(i).copied())
+                    .collect::<Option<_>>()?,
+            ),
         })
     }
 }
@@ -1137,11 +1143,7 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
                 }
                 let n = i64::try_from(n).ok()?;
                 let c = i64::try_from(c).ok()?;
-                Data::Int(
-                    (0..n)
-                        .map(|i| a.wrapping_add(c.wrapping_mul(i)))
-                        .collect(),
-                )
+                Data::Int((0..n).map(|i| a.wrapping_add(c.wrapping_mul(i))).collect())
             };
             let n = data.len() as i64;
             out(Tensor {
@@ -1423,8 +1425,14 @@ mod tests {
     fn invalid_inputs_are_not_folded_never_a_panic() {
         let x = Tensor::ints(D::Int64 as i32, vec![3], vec![1, 2, 3]);
         let empty = Tensor::ints(D::Int64 as i32, vec![0], vec![]);
-        assert_eq!(eval(&view("Clip", 13, &[]), &[Some(&x), Some(&empty)]), None);
-        let ok = eval(&view("Clip", 13, &[]), &[Some(&x), None, Some(&Tensor::i64_1d(vec![2]))]);
+        assert_eq!(
+            eval(&view("Clip", 13, &[]), &[Some(&x), Some(&empty)]),
+            None
+        );
+        let ok = eval(
+            &view("Clip", 13, &[]),
+            &[Some(&x), None, Some(&Tensor::i64_1d(vec![2]))],
+        );
         assert_eq!(ok.expect("folds")[0].as_i64(), vec![1, 2, 2]);
         let scalar = Tensor::ints(D::Int64 as i32, vec![], vec![7]);
         let attrs = axis(0);
@@ -1480,7 +1488,10 @@ mod tests {
         let start = std::time::Instant::now();
         // Gather of 64 Ki zeros along axis 0 of a [1, 64 Ki] tensor: [64 Ki, 64 Ki] is 2^32
         // elements (34 GB before the fix).
-        assert_eq!(eval(&view("Gather", 13, &[]), &[Some(&row), Some(&idx)]), None);
+        assert_eq!(
+            eval(&view("Gather", 13, &[]), &[Some(&row), Some(&idx)]),
+            None
+        );
         // Concat of the same tensor 20,000 times: refused by the step's input budget.
         let attrs = axis(0);
         let parts: Vec<Option<&Tensor>> = vec![Some(big); 20_000];
@@ -1513,7 +1524,10 @@ mod tests {
         for _ in 0..steps {
             assert!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]).is_some());
         }
-        assert_eq!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]), None);
+        assert_eq!(
+            eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]),
+            None
+        );
         reset_budget();
         assert!(eval(&view("ConstantOfShape", 9, &[]), &[Some(&shape)]).is_some());
     }

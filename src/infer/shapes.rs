@@ -648,9 +648,8 @@ pub fn infer_node(
                 let mut o = x.clone();
                 for (k, &a) in axes.iter().enumerate() {
                     let slot = o.get_mut(a)?;
-                    *slot = slot.and_then(|d| {
-                        d.checked_add(pads[k])?.checked_add(pads[k + axes.len()])
-                    });
+                    *slot = slot
+                        .and_then(|d| d.checked_add(pads[k])?.checked_add(pads[k + axes.len()]));
                 }
                 Some(o)
             }

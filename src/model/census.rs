@@ -56,7 +56,10 @@ enum Field {
     /// A string (`String`, or `Bytes` copied into one).
     Str,
     /// Packed or single numbers, decoded `width` bytes each; a varint may be a single byte.
-    Numbers { width: u64, varint: bool },
+    Numbers {
+        width: u64,
+        varint: bool,
+    },
     /// `raw_data`: a slice of the mapped file, never copied.
     Raw,
     /// Anything else: a scalar, or (length-delimited) a string or message copied whole.

@@ -13,6 +13,7 @@ mod formats;
 mod fuzz;
 mod load;
 mod placement;
+mod robust;
 mod rules;
 mod support;
 mod tables;

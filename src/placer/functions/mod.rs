@@ -121,9 +121,9 @@ pub fn reset_budget() {
 /// Why the last session on this thread is not a faithful simulation, if inlining stopped at
 /// its node budget (the prediction would then report nodes ORT inlines as having no kernel).
 pub fn budget_exceeded() -> Option<String> {
-    EXHAUSTED.with(std::cell::Cell::get).then(|| {
-        format!("inlining its functions would add more than {MAX_INLINED_NODES} nodes")
-    })
+    EXHAUSTED
+        .with(std::cell::Cell::get)
+        .then(|| format!("inlining its functions would add more than {MAX_INLINED_NODES} nodes"))
 }
 
 /// The nodes a body adds: its own and those of the subgraphs in their attributes.

@@ -102,7 +102,9 @@ fn all_ops() -> &'static [Op] {
     })
 }
 
-const ELEMS: &[i32] = &[1, 1, 1, 7, 7, 7, 6, 9, 10, 16, 11, 2, 3, 5, 12, 13, 8, 0, 99, -3];
+const ELEMS: &[i32] = &[
+    1, 1, 1, 7, 7, 7, 6, 9, 10, 16, 11, 2, 3, 5, 12, 13, 8, 0, 99, -3,
+];
 
 impl Gen {
     pub fn new(seed: u64) -> Gen {
@@ -169,7 +171,9 @@ impl Gen {
     }
 
     fn function(&mut self, i: usize) -> FunctionProto {
-        let inputs: Vec<String> = (0..self.rng.range(1, 3)).map(|k| format!("fi{k}")).collect();
+        let inputs: Vec<String> = (0..self.rng.range(1, 3))
+            .map(|k| format!("fi{k}"))
+            .collect();
         let mut names = inputs.clone();
         let nodes = self.nodes(2, &mut names, 6);
         let outputs: Vec<String> = (0..self.rng.range(1, 2))
@@ -287,7 +291,10 @@ impl Gen {
 
     fn node(&mut self, depth: usize, names: &mut Vec<String>) -> NodeProto {
         let op = self.pick_op();
-        let n_in = op.inputs.0 + self.rng.below(op.inputs.1.saturating_sub(op.inputs.0).min(3) + 1);
+        let n_in = op.inputs.0
+            + self
+                .rng
+                .below(op.inputs.1.saturating_sub(op.inputs.0).min(3) + 1);
         let input: Vec<String> = (0..n_in)
             .map(|_| match self.rng.below(30) {
                 0 | 1 => String::new(),
@@ -296,7 +303,9 @@ impl Gen {
             })
             .collect();
         let n_out = op.outputs.0.max(1)
-            + self.rng.below(op.outputs.1.saturating_sub(op.outputs.0).min(2) + 1);
+            + self
+                .rng
+                .below(op.outputs.1.saturating_sub(op.outputs.0).min(2) + 1);
         let output: Vec<String> = (0..n_out)
             .map(|_| {
                 if self.chaos && self.rng.chance(1, 10) {
@@ -394,7 +403,12 @@ impl Gen {
         match kind {
             0 | 1 => {
                 a.r#type = Some(AttributeType::Float as i32);
-                a.f = Some(*self.rng.pick(&[0.0, 1.0, -1.0, f32::NAN, f32::INFINITY, 1e30, 0.5]).unwrap_or(&0.0));
+                a.f = Some(
+                    *self
+                        .rng
+                        .pick(&[0.0, 1.0, -1.0, f32::NAN, f32::INFINITY, 1e30, 0.5])
+                        .unwrap_or(&0.0),
+                );
             }
             2 | 3 => {
                 a.r#type = Some(AttributeType::Int as i32);
@@ -412,8 +426,14 @@ impl Gen {
             5 => {
                 a.r#type = Some(AttributeType::String as i32);
                 a.s = Some(
-                    ["", "NOTSET", "constant", "linear", "\u{0}\u{ff}", "SAME_UPPER"]
-                        [self.rng.below(6)]
+                    [
+                        "",
+                        "NOTSET",
+                        "constant",
+                        "linear",
+                        "\u{0}\u{ff}",
+                        "SAME_UPPER",
+                    ][self.rng.below(6)]
                     .as_bytes()
                     .to_vec()
                     .into(),
@@ -421,11 +441,15 @@ impl Gen {
             }
             6 => {
                 a.r#type = Some(AttributeType::Floats as i32);
-                a.floats = (0..self.rng.below(4)).map(|_| self.rng.range(-3, 3) as f32).collect();
+                a.floats = (0..self.rng.below(4))
+                    .map(|_| self.rng.range(-3, 3) as f32)
+                    .collect();
             }
             7 => {
                 a.r#type = Some(AttributeType::Ints as i32);
-                a.ints = (0..self.rng.below(5)).map(|_| self.rng.interesting_int()).collect();
+                a.ints = (0..self.rng.below(5))
+                    .map(|_| self.rng.interesting_int())
+                    .collect();
             }
             _ => {
                 // A wrong or missing type tag.
@@ -506,7 +530,13 @@ impl Gen {
             0 => {
                 t.data_location = Some(1);
                 let location = if self.chaos {
-                    ["../escape.bin", "/etc/passwd", "sub/../w.bin", "", "a\u{0}b"][self.rng.below(5)]
+                    [
+                        "../escape.bin",
+                        "/etc/passwd",
+                        "sub/../w.bin",
+                        "",
+                        "a\u{0}b",
+                    ][self.rng.below(5)]
                 } else {
                     ["w.bin", "sub/w.bin"][self.rng.below(2)]
                 };
@@ -539,7 +569,12 @@ impl Gen {
                 1 => t.float_data = ints.iter().map(|&v| v as f32).collect(),
                 11 => t.double_data = ints.iter().map(|&v| v as f64).collect(),
                 13 | 12 => t.uint64_data = ints.iter().map(|&v| v as u64).collect(),
-                8 => t.string_data = ints.iter().map(|v| v.to_string().into_bytes().into()).collect(),
+                8 => {
+                    t.string_data = ints
+                        .iter()
+                        .map(|v| v.to_string().into_bytes().into())
+                        .collect()
+                }
                 _ => t.int32_data = ints.iter().map(|&v| v as i32).collect(),
             },
         }

@@ -28,7 +28,9 @@ pub fn bytes(rng: &mut Rng, bytes: &mut Vec<u8>, other: &[u8]) {
             }
             1 if len > 0 => {
                 let i = rng.below(len);
-                bytes[i] = *rng.pick(&[0u8, 0xff, 0x7f, 0x80, 0x01, 0x08, 0x12, 0x1a]).unwrap_or(&0);
+                bytes[i] = *rng
+                    .pick(&[0u8, 0xff, 0x7f, 0x80, 0x01, 0x08, 0x12, 0x1a])
+                    .unwrap_or(&0);
             }
             2 => {
                 let n = rng.below(16).min(len - at.min(len));
@@ -70,12 +72,52 @@ pub fn bytes(rng: &mut Rng, bytes: &mut Vec<u8>, other: &[u8]) {
 }
 
 const TOKENS: &[&str] = &[
-    "(", ")", "{", "}", "<", ">", "[", "]", ",", "=", ":", "\"", "#", "\n", "@", "float[", "int64[",
-    "float16", "If", "Loop", "Scan", "then_branch", "else_branch", "body", "Constant",
-    "ConstantOfShape", "Gather", "Concat", "Reshape", "-9223372036854775808",
-    "9223372036854775807", "99999999999999999999", "1e400", "-1", "0", "N", "seq(", "optional(",
-    "ir_version", "opset_import", "\"\" : 1000", "<value = int64[1] {65536}>", "\u{0}", "\u{feff}",
-    "é", "'",
+    "(",
+    ")",
+    "{",
+    "}",
+    "<",
+    ">",
+    "[",
+    "]",
+    ",",
+    "=",
+    ":",
+    "\"",
+    "#",
+    "\n",
+    "@",
+    "float[",
+    "int64[",
+    "float16",
+    "If",
+    "Loop",
+    "Scan",
+    "then_branch",
+    "else_branch",
+    "body",
+    "Constant",
+    "ConstantOfShape",
+    "Gather",
+    "Concat",
+    "Reshape",
+    "-9223372036854775808",
+    "9223372036854775807",
+    "99999999999999999999",
+    "1e400",
+    "-1",
+    "0",
+    "N",
+    "seq(",
+    "optional(",
+    "ir_version",
+    "opset_import",
+    "\"\" : 1000",
+    "<value = int64[1] {65536}>",
+    "\u{0}",
+    "\u{feff}",
+    "é",
+    "'",
 ];
 
 /// Applies one to six token-level edits to `text`.
