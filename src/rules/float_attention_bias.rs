@@ -106,8 +106,16 @@ fn is_float(s: &Session, gi: usize, v: &str) -> bool {
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
+    // One producer/consumer index per graph, built when a graph first needs it.
+    let mut all_edges: Vec<Option<Edges>> = (0..s.graphs.len()).map(|_| None).collect();
     for (gi, ni, node) in nodes(s) {
-        let edges = Edges::new(s, gi);
+        if !matches!(
+            node.op.as_str(),
+            "Softmax" | "BiasSoftmax" | "Attention" | "MultiHeadAttention"
+        ) {
+            continue;
+        }
+        let edges: &Edges = all_edges[gi].get_or_insert_with(|| Edges::new(s, gi));
         // The mask input of the attention computation.
         let mask = match (node.domain.as_str(), node.op.as_str()) {
             ("ai.onnx", "Softmax") => {
@@ -122,7 +130,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 if add.op != "Add" {
                     continue;
                 }
-                mask_addend(s, gi, &edges, add)
+                mask_addend(s, gi, edges, add)
             }
             // `Add` + `Softmax` fused by ORT's level-2 `BiasSoftmaxFusion`: (scores, mask).
             ("com.microsoft", "BiasSoftmax") => node.inputs.get(1).cloned(),
@@ -156,7 +164,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             let Some(&p) = edges.producer.get(v.as_str()) else {
                 continue;
             };
-            if depth > 10 || !seen.insert(p) || is_scores(s, gi, &edges, &v) {
+            if depth > 10 || !seen.insert(p) || is_scores(s, gi, edges, &v) {
                 continue;
             }
             chain.push(p);
