@@ -93,10 +93,22 @@ fn mask_addend(s: &Session, gi: usize, edges: &Edges, add: &SNode) -> Option<Str
     let [a, b] = ins.as_slice() else {
         return None;
     };
+    let direct = |v: &str| {
+        edges
+            .producer
+            .get(v)
+            .is_some_and(|&q| s.graphs[gi].nodes[q].op == "MatMul")
+    };
     match (is_scores(s, gi, edges, a), is_scores(s, gi, edges, b)) {
         (true, false) => Some((*b).clone()),
         (false, true) => Some((*a).clone()),
-        _ => None,
+        (true, true) => None,
+        // Scores this walk does not recognise: the operand not made by a MatMul.
+        (false, false) => match (direct(a), direct(b)) {
+            (true, false) => Some((*b).clone()),
+            (false, true) => Some((*a).clone()),
+            _ => None,
+        },
     }
 }
 
