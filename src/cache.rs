@@ -171,7 +171,7 @@ impl Cache {
         h.update(b"\0");
         h.update(context.as_bytes());
         h.update(b"\0");
-        let (mut f, _) = crate::model::open_regular(model)?;
+        let (mut f, _) = crate::model::open_regular(model).map_err(io::Error::other)?;
         let mut buf = vec![0u8; 1 << 20];
         loop {
             let n = f.read(&mut buf)?;

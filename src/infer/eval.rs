@@ -1122,7 +1122,7 @@ pub fn eval(node: &NodeView, inputs: &[Option<&Tensor>]) -> Option<Vec<Tensor>> 
                 }
                 let n = ((b - a) / c).ceil().max(0.0);
                 // Also refuses NaN (an infinite or NaN bound).
-                if !(n <= MAX_ELEMENTS as f64) {
+                if n.is_nan() || n > MAX_ELEMENTS as f64 {
                     return None;
                 }
                 Data::Float((0..n as usize).map(|i| a + c * i as f64).collect())

@@ -24,18 +24,20 @@ pub const MAX_TEXT_FILE: u64 = 256 << 20;
 /// one blocks until a writer comes), a socket, a device (`/dev/zero` reports 0 bytes and never
 /// ends) or a folder. The file is opened non-blocking and checked again by its handle, so a path
 /// swapped for a FIFO between the two checks cannot block either.
-pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
-    let not_regular = |m: &std::fs::Metadata| {
-        let kind = if m.is_dir() {
+pub fn open_regular(path: &Path) -> Result<(File, std::fs::Metadata), LoadError> {
+    let io = |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let not_regular = |m: &std::fs::Metadata| LoadError::NotRegularFile {
+        path: path.to_path_buf(),
+        kind: if m.is_dir() {
             "a directory"
         } else {
             special_kind(m)
-        };
-        std::io::Error::other(format!(
-            "it is {kind}, not a regular file; only regular files are read as models"
-        ))
+        },
     };
-    let meta = std::fs::metadata(path)?;
+    let meta = std::fs::metadata(path).map_err(io)?;
     if !meta.is_file() {
         return Err(not_regular(&meta));
     }
@@ -46,8 +48,8 @@ pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let file = options.open(path)?;
-    let meta = file.metadata()?;
+    let file = options.open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(not_regular(&meta));
     }
@@ -89,6 +91,13 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+
+    #[error("{path} is {kind}, not a regular file")]
+    #[diagnostic(
+        code(onnx_lint::load::not_regular_file),
+        help("only regular files are read as models (a FIFO would block, a device never ends)")
+    )]
+    NotRegularFile { path: PathBuf, kind: &'static str },
 
     #[error("{path} is empty")]
     #[diagnostic(code(onnx_lint::load::empty))]
@@ -189,6 +198,7 @@ impl LoadError {
         match self {
             LoadError::Io { path, .. }
             | LoadError::Empty { path }
+            | LoadError::NotRegularFile { path, .. }
             | LoadError::TooLarge { path, .. }
             | LoadError::TextTooLarge { path, .. }
             | LoadError::TooLargeToAnalyse { path, .. }
@@ -209,7 +219,7 @@ pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
         path: path.to_path_buf(),
         source,
     };
-    let (file, meta) = open_regular(path).map_err(io)?;
+    let (file, meta) = open_regular(path)?;
     let size = meta.len();
     if size == 0 {
         return Err(LoadError::Empty {
@@ -377,7 +387,7 @@ pub fn read_text_model(path: &Path) -> Result<(ModelProto, u64), LoadError> {
         path: path.to_path_buf(),
         source,
     };
-    let (file, meta) = open_regular(path).map_err(io)?;
+    let (file, meta) = open_regular(path)?;
     let size = meta.len();
     if size > MAX_TEXT_FILE {
         return Err(LoadError::TextTooLarge {

@@ -93,10 +93,22 @@ fn mask_addend(s: &Session, gi: usize, edges: &Edges, add: &SNode) -> Option<Str
     let [a, b] = ins.as_slice() else {
         return None;
     };
+    let direct = |v: &str| {
+        edges
+            .producer
+            .get(v)
+            .is_some_and(|&q| s.graphs[gi].nodes[q].op == "MatMul")
+    };
     match (is_scores(s, gi, edges, a), is_scores(s, gi, edges, b)) {
         (true, false) => Some((*b).clone()),
         (false, true) => Some((*a).clone()),
-        _ => None,
+        (true, true) => None,
+        // Scores this walk does not recognise: the operand not made by a MatMul.
+        (false, false) => match (direct(a), direct(b)) {
+            (true, false) => Some((*b).clone()),
+            (false, true) => Some((*a).clone()),
+            _ => None,
+        },
     }
 }
 
@@ -106,8 +118,16 @@ fn is_float(s: &Session, gi: usize, v: &str) -> bool {
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
+    // One producer/consumer index per graph, built when a graph first needs it.
+    let mut all_edges: Vec<Option<Edges>> = (0..s.graphs.len()).map(|_| None).collect();
     for (gi, ni, node) in nodes(s) {
-        let edges = Edges::new(s, gi);
+        if !matches!(
+            node.op.as_str(),
+            "Softmax" | "BiasSoftmax" | "Attention" | "MultiHeadAttention"
+        ) {
+            continue;
+        }
+        let edges: &Edges = all_edges[gi].get_or_insert_with(|| Edges::new(s, gi));
         // The mask input of the attention computation.
         let mask = match (node.domain.as_str(), node.op.as_str()) {
             ("ai.onnx", "Softmax") => {
@@ -122,7 +142,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 if add.op != "Add" {
                     continue;
                 }
-                mask_addend(s, gi, &edges, add)
+                mask_addend(s, gi, edges, add)
             }
             // `Add` + `Softmax` fused by ORT's level-2 `BiasSoftmaxFusion`: (scores, mask).
             ("com.microsoft", "BiasSoftmax") => node.inputs.get(1).cloned(),
@@ -156,7 +176,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             let Some(&p) = edges.producer.get(v.as_str()) else {
                 continue;
             };
-            if depth > 10 || !seen.insert(p) || is_scores(s, gi, &edges, &v) {
+            if depth > 10 || !seen.insert(p) || is_scores(s, gi, edges, &v) {
                 continue;
             }
             chain.push(p);

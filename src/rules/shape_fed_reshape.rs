@@ -64,6 +64,8 @@ const MAX_DEPTH: usize = 24;
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
+    // One producer/consumer index per graph, built when a graph first needs it.
+    let mut all_edges: Vec<Option<Edges>> = (0..s.graphs.len()).map(|_| None).collect();
     for (gi, ni, node) in nodes(s) {
         if node.domain != "ai.onnx" {
             continue;
@@ -74,10 +76,10 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let Some(shape) = node.inputs.get(k).filter(|n| !n.is_empty()) else {
             continue;
         };
-        let edges = Edges::new(s, gi);
+        let edges: &Edges = all_edges[gi].get_or_insert_with(|| Edges::new(s, gi));
         let mut chain = Vec::new();
         let mut seen = HashSet::new();
-        if !reaches_shape(s, gi, &edges, shape, &mut chain, &mut seen, 0) {
+        if !reaches_shape(s, gi, edges, shape, &mut chain, &mut seen, 0) {
             continue;
         }
         crate::rules::in_topological_order(s, gi, &mut chain);

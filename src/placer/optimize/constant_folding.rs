@@ -78,13 +78,17 @@ impl Optimizer<'_> {
         let names = node.inputs.clone();
         let mut owned: Vec<Option<Tensor>> = Vec::with_capacity(names.len());
         let mut all_known = true;
+        // Inputs are copied only within the evaluator's per-step budget (`infer::eval`): a
+        // `Concat` of one large constant 20,000 times would copy gigabytes.
+        let mut read = 0usize;
         for n in &names {
             if n.is_empty() {
                 owned.push(None);
             } else {
-                let v = self.constant(session, gi, n);
-                all_known &= v.is_some();
-                owned.push(v);
+                let v = all_known.then(|| self.constant(session, gi, n)).flatten();
+                read = read.saturating_add(v.as_ref().map_or(0, Tensor::len));
+                all_known &= v.is_some() && read <= eval::MAX_STEP_INPUT;
+                owned.push(v.filter(|_| all_known));
             }
         }
         let node = &session.graphs[gi].nodes[ni];
