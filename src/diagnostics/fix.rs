@@ -2,7 +2,7 @@
 //!
 //! A fix says *what* to change in the user's model, in terms of the model as written (graph and
 //! node names, value names, opset domains), never in terms of the simulator's session graph. The
-//! rules decide which fix applies and whether it is safe; `crate::fix` applies it to the protobuf.
+//! rules decide which fix applies and whether it is safe; `src/fix/` applies it to the protobuf.
 //! This is the contract between the two: JSON field names are stable (`kind` tags the variant).
 
 use serde::Serialize;

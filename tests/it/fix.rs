@@ -439,6 +439,71 @@ fn replacing_a_shape_chain_with_its_constant_removes_the_cpu_nodes() {
     assert_same_outputs(&path, &fixtures().join("shape_chain.op17.fixed.onnx"));
 }
 
+/// `-o/--output` has two meanings: without `--fix`/`--diff` it is the lint report's file (the
+/// model is only read); with `--fix` it is the fixed model's path (the report goes to stdout).
+#[test]
+fn dash_o_is_the_report_file_when_linting_and_the_fixed_model_with_fix() {
+    let (dir, model) = copy_fixture("lower_opset.op24.onnx");
+    let original = std::fs::read(&model).unwrap();
+    let lint = bin(
+        dir.path(),
+        &[
+            "--ort",
+            "1.24.4",
+            "--format",
+            "json",
+            "-o",
+            "report.json",
+            "lower_opset.op24.onnx",
+        ],
+    );
+    assert_eq!(lint.code, 0, "{}", lint.stderr);
+    assert_eq!(lint.stdout, "", "the report went to the file");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report[0]["model"], "lower_opset.op24.onnx");
+    assert_eq!(report[0]["summary"]["copies"], 3);
+    assert!(report[0].get("fix").is_none(), "linting fixes nothing");
+    assert_eq!(
+        std::fs::read(&model).unwrap(),
+        original,
+        "linting writes no model"
+    );
+
+    let fix = bin(
+        dir.path(),
+        &[
+            "--ort",
+            "1.24.4",
+            "--fix",
+            "--format",
+            "json",
+            "-o",
+            "fixed.onnx",
+            "lower_opset.op24.onnx",
+        ],
+    );
+    assert_eq!(fix.code, 0, "{}", fix.stderr);
+    let v: Value = serde_json::from_str(&fix.stdout).expect("the report on stdout");
+    assert_eq!(v[0]["fix"]["written"], "fixed.onnx");
+    assert_eq!(v[0]["fix"]["after"]["copies"], 0);
+    assert_eq!(
+        std::fs::read(&model).unwrap(),
+        original,
+        "-o leaves the input"
+    );
+    let fixed = onnx_lint::model::load(&dir.path().join("fixed.onnx")).unwrap();
+    assert!(
+        fixed
+            .opsets
+            .iter()
+            .any(|(d, v)| (d.is_empty() || d == "ai.onnx") && *v == 23),
+        "{:?}",
+        fixed.opsets
+    );
+}
+
 /// Every format reports the change per model.
 #[test]
 fn every_format_reports_before_and_after() {
