@@ -12,6 +12,7 @@ mod docs;
 mod formats;
 mod load;
 mod placement;
+mod realworld;
 mod rules;
 mod support;
 mod tables;
