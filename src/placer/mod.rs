@@ -6,6 +6,7 @@
 
 mod casts;
 mod cpu_preferred;
+mod ensure_unique_dq_for_node_unit;
 mod functions;
 mod fusions;
 pub mod ir;
@@ -227,6 +228,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
     }
     // A model with local functions gets its unclaimed function nodes inlined first (§4.6).
     functions::inline_aot(&mut session, table, &options.eps);
+    ensure_unique_dq_for_node_unit::run(&mut session, 0, 0);
     optimize::run(&mut session, table, options.level);
     // Partition; inline function nodes nobody took; repeat while anything was inlined.
     for _round in 0..MAX_INLINE_ROUNDS {

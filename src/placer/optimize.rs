@@ -163,7 +163,7 @@ impl Index {
 
 /// ORT's `GraphViewer` order: a reverse DFS from the leaf nodes (nodes whose outputs no node
 /// reads), inputs visited in index order from the top of a stack, nodes emitted on leaving.
-fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
+pub(crate) fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
     let g = &session.graphs[gi];
     let mut producer: FxMap<&str, usize> =
         FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
