@@ -1344,7 +1344,10 @@ impl Optimizer<'_> {
         seen: &mut FxMap<Vec<u8>, usize>,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
-        if !node.subgraphs.is_empty() || !is_deterministic(&node.domain, &node.op) {
+        // ORT's CSE never merges an ai.onnx DequantizeLinear: each QDQ node unit keeps its own
+        // (`EnsureUniqueDQForNodeUnit`; measured on tests/fixtures/realworld/qdq*).
+        let dq = node.domain == "ai.onnx" && node.op == "DequantizeLinear";
+        if dq || !node.subgraphs.is_empty() || !is_deterministic(&node.domain, &node.op) {
             return false;
         }
         let mut key = Vec::new();
@@ -2097,7 +2100,15 @@ impl Optimizer<'_> {
                 let root = sn.inputs.first()?;
                 let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
                 let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
-                Some(root == &data && index == pos)
+                // The Shape may read a copy of the Reshape's DQ (`EnsureUniqueDQForNodeUnit`).
+                let same = root == &data
+                    || crate::placer::ensure_unique_dq_for_node_unit::copies(
+                        session,
+                        gi,
+                        idx.producer(session, gi, root),
+                        idx.producer(session, gi, &data),
+                    );
+                Some(same && index == pos)
             })()
             .unwrap_or(false);
             if !ok {

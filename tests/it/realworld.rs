@@ -77,7 +77,7 @@ fn placement_of(r: &Value) -> (Map<String, Value>, Option<&Map<String, Value>>) 
 }
 
 /// Nodes of the truth's placement that the prediction places on the same provider, and the
-/// truth's node count: by name where both list names, by count per provider where one of them
+/// truth's node count plus the predicted nodes ORT does not have: by name where both list names, by count per provider where one of them
 /// only says "all nodes on".
 fn node_agreement(truth: &Value, mine: &Value) -> (u64, u64) {
     let ((pt, at), (pm, am)) = (placement_of(truth), placement_of(mine));
@@ -97,7 +97,9 @@ fn node_agreement(truth: &Value, mine: &Value) -> (u64, u64) {
         let total = pt.len() as u64;
         if !pm.is_empty() {
             let agree = pt.iter().filter(|(n, e)| pm.get(*n) == Some(e)).count();
-            return (agree as u64, total);
+            // A node ORT removed and the prediction kept counts against it too.
+            let extra = pm.keys().filter(|n| !pt.contains_key(*n)).count();
+            return (agree as u64, total + extra as u64);
         }
         let Some(am) = am else { return (0, total) };
         let theirs = per_ep(&pt);
