@@ -48,7 +48,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
             continue;
         };
         let g = &session.graphs[gi];
-        let produces_output = g.outputs.iter().any(|o| *o == out);
+        let produces_output = g.outputs.contains(&out);
         // ORT's output edges of DQ output 0: (consumer index, input position), explicit inputs
         // first by position; a subgraph's use is an edge past the explicit inputs.
         let mut edges: Vec<(usize, usize)> = Vec::new();
@@ -59,7 +59,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
                     edges.push((ci, pos));
                 }
             }
-            if c.implicit_inputs.iter().any(|i| *i == out) {
+            if c.implicit_inputs.contains(&out) {
                 subgraph_consumer = true;
             }
         }

@@ -11,6 +11,7 @@ mod functions;
 mod fusions;
 pub mod ir;
 mod kernel;
+mod nhwc_transformer;
 mod optimize;
 mod transpose;
 
@@ -253,6 +254,7 @@ pub fn place(model: &Model, table: &KernelTable, options: &Options) -> Placement
         }
     }
     fusions::run(&mut session, model, options.level, &table.release().ort);
+    nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {
