@@ -105,9 +105,37 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     modified
 }
 
+/// Whether values `a` and `b` of graph `gi` hold tensors of one shape through `DequantizeLinear`:
+/// equal once a DQ (ai.onnx or com.microsoft) on either side is looked through (a DQ keeps its
+/// input's shape; this pass makes copies of DQs). ORT 1.31's `ReshapeFusion` matches a Shape of
+/// the Reshape's input so (measured: `tests/fixtures/realworld/qdq.vit.*`, `qop.vit.*` at `all`).
+pub(crate) fn same_shape_through_dq(
+    session: &Session,
+    gi: usize,
+    a: &str,
+    b: &str,
+    producer: &dyn Fn(&str) -> Option<usize>,
+) -> bool {
+    let Some(g) = session.graphs.get(gi) else {
+        return false;
+    };
+    let through = |v: &str| -> String {
+        producer(v)
+            .and_then(|p| g.nodes.get(p))
+            .filter(|n| {
+                n.op == "DequantizeLinear"
+                    && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+            })
+            .and_then(|n| n.inputs.first().cloned())
+            .unwrap_or_else(|| v.to_string())
+    };
+    a == b || through(a) == through(b)
+}
+
 /// Whether nodes `a` and `b` of graph `gi` are `DequantizeLinear`s that compute the same value
-/// (copies made by this pass: same inputs and attributes). ORT's `ReshapeFusion` matches a Shape of the
-/// Reshape's input through such a copy (measured: `tests/fixtures/realworld/qdq.vit.*` at `all`).
+/// (copies made by this pass: same inputs and attributes). ORT 1.23/1.24's `ReshapeFusion`
+/// matches a Shape of the Reshape's input through such a copy (measured:
+/// `tests/fixtures/realworld/qdq.vit.*` at `all`).
 pub(crate) fn copies(session: &Session, gi: usize, a: Option<usize>, b: Option<usize>) -> bool {
     let (Some(a), Some(b)) = (a, b) else {
         return false;

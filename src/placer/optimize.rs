@@ -2100,14 +2100,22 @@ impl Optimizer<'_> {
                 let root = sn.inputs.first()?;
                 let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
                 let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
-                // The Shape may read a copy of the Reshape's DQ (`EnsureUniqueDQForNodeUnit`).
+                // The Shape may read a copy of the Reshape's DQ (`EnsureUniqueDQForNodeUnit`);
+                // newer releases also look through a DQ (oracle: 1.31.1 does, 1.24.4 does not;
+                // the release in between is assumed to be 1.25, as for the Reshape-19 gate).
+                let dq = crate::placer::ensure_unique_dq_for_node_unit::same_shape_through_dq;
+                let copies = crate::placer::ensure_unique_dq_for_node_unit::copies;
                 let same = root == &data
-                    || crate::placer::ensure_unique_dq_for_node_unit::copies(
-                        session,
-                        gi,
-                        idx.producer(session, gi, root),
-                        idx.producer(session, gi, &data),
-                    );
+                    || if self.table.release_at_least(1, 25) {
+                        dq(session, gi, root, &data, &|v| idx.producer(session, gi, v))
+                    } else {
+                        copies(
+                            session,
+                            gi,
+                            idx.producer(session, gi, root),
+                            idx.producer(session, gi, &data),
+                        )
+                    };
                 Some(same && index == pos)
             })()
             .unwrap_or(false);
