@@ -131,24 +131,3 @@ pub(crate) fn same_shape_through_dq(
     };
     a == b || through(a) == through(b)
 }
-
-/// Whether nodes `a` and `b` of graph `gi` are `DequantizeLinear`s that compute the same value
-/// (copies made by this pass: same inputs and attributes). ORT 1.23/1.24's `ReshapeFusion`
-/// matches a Shape of the Reshape's input through such a copy (measured:
-/// `tests/fixtures/realworld/qdq.vit.*` at `all`).
-pub(crate) fn copies(session: &Session, gi: usize, a: Option<usize>, b: Option<usize>) -> bool {
-    let (Some(a), Some(b)) = (a, b) else {
-        return false;
-    };
-    let Some(g) = session.graphs.get(gi) else {
-        return false;
-    };
-    let (Some(x), Some(y)) = (g.nodes.get(a), g.nodes.get(b)) else {
-        return false;
-    };
-    x.op == "DequantizeLinear"
-        && y.op == "DequantizeLinear"
-        && x.domain == y.domain
-        && x.inputs == y.inputs
-        && x.attrs == y.attrs
-}

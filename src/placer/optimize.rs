@@ -2100,22 +2100,18 @@ impl Optimizer<'_> {
                 let root = sn.inputs.first()?;
                 let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
                 let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
-                // The Shape may read a copy of the Reshape's DQ (`EnsureUniqueDQForNodeUnit`);
-                // newer releases also look through a DQ (oracle: 1.31.1 does, 1.24.4 does not;
-                // the release in between is assumed to be 1.25, as for the Reshape-19 gate).
-                let dq = crate::placer::ensure_unique_dq_for_node_unit::same_shape_through_dq;
-                let copies = crate::placer::ensure_unique_dq_for_node_unit::copies;
+                // From 1.25 on the Shape may read the Reshape's input through a DQ or a DQ copy
+                // (`EnsureUniqueDQForNodeUnit`). Oracle: 1.31.1 fuses so, 1.23.2 and 1.24.4 do not;
+                // the release in between is assumed to be 1.25, as for the Reshape-19 gate.
                 let same = root == &data
-                    || if self.table.release_at_least(1, 25) {
-                        dq(session, gi, root, &data, &|v| idx.producer(session, gi, v))
-                    } else {
-                        copies(
+                    || (self.table.release_at_least(1, 25)
+                        && crate::placer::ensure_unique_dq_for_node_unit::same_shape_through_dq(
                             session,
                             gi,
-                            idx.producer(session, gi, root),
-                            idx.producer(session, gi, &data),
-                        )
-                    };
+                            root,
+                            &data,
+                            &|v| idx.producer(session, gi, v),
+                        ));
                 Some(same && index == pos)
             })()
             .unwrap_or(false);

@@ -18,8 +18,8 @@ Kinds (the file-name prefix says which):
   fp16.*   onnxconverter_common.float16.convert_float_to_float16
   ortopt.* onnxruntime.transformers.optimizer.optimize_model(use_gpu=True, opt_level=0)
 
-`heldout.txt` lists the held-out half (every other model in name order, by a hash of the name):
-simulation work is tuned on the rest and measured on it.
+`heldout.txt` lists the held-out half (by a hash of the name, so adding a model moves no other);
+the differential test reports it apart.
 """
 import hashlib
 import os
