@@ -15,6 +15,7 @@ mod fuzz;
 mod load;
 mod packaging;
 mod placement;
+mod realworld;
 mod robust;
 mod rules;
 mod session;
