@@ -323,6 +323,7 @@ mod live {
                 "cuda_placement": cuda_status,
                 "cuda_not_checked_because": if cuda_checked { None } else { cuda_reason.clone() },
                 "agree": d.agree,
+                "confirmed": if d.agree { diff::confirmations(&d) } else { Vec::new() },
                 "diff": d,
                 "predicted": placement_json(&path.display().to_string(), &p),
                 "real": real_json,
@@ -579,6 +580,11 @@ mod live {
                 },
                 if cuda_registered { "" } else { " on the CPU" }
             );
+        }
+        if d.agree {
+            for line in diff::confirmations(d) {
+                s += &format!("  {line}\n");
+            }
         }
         if !cuda_checked && ep == EpArg::Cuda {
             s += &format!(

@@ -6,6 +6,7 @@
 
 mod casts;
 mod cpu_preferred;
+mod ensure_unique_dq_for_node_unit;
 mod functions;
 
 /// Why the last [`place`] on this thread stopped short of a faithful simulation (a budget of
@@ -18,6 +19,7 @@ mod fusions;
 pub use crate::session as ir;
 mod kernel;
 mod load;
+mod nhwc_transformer;
 mod optimize;
 pub mod registry;
 mod transpose;
@@ -252,6 +254,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     // A model with local functions gets its unclaimed function nodes inlined first (§4.6);
     // the inlined bodies then need their shapes too.
     let inlined = functions::inline_aot(&mut session, table, &options.eps);
+    ensure_unique_dq_for_node_unit::run(&mut session, 0, 0);
     optimize::run(&mut session, table, options.level, values, inlined);
     // Partition; inline function nodes nobody took; repeat while anything was inlined.
     for _round in 0..MAX_INLINE_ROUNDS {
@@ -276,6 +279,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         }
     }
     fusions::run(&mut session, table, options.level);
+    nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {

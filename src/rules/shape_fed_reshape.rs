@@ -122,7 +122,8 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                     "replace `{shape}` with the constant {text} (proved from the graph) and delete the chain"
                 ));
                 f.evidence.push(proof_note(&node.op, &proof, safe));
-                f.fix = Some(Fix::ReplaceInputWithConstant {
+                // Only a node of the user's model can be edited (not one ORT's optimisers made).
+                f.fix = node.origin.map(|_| Fix::ReplaceInputWithConstant {
                     graph: f.graph.clone(),
                     node: node.name.clone(),
                     input: k,

@@ -333,6 +333,45 @@ pub fn compare(pred: &Predicted, real: &Real) -> Diff {
     }
 }
 
+/// What an agreeing comparison confirmed, and what the session's log could not confirm, one line
+/// each. ORT names every node in its log only when it splits a graph between providers; a
+/// graph placed on one provider (every CPU-only session) is logged as a node count, so there the
+/// node count is confirmed and the node names (which fusions ran, which Casts were inserted) are
+/// not.
+pub fn confirmations(d: &Diff) -> Vec<String> {
+    let mut out = Vec::new();
+    match &d.session_real {
+        None => out.push(
+            "confirmed: the session is created (load checks pass, every node has a kernel)".into(),
+        ),
+        Some(_) => out.push("confirmed: session creation fails, as predicted".into()),
+    }
+    if d.real_totals.is_empty() {
+        return out;
+    }
+    let named = d.graphs.iter().any(|g| g.predicted_nodes.len() > 1) || d.real_totals.len() > 1;
+    for (ep, n) in &d.real_totals {
+        out.push(format!(
+            "confirmed: {n} node{} on {ep}{}",
+            if *n == 1 { "" } else { "s" },
+            if named { ", by name" } else { ", by count" }
+        ));
+    }
+    let copies: usize = d.graphs.iter().map(|g| g.real_copies).sum();
+    out.push(format!(
+        "confirmed: {copies} Memcpy node{}",
+        if copies == 1 { "" } else { "s" }
+    ));
+    if !named {
+        out.push(
+            "not confirmed: the node names (fusions, inserted Casts): ORT logs a graph placed on \
+             one provider as a count"
+                .into(),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,5 +497,60 @@ mod tests {
         };
         let d = compare(&pred, &real);
         assert!(!d.agree && !d.session_agree);
+    }
+
+    #[test]
+    fn what_a_cpu_only_session_confirms() {
+        let real = Real {
+            session: Ok(()),
+            log: parse(
+                "\
+[V:onnxruntime:, session_state.cc:1578 VerifyEachNodeIsAssignedToAnEp] Node placements
+[V:onnxruntime:, session_state.cc:1580 VerifyEachNodeIsAssignedToAnEp]  All nodes placed on [CPUExecutionProvider]. Number of nodes: 2
+",
+            ),
+        };
+        let pred = Predicted {
+            session: Ok(()),
+            graphs: vec!["g".into()],
+            nodes: vec![node("g", "Shape", "s", CPU), node("g", "Reshape", "r", CPU)],
+            copies: vec![],
+        };
+        let d = compare(&pred, &real);
+        assert!(d.agree, "{d:#?}");
+        let c = confirmations(&d);
+        assert!(
+            c.iter()
+                .any(|l| l == "confirmed: 2 nodes on CPUExecutionProvider, by count"),
+            "{c:?}"
+        );
+        assert!(
+            c.iter()
+                .any(|l| l.starts_with("not confirmed: the node names")),
+            "{c:?}"
+        );
+        let split = compare(
+            &Predicted {
+                session: Ok(()),
+                graphs: vec!["g".into()],
+                nodes: vec![
+                    node("g", "Shape", "s", CPU),
+                    node("g", "Reshape", "r", CUDA),
+                ],
+                copies: vec![(
+                    "g".into(),
+                    "Add MemcpyFromHost after s_out for CUDAExecutionProvider".into(),
+                )],
+            },
+            &split_log(),
+        );
+        let c = confirmations(&split);
+        assert!(
+            c.iter()
+                .any(|l| l == "confirmed: 1 node on CUDAExecutionProvider, by name"),
+            "{c:?}"
+        );
+        assert!(c.iter().any(|l| l == "confirmed: 1 Memcpy node"), "{c:?}");
+        assert!(!c.iter().any(|l| l.starts_with("not confirmed")), "{c:?}");
     }
 }

@@ -487,7 +487,7 @@ fn human_output_wraps_code_lines_and_labels_once() {
     assert!(!run.stdout.contains("`-- input "), "{}", run.stdout);
     assert!(
         run.stdout
-            .contains("`-- Cast (OL101), input tensor(int64)[?]"),
+            .contains("-- Cast (OL101), input tensor(float16)[?, ?, 2, 16]"),
         "{}",
         run.stdout
     );

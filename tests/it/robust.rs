@@ -333,7 +333,7 @@ fn special_files_are_refused_without_blocking_and_the_rest_is_linted() {
     let run = capped(d, &[".", "--format", "json"], &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(v["model"], "./good.onnx", "{v}");
+    assert_eq!(v[0]["model"], "./good.onnx", "{v}");
 }
 
 /// Symlink loops, a folder named `x.onnx`, a dangling link, a non-UTF-8 name: one error per bad

@@ -259,6 +259,10 @@ fn against_a_cpu_onnxruntime_from_pypi() {
     assert!(text.contains("result: AGREE"), "{text}");
     assert!(text.contains("CUDA placement was NOT confirmed"), "{text}");
     assert!(text.contains("no CUDA execution provider"), "{text}");
+    // What a CPU-only session confirms, and what it cannot.
+    assert!(text.contains("confirmed: the session is created"), "{text}");
+    assert!(text.contains("on CPUExecutionProvider, by count"), "{text}");
+    assert!(text.contains("not confirmed: the node names"), "{text}");
     assert!(!err.contains("panicked"), "{err}");
 
     let out = bin()
@@ -274,6 +278,12 @@ fn against_a_cpu_onnxruntime_from_pypi() {
     assert_eq!(v["providers"], serde_json::json!(["CPUExecutionProvider"]));
     assert_eq!(v["ort_library"]["version"], version.as_str());
     assert_eq!(v["real"]["session"], "ok");
+    assert!(
+        v["confirmed"].as_array().is_some_and(|c| c
+            .iter()
+            .any(|l| l.as_str().is_some_and(|l| l.starts_with("not confirmed")))),
+        "{v:#}"
+    );
 
     // --require-cuda: nothing on CUDA was checked, so exit 2.
     let out = bin()

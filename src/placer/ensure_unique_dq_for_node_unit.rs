@@ -1,0 +1,133 @@
+//! ORT's `EnsureUniqueDQForNodeUnit`
+//! (`onnxruntime/core/optimizer/qdq_transformer/ensure_unique_dq_for_node_unit.cc`): every
+//! consumer of a shared `DequantizeLinear` gets a DQ of its own, so that each QDQ node unit owns
+//! its input DQs. `InferenceSession::TransformGraph` runs it on every model before the level-1
+//! transformers, whatever the optimisation level (also at `disable`), in every bundled release
+//! (1.23.2 to 1.31.1: measured with the oracle on `tests/fixtures/realworld/qdq*`).
+//!
+//! In ORT's topological order (subgraphs first), for a DQ (`DequantizeLinear`, ai.onnx or
+//! com.microsoft) whose output feeds more than one explicit input of nodes of the same graph, or
+//! one and a graph output or a subgraph: the consumers' inputs are taken in the order of ORT's
+//! output-edge set (consumer index, then input position); the first keeps the original DQ unless
+//! the DQ also produces a graph output or feeds a subgraph; each other one gets a copy named
+//! `<dq>/duplicated` (node) reading the same inputs and writing `<output>/duplicated` (value),
+//! both from the graph's name generator (`..._token_<k>` once the name is taken).
+
+use crate::placer::ir::{NameGen, SNode, Session};
+
+/// Subgraph nesting this pass follows; deeper graphs (only a hostile model has them) are left
+/// as they are rather than exhausting the stack.
+const MAX_DEPTH: usize = 64;
+
+/// Applies the transformer to graph `gi` and, first, to the subgraphs of its nodes. Returns
+/// whether it duplicated anything.
+pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
+    if depth > MAX_DEPTH || gi >= session.graphs.len() {
+        return false;
+    }
+    let mut modified = false;
+    let order = crate::session::order::ort_topological_order(session, gi);
+    let mut names: Option<NameGen> = None;
+    for ni in order {
+        let subgraphs: Vec<usize> = session.graphs[gi].nodes[ni]
+            .subgraphs
+            .iter()
+            .map(|(_, s)| *s)
+            .collect();
+        for s in subgraphs {
+            modified |= run(session, s, depth + 1);
+        }
+        let n = &session.graphs[gi].nodes[ni];
+        if n.removed
+            || n.op != "DequantizeLinear"
+            || !matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+        {
+            continue;
+        }
+        let Some(out) = n.outputs.first().filter(|o| !o.is_empty()).cloned() else {
+            continue;
+        };
+        let g = &session.graphs[gi];
+        let produces_output = g.outputs.contains(&out);
+        // ORT's output edges of DQ output 0: (consumer index, input position), explicit inputs
+        // first by position; a subgraph's use is an edge past the explicit inputs.
+        let mut edges: Vec<(usize, usize)> = Vec::new();
+        let mut subgraph_consumer = false;
+        for (ci, c) in g.live_nodes() {
+            for (pos, input) in c.inputs.iter().enumerate() {
+                if *input == out {
+                    edges.push((ci, pos));
+                }
+            }
+            if c.implicit_inputs.contains(&out) {
+                subgraph_consumer = true;
+            }
+        }
+        let all_edges = edges.len() + usize::from(subgraph_consumer);
+        if all_edges == 0 || (all_edges == 1 && !produces_output) {
+            continue;
+        }
+        let reuse = !subgraph_consumer && !produces_output;
+        let to_copy: Vec<(usize, usize)> = edges.into_iter().skip(usize::from(reuse)).collect();
+        if to_copy.is_empty() {
+            continue;
+        }
+        let dq = session.graphs[gi].nodes[ni].clone();
+        let gen_ = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
+        for (ci, pos) in to_copy {
+            let value = gen_.value(&format!("{out}/duplicated"));
+            let name = gen_.node(&format!("{}/duplicated", dq.name));
+            let g = &mut session.graphs[gi];
+            if let Some(t) = g.types.get(&out).cloned() {
+                g.types.insert(value.clone(), t);
+            }
+            if let Some(s) = g.shapes.get(&out).cloned() {
+                g.shapes.insert(value.clone(), s);
+            }
+            if let Some(slot) = g.nodes.get_mut(ci).and_then(|c| c.inputs.get_mut(pos)) {
+                *slot = value.clone();
+            }
+            g.generated_names.insert(name.clone());
+            g.nodes.push(SNode {
+                name,
+                outputs: vec![value],
+                implicit_inputs: Vec::new(),
+                subgraphs: Vec::new(),
+                ep: None,
+                origin: None,
+                removed: false,
+                ..dq.clone()
+            });
+            modified = true;
+        }
+        session.graphs[gi].name_counter = gen_.counter;
+    }
+    modified
+}
+
+/// Whether values `a` and `b` of graph `gi` hold tensors of one shape through `DequantizeLinear`:
+/// equal once a DQ (ai.onnx or com.microsoft) on either side is looked through (a DQ keeps its
+/// input's shape; this pass makes copies of DQs). ORT 1.31's `ReshapeFusion` matches a Shape of
+/// the Reshape's input so (measured: `tests/fixtures/realworld/qdq.vit.*`, `qop.vit.*` at `all`).
+pub(crate) fn same_shape_through_dq(
+    session: &Session,
+    gi: usize,
+    a: &str,
+    b: &str,
+    producer: &dyn Fn(&str) -> Option<usize>,
+) -> bool {
+    let Some(g) = session.graphs.get(gi) else {
+        return false;
+    };
+    let through = |v: &str| -> String {
+        producer(v)
+            .and_then(|p| g.nodes.get(p))
+            .filter(|n| {
+                n.op == "DequantizeLinear"
+                    && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+            })
+            .and_then(|n| n.inputs.first().cloned())
+            .unwrap_or_else(|| v.to_string())
+    };
+    a == b || through(a) == through(b)
+}
