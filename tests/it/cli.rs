@@ -347,9 +347,9 @@ fn rules_are_listed_by_rules_and_by_explain_without_a_rule() {
     }
     assert_eq!(run_in(&repo, &["explain"]).stdout, list.stdout);
     let j = json(&run_in(&repo, &["rules", "--format", "json"]));
-    assert_eq!(j.as_array().unwrap().len(), 10);
-    assert_eq!(j[2]["code"], "OL101");
-    assert_eq!(j[2]["default"], "warn");
+    assert_eq!(j.as_array().unwrap().len(), 11);
+    assert_eq!(j[3]["code"], "OL101");
+    assert_eq!(j[3]["default"], "warn");
 }
 
 #[test]
