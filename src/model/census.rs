@@ -20,8 +20,9 @@ use super::proto::{
 /// The most memory the decoded model may take (estimated from the wire, as above).
 pub const MAX_DECODED_BYTES: u64 = 1 << 30;
 /// The most nodes (all graphs and functions) a model may have to be analysed: the analysis
-/// holds a few kilobytes per node; real models stay below a few hundred thousand.
-pub const MAX_NODES: u64 = 1 << 20;
+/// holds a few kilobytes per node (a million-node model took 21 s and 3.7 GB, `performance.md`);
+/// real models stay below a few hundred thousand.
+pub const MAX_NODES: u64 = 1 << 19;
 
 /// What the walk found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

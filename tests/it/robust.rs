@@ -183,6 +183,39 @@ fn int64s(name: &str, v: &[i64]) -> TensorProto {
 
 /// issue 15: `Concat` of one 65,536-element tensor repeated 20,000 times (a 60 KB model)
 /// allocated 2 GB before any size check.
+/// Past the time limit a model is "too large to analyse" (exit 2), and the run goes on with
+/// the next model.
+#[test]
+fn the_time_limit_ends_one_model_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let gemma = support::repo().join("examples/gemma4-decoder.op24.onnx");
+    let run = capped(
+        dir.path(),
+        &[gemma.to_str().unwrap(), "--format", "json"],
+        &[("ONNX_LINT_TIME_LIMIT", "0.000001")],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        v["error"]["code"], "onnx_lint::load::too_large_to_analyse",
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ONNX_LINT_TIME_LIMIT"),
+        "{v}"
+    );
+    // With a limit it fits in, the same run answers.
+    let run = capped(
+        dir.path(),
+        &[gemma.to_str().unwrap(), "--format", "json"],
+        &[("ONNX_LINT_TIME_LIMIT", "600")],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
 #[test]
 fn concat_of_a_large_constant_repeated_20000_times() {
     let dir = tempfile::tempdir().unwrap();
