@@ -16,10 +16,10 @@ use prost::Message;
 
 use crate::support::{self, FLOAT};
 
-/// The issue's bound, for release builds; debug builds (`cargo test`) run about ten times
-/// slower, so they get more.
+/// The issue's bound, for release builds; debug builds (`cargo test`) run ten to twenty times
+/// slower (more on a loaded machine), so they get more.
 fn time_limit() -> Duration {
-    Duration::from_secs(if cfg!(debug_assertions) { 90 } else { 20 })
+    Duration::from_secs(if cfg!(debug_assertions) { 300 } else { 20 })
 }
 
 struct Capped {
@@ -131,10 +131,10 @@ fn every_robust_fixture_ends_cleanly_within_the_limits() {
 fn every_robust_fixture_passes_the_fuzz_pipeline() {
     // The recursive function's chain takes seconds per level in a debug build; the binary runs
     // it above.
-    for f in robust_fixtures()
-        .into_iter()
-        .filter(|f| !f.ends_with("recursive_function_chain.onnxtxt"))
-    {
+    for f in robust_fixtures().into_iter().filter(|f| {
+        !f.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("recursive_function_chain"))
+    }) {
         let target = if f.extension().is_some_and(|x| x == "onnxtxt") {
             crate::fuzz::Target::Text
         } else {
@@ -149,14 +149,35 @@ fn every_robust_fixture_passes_the_fuzz_pipeline() {
 #[test]
 fn a_recursive_function_with_a_long_body_is_too_large_to_analyse() {
     let dir = tempfile::tempdir().unwrap();
-    let f = support::repo().join("tests/fixtures/robust/recursive_function_chain.onnxtxt");
-    let run = capped(dir.path(), &[f.to_str().unwrap()], &[]);
+    for name in [
+        "recursive_function_chain.onnxtxt",
+        "recursive_function_chain_100.onnxtxt",
+    ] {
+        let f = support::repo().join("tests/fixtures/robust").join(name);
+        let run = capped(dir.path(), &[f.to_str().unwrap()], &[]);
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("too_large_to_analyse") && run.stderr.contains("inlining"),
+            "{name}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// issue 15: a 1.9 GB `.onnxtxt` that does not parse was cloned whole into its error. Text
+/// over 256 MiB is refused before it is read (a sparse file here: nothing is written).
+#[test]
+fn a_huge_onnxtxt_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.onnxtxt");
+    let f = std::fs::File::create(&path).unwrap();
+    f.set_len(1900 << 20).unwrap();
+    drop(f);
+    let run = capped(dir.path(), &["huge.onnxtxt", "--format", "json"], &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("too_large_to_analyse") && run.stderr.contains("inlining"),
-        "{}",
-        run.stderr
-    );
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "onnx_lint::load::text_too_large", "{v}");
+    assert!(run.took < Duration::from_secs(10), "{:?}", run.took);
 }
 
 fn opset17(graph: GraphProto) -> ModelProto {
