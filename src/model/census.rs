@@ -180,7 +180,7 @@ pub fn census(bytes: &[u8]) -> Census {
                             if matches!(child, Kind::Node) {
                                 c.nodes += 1;
                             }
-                            if !matches!(child, Kind::Leaf) {
+                            if !matches!(child, Kind::Leaf) && len > 0 {
                                 stack.push((child, start + pos, start + stop));
                             }
                             size as u64
@@ -198,6 +198,10 @@ pub fn census(bytes: &[u8]) -> Census {
                     };
                     c.decoded_bytes = c.decoded_bytes.saturating_add(cost);
                     pos = stop;
+                    // Past a budget the answer is known: stop (the stack stays small too).
+                    if c.nodes > MAX_NODES || c.decoded_bytes > MAX_DECODED_BYTES {
+                        return c;
+                    }
                 }
                 _ => break,
             }
