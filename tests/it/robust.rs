@@ -622,3 +622,43 @@ fn an_unwritable_target_directory_only_costs_the_cache() {
         std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 }
+
+/// Kinds not in the issue: a declared rank of two million, and a `Reshape` to a 65,536-long
+/// constant shape feeding a chain (shapes are copied along chains; absurd ranks stay unknown).
+#[test]
+fn absurd_ranks_stay_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let dims = vec![1i64; 2_000_000];
+    let rank = support::model(
+        vec![support::node("Relu", "relu", &["x"], &["y"])],
+        vec![support::value("x", FLOAT, &dims)],
+        vec![support::value("y", FLOAT, &dims)],
+    );
+    support::write(dir.path(), "rank.onnx", &rank);
+    let mut nodes = vec![support::node("Reshape", "reshape", &["x", "s"], &["r0"])];
+    for i in 0..3000 {
+        let (a, b) = (format!("r{i}"), format!("r{}", i + 1));
+        nodes.push(support::node("Relu", &format!("relu{i}"), &[&a], &[&b]));
+    }
+    let mut chain = support::model(
+        nodes,
+        vec![support::value("x", FLOAT, &[1])],
+        vec![support::value("r3000", FLOAT, &[])],
+    );
+    if let Some(g) = chain.graph.as_mut() {
+        g.output[0].r#type = None;
+        g.initializer.push(int64s("s", &vec![1; 65_536]));
+    }
+    support::write(dir.path(), "chain.onnx", &chain);
+    for f in ["rank.onnx", "chain.onnx"] {
+        for level in ["disable", "all"] {
+            let run = capped(
+                dir.path(),
+                &[f, "--opt-level", level, "--format", "json"],
+                &[],
+            );
+            assert_clean(&run, &format!("{f} at {level}"));
+            assert!(run.code < 2, "{f}: {}", run.stderr);
+        }
+    }
+}
