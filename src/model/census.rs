@@ -20,8 +20,9 @@ use super::proto::{
 /// The most memory the decoded model may take (estimated from the wire, as above).
 pub const MAX_DECODED_BYTES: u64 = 1 << 30;
 /// The most nodes (all graphs and functions) a model may have to be analysed: the analysis
-/// holds a few kilobytes per node; real models stay below a few hundred thousand.
-pub const MAX_NODES: u64 = 1 << 20;
+/// holds a few kilobytes per node (a million-node model took 21 s and 3.7 GB, `performance.md`);
+/// real models stay below a few hundred thousand.
+pub const MAX_NODES: u64 = 1 << 19;
 
 /// What the walk found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -179,7 +180,7 @@ pub fn census(bytes: &[u8]) -> Census {
                             if matches!(child, Kind::Node) {
                                 c.nodes += 1;
                             }
-                            if !matches!(child, Kind::Leaf) {
+                            if !matches!(child, Kind::Leaf) && len > 0 {
                                 stack.push((child, start + pos, start + stop));
                             }
                             size as u64
@@ -197,6 +198,10 @@ pub fn census(bytes: &[u8]) -> Census {
                     };
                     c.decoded_bytes = c.decoded_bytes.saturating_add(cost);
                     pos = stop;
+                    // Past a budget the answer is known: stop (the stack stays small too).
+                    if c.nodes > MAX_NODES || c.decoded_bytes > MAX_DECODED_BYTES {
+                        return c;
+                    }
                 }
                 _ => break,
             }

@@ -251,15 +251,13 @@ pub fn decode_model(path: &Path, bytes: Bytes) -> Result<ModelProto, LoadError> 
     };
     if c.nodes > super::census::MAX_NODES {
         return Err(too_large(format!(
-            "it has {} nodes, more than the {} the linter analyses",
-            c.nodes,
+            "it has more than {} nodes, the most the linter analyses",
             super::census::MAX_NODES
         )));
     }
     if c.decoded_bytes > super::census::MAX_DECODED_BYTES {
         return Err(too_large(format!(
-            "decoding it would take about {} MiB of memory, more than the {} MiB the linter allows",
-            c.decoded_bytes >> 20,
+            "decoding it would take more than the {} MiB of memory the linter allows",
             super::census::MAX_DECODED_BYTES >> 20
         )));
     }

@@ -596,11 +596,12 @@ fn place_honours_the_configuration() {
 }
 
 /// `verify` takes several models and prints one JSON array. It needs an ONNX Runtime library:
-/// python3's `onnxruntime` (CPU is enough); without one it says so, and fails under `CI=true`.
+/// an `onnxruntime` in `support::python()` (CPU is enough); without one it says so, and fails
+/// under `CI=true`.
 #[test]
 #[cfg(feature = "live")]
 fn verify_takes_several_models() {
-    let found = Command::new("python3")
+    let found = Command::new(crate::support::python())
         .args([
             "-c",
             "import onnxruntime,os;print(os.path.join(os.path.dirname(onnxruntime.__file__),'capi'))",
@@ -613,7 +614,7 @@ fn verify_takes_several_models() {
         assert_ne!(
             std::env::var("CI").as_deref(),
             Ok("true"),
-            "CI=true: python3 has no onnxruntime, so verify could not run"
+            "CI=true: the tests' Python has no onnxruntime, so verify could not run"
         );
         eprintln!("skipped: python3 has no onnxruntime (pip install onnxruntime)");
         return;

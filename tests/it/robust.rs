@@ -16,10 +16,10 @@ use prost::Message;
 
 use crate::support::{self, FLOAT};
 
-/// The issue's bound, for release builds; debug builds (`cargo test`) run about ten times
-/// slower, so they get more.
+/// The issue's bound, for release builds; debug builds (`cargo test`) run ten to twenty times
+/// slower (more on a loaded machine), so they get more.
 fn time_limit() -> Duration {
-    Duration::from_secs(if cfg!(debug_assertions) { 90 } else { 20 })
+    Duration::from_secs(if cfg!(debug_assertions) { 300 } else { 20 })
 }
 
 struct Capped {
@@ -131,10 +131,10 @@ fn every_robust_fixture_ends_cleanly_within_the_limits() {
 fn every_robust_fixture_passes_the_fuzz_pipeline() {
     // The recursive function's chain takes seconds per level in a debug build; the binary runs
     // it above.
-    for f in robust_fixtures()
-        .into_iter()
-        .filter(|f| !f.ends_with("recursive_function_chain.onnxtxt"))
-    {
+    for f in robust_fixtures().into_iter().filter(|f| {
+        !f.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("recursive_function_chain"))
+    }) {
         let target = if f.extension().is_some_and(|x| x == "onnxtxt") {
             crate::fuzz::Target::Text
         } else {
@@ -149,14 +149,35 @@ fn every_robust_fixture_passes_the_fuzz_pipeline() {
 #[test]
 fn a_recursive_function_with_a_long_body_is_too_large_to_analyse() {
     let dir = tempfile::tempdir().unwrap();
-    let f = support::repo().join("tests/fixtures/robust/recursive_function_chain.onnxtxt");
-    let run = capped(dir.path(), &[f.to_str().unwrap()], &[]);
+    for name in [
+        "recursive_function_chain.onnxtxt",
+        "recursive_function_chain_100.onnxtxt",
+    ] {
+        let f = support::repo().join("tests/fixtures/robust").join(name);
+        let run = capped(dir.path(), &[f.to_str().unwrap()], &[]);
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("too_large_to_analyse") && run.stderr.contains("inlining"),
+            "{name}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// issue 15: a 1.9 GB `.onnxtxt` that does not parse was cloned whole into its error. Text
+/// over 256 MiB is refused before it is read (a sparse file here: nothing is written).
+#[test]
+fn a_huge_onnxtxt_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.onnxtxt");
+    let f = std::fs::File::create(&path).unwrap();
+    f.set_len(1900 << 20).unwrap();
+    drop(f);
+    let run = capped(dir.path(), &["huge.onnxtxt", "--format", "json"], &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("too_large_to_analyse") && run.stderr.contains("inlining"),
-        "{}",
-        run.stderr
-    );
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "onnx_lint::load::text_too_large", "{v}");
+    assert!(run.took < Duration::from_secs(10), "{:?}", run.took);
 }
 
 fn opset17(graph: GraphProto) -> ModelProto {
@@ -183,6 +204,39 @@ fn int64s(name: &str, v: &[i64]) -> TensorProto {
 
 /// issue 15: `Concat` of one 65,536-element tensor repeated 20,000 times (a 60 KB model)
 /// allocated 2 GB before any size check.
+/// Past the time limit a model is "too large to analyse" (exit 2), and the run goes on with
+/// the next model.
+#[test]
+fn the_time_limit_ends_one_model_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let gemma = support::repo().join("examples/gemma4-decoder.op24.onnx");
+    let run = capped(
+        dir.path(),
+        &[gemma.to_str().unwrap(), "--format", "json"],
+        &[("ONNX_LINT_TIME_LIMIT", "0.000001")],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        v["error"]["code"], "onnx_lint::load::too_large_to_analyse",
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ONNX_LINT_TIME_LIMIT"),
+        "{v}"
+    );
+    // With a limit it fits in, the same run answers.
+    let run = capped(
+        dir.path(),
+        &[gemma.to_str().unwrap(), "--format", "json"],
+        &[("ONNX_LINT_TIME_LIMIT", "600")],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
 #[test]
 fn concat_of_a_large_constant_repeated_20000_times() {
     let dir = tempfile::tempdir().unwrap();
@@ -566,5 +620,45 @@ fn an_unwritable_target_directory_only_costs_the_cache() {
         assert_eq!(out.status.code(), Some(0));
         assert_eq!(out.stdout, fresh.stdout);
         std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// Kinds not in the issue: a declared rank of two million, and a `Reshape` to a 65,536-long
+/// constant shape feeding a chain (shapes are copied along chains; absurd ranks stay unknown).
+#[test]
+fn absurd_ranks_stay_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let dims = vec![1i64; 2_000_000];
+    let rank = support::model(
+        vec![support::node("Relu", "relu", &["x"], &["y"])],
+        vec![support::value("x", FLOAT, &dims)],
+        vec![support::value("y", FLOAT, &dims)],
+    );
+    support::write(dir.path(), "rank.onnx", &rank);
+    let mut nodes = vec![support::node("Reshape", "reshape", &["x", "s"], &["r0"])];
+    for i in 0..3000 {
+        let (a, b) = (format!("r{i}"), format!("r{}", i + 1));
+        nodes.push(support::node("Relu", &format!("relu{i}"), &[&a], &[&b]));
+    }
+    let mut chain = support::model(
+        nodes,
+        vec![support::value("x", FLOAT, &[1])],
+        vec![support::value("r3000", FLOAT, &[])],
+    );
+    if let Some(g) = chain.graph.as_mut() {
+        g.output[0].r#type = None;
+        g.initializer.push(int64s("s", &vec![1; 65_536]));
+    }
+    support::write(dir.path(), "chain.onnx", &chain);
+    for f in ["rank.onnx", "chain.onnx"] {
+        for level in ["disable", "all"] {
+            let run = capped(
+                dir.path(),
+                &[f, "--opt-level", level, "--format", "json"],
+                &[],
+            );
+            assert_clean(&run, &format!("{f} at {level}"));
+            assert!(run.code < 2, "{f}: {}", run.stderr);
+        }
     }
 }

@@ -194,7 +194,11 @@ fn python_ort() -> Result<(PathBuf, String), String> {
             "{} has no onnxruntime (.ci/run installs the pinned CPU build into .venv; or set \
              ONNX_LINT_PYTHON): {}",
             python.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .rfind(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim()
         ));
     }
     let text = String::from_utf8_lossy(&out.stdout).to_string();
