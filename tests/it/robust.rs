@@ -176,7 +176,10 @@ fn a_huge_onnxtxt_is_refused_before_it_is_read() {
     let run = capped(dir.path(), &["huge.onnxtxt", "--format", "json"], &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(v["error"]["code"], "onnx_lint::load::text_too_large", "{v}");
+    assert_eq!(
+        v[0]["error"]["code"], "onnx_lint::load::text_too_large",
+        "{v}"
+    );
     assert!(run.took < Duration::from_secs(10), "{:?}", run.took);
 }
 
@@ -218,11 +221,11 @@ fn the_time_limit_ends_one_model_and_the_run_goes_on() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
-        v["error"]["code"], "onnx_lint::load::too_large_to_analyse",
+        v[0]["error"]["code"], "onnx_lint::load::too_large_to_analyse",
         "{v}"
     );
     assert!(
-        v["error"]["message"]
+        v[0]["error"]["message"]
             .as_str()
             .unwrap()
             .contains("ONNX_LINT_TIME_LIMIT"),
