@@ -199,6 +199,11 @@ fn seeds(ext: &str) -> Vec<Vec<u8>> {
         // Small seeds: mutants of large ones are slow and find nothing more. (The robust
         // fixtures that are slow by design are run by `robust.rs`.)
         .filter(|e| e.metadata().is_ok_and(|m| m.len() <= 16 * 1024))
+        .filter(|e| {
+            !e.file_name()
+                .to_string_lossy()
+                .starts_with("recursive_function_chain")
+        })
         .map(|e| e.into_path())
         .collect();
     files.sort();
