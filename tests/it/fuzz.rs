@@ -200,9 +200,8 @@ fn seeds(ext: &str) -> Vec<Vec<u8>> {
         // fixtures that are slow by design are run by `robust.rs`.)
         .filter(|e| e.metadata().is_ok_and(|m| m.len() <= 16 * 1024))
         .filter(|e| {
-            !e.file_name()
-                .to_string_lossy()
-                .starts_with("recursive_function_chain")
+            let n = e.file_name().to_string_lossy();
+            !n.starts_with("recursive_function_chain") && !n.starts_with("fuzz_slow")
         })
         .map(|e| e.into_path())
         .collect();
