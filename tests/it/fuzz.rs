@@ -205,6 +205,10 @@ fn seeds(ext: &str) -> Vec<Vec<u8>> {
         // Small seeds: mutants of large ones are slow and find nothing more. (The robust
         // fixtures that are slow by design are run by `robust.rs`.)
         .filter(|e| e.metadata().is_ok_and(|m| m.len() <= 16 * 1024))
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy();
+            !n.starts_with("recursive_function_chain") && !n.starts_with("fuzz_slow")
+        })
         .map(|e| e.into_path())
         .collect();
     files.sort();

@@ -126,6 +126,9 @@ pub fn budget_exceeded() -> Option<String> {
         .then(|| format!("inlining its functions would add more than {MAX_INLINED_NODES} nodes"))
 }
 
+/// What one subgraph added by inlining counts against [`MAX_INLINED_NODES`].
+const SUBGRAPH_COST: usize = 64;
+
 /// The nodes a body adds: its own and those of the subgraphs in their attributes.
 fn body_size(nodes: &[NodeProto]) -> usize {
     let mut count = 0usize;
@@ -134,6 +137,9 @@ fn body_size(nodes: &[NodeProto]) -> usize {
         count = count.saturating_add(1);
         for a in &n.attribute {
             for g in a.g.iter().chain(&a.graphs) {
+                // A subgraph costs every pass far more than a node (its own scope, order and
+                // inference): charged as `SUBGRAPH_COST` nodes.
+                count = count.saturating_add(SUBGRAPH_COST);
                 stack.extend(&g.node);
             }
         }
