@@ -308,9 +308,8 @@ fn millions_of_empty_nodes_are_too_large_to_analyse() {
 }
 
 /// issue 15: one `Sum` fed by 80,000 identical tiny initializers took 47 s at level `all`
-/// (quadratic `ConstantSharing`). Fixed on the session branch (`src/placer/optimize.rs`).
+/// (quadratic `ConstantSharing`; now linear: `src/placer/optimize/constant_sharing.rs`).
 #[test]
-#[ignore = "needs the session branch: ConstantSharing is quadratic"]
 fn sum_of_80000_identical_initializers() {
     let dir = tempfile::tempdir().unwrap();
     let names: Vec<String> = (0..80_000).map(|i| format!("w{i}")).collect();
