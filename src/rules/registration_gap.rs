@@ -227,11 +227,10 @@ fn functions_note(l: &Lowering) -> String {
     if l.functions.is_empty() {
         String::new()
     } else if l.functions.iter().all(|(_, _, v)| v.is_safe()) {
-        format!(
-            ", and so do the {} local function{} importing it (lowered with it)",
-            l.functions.len(),
-            if l.functions.len() == 1 { "" } else { "s" }
-        )
+        match l.functions.len() {
+            1 => ", and so does the local function importing it (lowered with it)".to_string(),
+            n => format!(", and so do the {n} local functions importing it (lowered with them)"),
+        }
     } else {
         let why = l
             .functions
