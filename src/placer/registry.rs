@@ -16,6 +16,9 @@ use crate::tables::Ep;
 pub enum Kind {
     RewriteRule,
     Transformer,
+    /// A transformer the session script (`placer/mod.rs`) runs itself at ORT's fixed point,
+    /// outside the level drivers (once, not repeated with the level's other transformers).
+    Standalone,
 }
 
 /// Where a transformer is simulated, or why it is not.
@@ -66,12 +69,12 @@ const fn t(
     }
 }
 
-use Kind::{RewriteRule as R, Transformer as T};
+use Kind::{RewriteRule as R, Standalone as S, Transformer as T};
 use OptLevel::{All as L3, Basic as L1, Extended as L2};
 use Status::{NotSimulated as No, Simulated as Sim};
 
 const RULES: &str = "placer/optimize/rule_based_graph_transformer.rs";
-const QDQ: &str = "QDQ models are not simulated yet (the QDQ pipeline is the real-world issue's)";
+const QDQ: &str = "not simulated yet: of the QDQ pipeline only EnsureUniqueDQForNodeUnit is";
 
 /// Every transformer, level by level, in ORT's order (1.23–1.31 and main).
 pub static REGISTRY: &[Transformer] = &[
@@ -346,9 +349,9 @@ pub static REGISTRY: &[Transformer] = &[
         "EnsureUniqueDQForNodeUnit",
         "qdq_transformer/ensure_unique_dq_for_node_unit.cc",
         L1,
-        T,
+        S,
         ANY,
-        No(QDQ),
+        Sim("placer/ensure_unique_dq_for_node_unit.rs"),
     ),
     t(
         "RocmBlasAltImpl",
@@ -616,9 +619,9 @@ pub static REGISTRY: &[Transformer] = &[
         "NhwcTransformer",
         "nhwc_transformer.cc",
         L3,
-        T,
+        S,
         CPU,
-        No("CPU only: never moves a node"),
+        Sim("placer/nhwc_transformer.rs"),
     ),
     t(
         "ConvAddActivationFusion",

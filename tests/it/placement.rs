@@ -30,7 +30,7 @@ fn fixtures() -> PathBuf {
     support::repo().join("tests/fixtures/oracle")
 }
 
-fn records(path: &Path) -> Vec<Value> {
+pub(crate) fn records(path: &Path) -> Vec<Value> {
     let file = std::fs::File::open(path).unwrap();
     std::io::BufReader::new(flate2::read::GzDecoder::new(file))
         .lines()
@@ -38,8 +38,10 @@ fn records(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// compare.py's outcome classes; failures of the stubbed oracle after placement count as ok.
-fn outcome(r: &Value) -> &'static str {
+/// compare.py's outcome classes; failures of the stubbed oracle after placement count as ok
+/// (also the CPU package's wording of a node without a kernel, "Could not find an
+/// implementation"; `realworld.rs` uses them too).
+pub(crate) fn outcome(r: &Value) -> &'static str {
     if r["session"] == "ok" {
         return "ok";
     }
@@ -62,7 +64,7 @@ fn outcome(r: &Value) -> &'static str {
     }
 }
 
-fn placement_of(
+pub(crate) fn placement_of(
     r: &Value,
 ) -> (
     serde_json::Map<String, Value>,

@@ -18,62 +18,17 @@
 //! held-out half (`heldout.txt`) and the rest, go to stderr.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use onnx_lint::placer::{self, OptLevel, Options};
 use onnx_lint::tables::{self, Ep};
 use serde_json::{Map, Value};
 
+use crate::placement::{outcome, placement_of, records};
 use crate::support;
 
 fn fixtures() -> PathBuf {
     support::repo().join("tests/fixtures/realworld")
-}
-
-fn records(path: &Path) -> Vec<Value> {
-    let file = std::fs::File::open(path).unwrap();
-    std::io::BufReader::new(flate2::read::GzDecoder::new(file))
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect()
-}
-
-/// compare.py's outcome classes (as in `placement.rs`; the CPU package words a node without a
-/// kernel "Could not find an implementation").
-fn outcome(r: &Value) -> &'static str {
-    if r["session"] == "ok" {
-        return "ok";
-    }
-    let e = r["error"].as_str().unwrap_or("").to_lowercase();
-    if e.starts_with("load")
-        || e.contains("load model")
-        || e.contains("invalid_graph")
-        || e.contains("opset")
-    {
-        "load-fail"
-    } else if e.starts_with("no-kernel")
-        || e.contains("unable to get provider associated with provider type")
-        || e.contains("provider type for")
-        || e.contains("could not find an implementation")
-    {
-        "no-kernel"
-    } else {
-        "ok"
-    }
-}
-
-fn placement_of(r: &Value) -> (Map<String, Value>, Option<&Map<String, Value>>) {
-    let p = r["placement"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| !k.starts_with("Memcpy"))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    (p, r["all_nodes_on"].as_object().filter(|m| !m.is_empty()))
 }
 
 /// Nodes of the truth's placement that the prediction places on the same provider, and the
