@@ -22,16 +22,7 @@ pub struct Malformed(pub usize);
 
 /// Reads a varint at `*pos`.
 pub fn read_varint(b: &[u8], pos: &mut usize) -> Result<u64, Malformed> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*pos).ok_or(Malformed(*pos))?;
-        *pos += 1;
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte < 0x80 {
-            return Ok(v);
-        }
-    }
-    Err(Malformed(*pos))
+    crate::model::varint(b, pos).ok_or(Malformed(*pos))
 }
 
 /// Appends `v` as a varint.

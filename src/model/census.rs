@@ -122,7 +122,9 @@ fn field(kind: Kind, number: u64) -> Field {
     }
 }
 
-fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+/// Reads a protobuf varint at `*pos` (the one reader of the crate's wire-level walks: here, the
+/// decode-failure explanation in `load.rs`, and `fix/wire.rs`).
+pub(crate) fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let byte = *b.get(*pos)?;

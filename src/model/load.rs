@@ -295,18 +295,7 @@ mod wire {
         Invalid,
     }
 
-    fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = *b.get(*pos)?;
-            *pos += 1;
-            v |= u64::from(byte & 0x7f) << shift;
-            if byte < 0x80 {
-                return Some(v);
-            }
-        }
-        None
-    }
+    use crate::model::varint;
 
     /// Walks fields (nested messages are not entered) until the end of `b`.
     pub fn walk(b: &[u8]) -> Walk {

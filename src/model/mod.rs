@@ -21,6 +21,7 @@ pub mod text;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub(crate) use census::varint;
 pub use census::{Census, MAX_DECODED_BYTES, MAX_NODES, census};
 pub use external::ExternalRef;
 pub use load::{
