@@ -51,8 +51,8 @@ ARCHS = {
     "biogpt": ("BioGptConfig", "BioGptForCausalLM", dict()),
     "persimmon": ("PersimmonConfig", "PersimmonForCausalLM", dict()),
     "nemotron": ("NemotronConfig", "NemotronForCausalLM", dict(num_key_value_heads=2)),
-    "glm": ("GlmConfig", "GlmForCausalLM", dict(num_key_value_heads=2, head_dim=16)),
-    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", dict(num_key_value_heads=2)),
+    "glm": ("GlmConfig", "GlmForCausalLM", dict(num_key_value_heads=2, head_dim=16, pad_token_id=0)),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", dict(num_key_value_heads=2, pad_token_id=0)),
     "helium": ("HeliumConfig", "HeliumForCausalLM", dict(num_key_value_heads=2, head_dim=16)),
 }
 HELD_OUT = ["gpt_bigcode", "starcoder2", "granite", "cohere", "qwen3", "gemma2", "olmo2", "mpt", "xglm",
