@@ -797,30 +797,11 @@ impl Opt<'_> {
     }
 
     fn optimize(&mut self, order: &[usize]) -> bool {
-        // Outputs with a path through supported ops to a Transpose (reverse order).
-        let mut leading: HashSet<String> = HashSet::default();
-        for &k in order.iter().rev() {
-            let n = self.node(k);
-            if n.removed {
-                continue;
-            }
-            if n.op == "Transpose" && n.domain == "ai.onnx" {
-                if let Some(i) = n.inputs.first() {
-                    leading.insert(i.clone());
-                }
-                continue;
-            }
-            if !n.outputs.iter().any(|o| leading.contains(o)) {
-                continue;
-            }
-            if let Some(h) = Handler::of(&n.domain, &n.op)
-                && h.transposes_outputs()
-            {
-                for j in self.transposable_inputs(k, h) {
-                    leading.insert(self.node(k).inputs[j].clone());
-                }
-            }
-        }
+        let leading = if self.table.release_at_least(1, 25) {
+            self.all_paths_leading(order)
+        } else {
+            self.leading(order)
+        };
         let mut changed = false;
         for &k in order {
             if self.node(k).removed {
@@ -844,6 +825,71 @@ impl Opt<'_> {
             }
         }
         changed
+    }
+
+    /// Outputs every reader of which is a Transpose or a supported op transposing its outputs
+    /// whose outputs do the same (reverse order): a pushed Transpose reaches a Transpose on
+    /// every path, with no branch left holding it.
+    fn all_paths_leading(&self, order: &[usize]) -> HashSet<String> {
+        let mut leading: HashSet<String> = HashSet::default();
+        for &k in order.iter().rev() {
+            let n = self.node(k);
+            if n.removed {
+                continue;
+            }
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                let (readers, comprehensive) = self.consumers(o);
+                let all = comprehensive
+                    && !readers.is_empty()
+                    && readers.iter().all(|&c| {
+                        let cn = self.node(c);
+                        if cn.op == "Transpose" && cn.domain == "ai.onnx" {
+                            return cn.inputs.first() == Some(o);
+                        }
+                        let Some(h) = Handler::of(&cn.domain, &cn.op) else {
+                            return false;
+                        };
+                        h.transposes_outputs()
+                            && cn.outputs.iter().any(|x| leading.contains(x))
+                            && self
+                                .transposable_inputs(c, h)
+                                .iter()
+                                .any(|&j| cn.inputs.get(j) == Some(o))
+                    });
+                if all {
+                    leading.insert(o.clone());
+                }
+            }
+        }
+        leading
+    }
+
+    /// Outputs with a path through supported ops to a Transpose (reverse order).
+    fn leading(&self, order: &[usize]) -> HashSet<String> {
+        let mut leading: HashSet<String> = HashSet::default();
+        for &k in order.iter().rev() {
+            let n = self.node(k);
+            if n.removed {
+                continue;
+            }
+            if n.op == "Transpose" && n.domain == "ai.onnx" {
+                if let Some(i) = n.inputs.first() {
+                    leading.insert(i.clone());
+                }
+                continue;
+            }
+            if !n.outputs.iter().any(|o| leading.contains(o)) {
+                continue;
+            }
+            if let Some(h) = Handler::of(&n.domain, &n.op)
+                && h.transposes_outputs()
+            {
+                for j in self.transposable_inputs(k, h) {
+                    leading.insert(self.node(k).inputs[j].clone());
+                }
+            }
+        }
+        leading
     }
 
     /// ORT's `ProcessTranspose`.
