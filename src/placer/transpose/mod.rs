@@ -797,7 +797,9 @@ impl Opt<'_> {
     }
 
     fn optimize(&mut self, order: &[usize]) -> bool {
-        let leading = if self.table.release_at_least(1, 25) {
+        // ORT 1.31 changed the cost rule (oracle: 1.31.0 and 1.31.1 keep phi's shared K
+        // Transpose, 1.23.2 to 1.30.0 push it through both Slices).
+        let leading = if self.table.release_at_least(1, 31) {
             self.all_paths_leading(order)
         } else {
             self.leading(order)
