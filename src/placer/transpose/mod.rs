@@ -237,6 +237,25 @@ pub fn run(
     changed
 }
 
+/// The outputs from which a pushed Transpose reaches another: on some path (`any`) and, from
+/// 1.31, on every path (`all`).
+pub(super) struct Leading {
+    any: HashSet<String>,
+    all: Option<HashSet<String>>,
+}
+
+impl Leading {
+    /// Whether the cost of transposing output `o` is waived (`sole`: a path suffices, as for
+    /// Q/DQ nodes from 1.31).
+    pub(super) fn waives(&self, o: &str, sole: bool) -> bool {
+        self.any.contains(o)
+            && match &self.all {
+                None => true,
+                Some(all) => sole || all.contains(o),
+            }
+    }
+}
+
 /// ORT's `kMaxSupportedOpset` for the release: the transpose optimizer skips models above it.
 fn max_supported_opset(table: &KernelTable) -> i64 {
     table.max_opset("ai.onnx").unwrap_or(0)
@@ -797,12 +816,23 @@ impl Opt<'_> {
     }
 
     fn optimize(&mut self, order: &[usize]) -> bool {
-        // ORT 1.31 changed the cost rule (oracle: 1.31.0 and 1.31.1 keep phi's shared K
-        // Transpose, 1.23.2 to 1.30.0 push it through both Slices).
+        // ORT 1.31 changed the cost rule: the cost of the Transpose a push leaves on a node's
+        // outputs, waived before when a path from them reaches a Transpose, is waived only
+        // when every path does (a Shape or a graph output on the way counts as a path that
+        // does not), or when the node is a QuantizeLinear/DequantizeLinear. Rule inferred from
+        // the oracle (ORT's sources at the tag were not available): 1.31.0 and 1.31.1 push
+        // phi's K Transpose, shared by the rotary Slices, through the pass-through Slice only
+        // and keep it (1.23.2 to 1.30.0 push it through both); 1.31.1 still moves QDQ GPT-2's
+        // K Transpose through its Q and DQ although a Shape and a graph output read the Concat
+        // after them.
+        let any = self.leading(order);
         let leading = if self.table.release_at_least(1, 31) {
-            self.all_paths_leading(order)
+            Leading {
+                all: Some(self.all_paths_leading(order)),
+                any,
+            }
         } else {
-            self.leading(order)
+            Leading { any, all: None }
         };
         let mut changed = false;
         for &k in order {
@@ -901,7 +931,7 @@ impl Opt<'_> {
         node: usize,
         perm: &[i64],
         index: usize,
-        leading: &HashSet<String>,
+        leading: &Leading,
     ) -> bool {
         let n = self.node(node);
         let Some(handler) = Handler::of(&n.domain, &n.op) else {
@@ -911,7 +941,13 @@ impl Opt<'_> {
         if !indices.contains(&index) {
             return false;
         }
-        if !self.push_pays(node, perm, handler, &indices, leading) {
+        // From 1.31 a Q/DQ node waives the output cost on any path (see `optimize`).
+        let sole = leading.all.is_some()
+            && matches!(
+                self.node(node).op.as_str(),
+                "QuantizeLinear" | "DequantizeLinear"
+            );
+        if !self.push_pays(node, perm, handler, &indices, leading, sole) {
             return false;
         }
         let inv = invert(perm);
