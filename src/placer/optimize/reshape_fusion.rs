@@ -72,11 +72,11 @@ impl Optimizer<'_> {
                 let root = sn.inputs.first()?;
                 let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
                 let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
-                // From 1.25 on the Shape may read the Reshape's input through a DQ or a DQ copy
-                // (`EnsureUniqueDQForNodeUnit`). Oracle: 1.31.1 fuses so, 1.23.2 and 1.24.4 do not;
-                // the release in between is assumed to be 1.25, as for the Reshape-19 gate.
+                // From 1.29 on the Shape may read the Reshape's input through a DQ or a DQ copy
+                // (`EnsureUniqueDQForNodeUnit`). Oracle on the real-world QDQ models: 1.29.0,
+                // 1.30.0, 1.31.0 and 1.31.1 fuse so; 1.23.2, 1.24.4, 1.25.1 and 1.28.0 do not.
                 let same = root == &data
-                    || (self.table.release_at_least(1, 25)
+                    || (self.table.release_at_least(1, 29)
                         && crate::placer::ensure_unique_dq_for_node_unit::same_shape_through_dq(
                             session,
                             gi,
