@@ -551,7 +551,13 @@ fn main() {
         );
     } else {
         if generated {
-            side_by_side(&bin, &python, ort, "TorchScript-style Llama (gen.py)", &llama);
+            side_by_side(
+                &bin,
+                &python,
+                ort,
+                "TorchScript-style Llama (gen.py)",
+                &llama,
+            );
         } else {
             println!(
                 "(TorchScript-style decoder skipped: {python} cannot run tools/probes/gen.py)"
@@ -559,7 +565,8 @@ fn main() {
         }
         // Real TorchScript exports (torch.onnx.export, dynamo=False) of several thousand nodes:
         // `$ONNX_LINT_TSDECODERS` (default /work/tsdecoders), when it exists.
-        let ts = std::env::var("ONNX_LINT_TSDECODERS").unwrap_or_else(|_| "/work/tsdecoders".into());
+        let ts =
+            std::env::var("ONNX_LINT_TSDECODERS").unwrap_or_else(|_| "/work/tsdecoders".into());
         let mut exports: Vec<PathBuf> = std::fs::read_dir(&ts)
             .map(|d| {
                 d.filter_map(|e| e.ok().map(|e| e.path()))

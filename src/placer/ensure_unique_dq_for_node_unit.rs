@@ -29,7 +29,8 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     // order is built.
     if !session.graphs[gi].live_nodes().any(|(_, n)| {
         !n.subgraphs.is_empty()
-            || (n.op == "DequantizeLinear" && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft"))
+            || (n.op == "DequantizeLinear"
+                && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft"))
     }) {
         return false;
     }
