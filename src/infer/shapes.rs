@@ -803,7 +803,13 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
 
 /// Infers shapes for every node of graph `gi` (and its subgraphs) in topological order.
 pub fn infer_graph(session: &mut Session, gi: usize, values: &mut Values) {
-    for ni in super::topological_order(session, gi) {
+    let order = super::topological_order(session, gi);
+    infer_graph_in(session, gi, values, &order);
+}
+
+/// [`infer_graph`] with graph `gi`'s Kahn order given.
+pub fn infer_graph_in(session: &mut Session, gi: usize, values: &mut Values, order: &[usize]) {
+    for &ni in order {
         let subs: Vec<usize> = session.graphs[gi].nodes[ni]
             .subgraphs
             .iter()

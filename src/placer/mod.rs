@@ -198,7 +198,13 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         return placement;
     }
     let mut session = Session::from_model(model);
-    let failures = infer::infer_session(&mut session, table);
+    // The main graph's Kahn order, for type and shape inference (neither changes an edge).
+    let order = if session.graphs.is_empty() {
+        Vec::new()
+    } else {
+        crate::session::order::topological_order(&session, 0)
+    };
+    let failures = infer::infer_session_in(&mut session, table, &order);
     let local_functions: Vec<(String, String)> = model
         .proto
         .functions
@@ -245,7 +251,10 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     }
     // ONNX shape inference runs at load, whatever the level; its rank errors fail the load.
     let mut values = infer::shapes::Values::default();
-    infer::shapes::infer_graph(&mut session, 0, &mut values);
+    if !session.graphs.is_empty() {
+        infer::shapes::infer_graph_in(&mut session, 0, &mut values, &order);
+    }
+    drop(order);
     if let Some((at, fail)) = load::concat_rank_conflict(&session) {
         placement.outcome = Outcome::LoadFail(fail);
         placement.failed_node = Some(at);

@@ -306,17 +306,29 @@ impl Optimizer<'_> {
 
     /// The `TransposeOptimizer` over graph `gi`, then over the subgraphs of its nodes.
     fn transpose(&mut self, session: &mut Session, gi: usize) -> bool {
-        let order = ort_topological_order(session, gi);
-        let mut changed = transpose::run(
-            session,
-            gi,
-            self.table,
-            &self.versions,
-            &mut self.values,
-            &order,
-        );
+        // The order is only built for a graph the optimizer has work in (`transpose::run` does
+        // nothing without a Transpose), and the subgraph walk only where there are subgraphs.
+        let g = &session.graphs[gi];
+        let has_transpose = g.live_nodes().any(|(_, n)| n.op == "Transpose");
+        let mut changed = has_transpose && {
+            let order = ort_topological_order(session, gi);
+            transpose::run(
+                session,
+                gi,
+                self.table,
+                &self.versions,
+                &mut self.values,
+                &order,
+            )
+        };
         if changed {
             self.indices.remove(&gi);
+        }
+        if session.graphs[gi]
+            .live_nodes()
+            .all(|(_, n)| n.subgraphs.is_empty())
+        {
+            return changed;
         }
         let subs: Vec<usize> = ort_topological_order(session, gi)
             .into_iter()
