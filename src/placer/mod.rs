@@ -21,6 +21,7 @@ mod kernel;
 mod load;
 mod nhwc_transformer;
 mod optimize;
+mod qdq_transformer;
 pub mod registry;
 mod transpose;
 
@@ -279,6 +280,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         }
     }
     fusions::run(&mut session, table, options.level);
+    qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
     nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
