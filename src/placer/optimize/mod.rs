@@ -72,19 +72,22 @@ pub fn run(
     let passes: Vec<Option<Pass>> = registry::simulated(OptLevel::Basic)
         .map(|t| Pass::of(t.name))
         .collect();
-    for _ in 0..MAX_STEPS {
+    for step in 0..MAX_STEPS {
         let mut changed = false;
         for pass in &passes {
             changed |= match pass {
-                Some(Pass::Transpose) => opt.transpose(session, 0),
+                // `ShouldOnlyApplyOnce`: the TransposeOptimizer runs in the first step only.
+                Some(Pass::Transpose) => step == 0 && opt.transpose(session, 0),
                 Some(Pass::DoubleQdq) => opt.edited(
                     session,
                     0,
                     crate::placer::qdq_transformer::double_qdq_pairs_remover::run,
                 ),
-                Some(Pass::QdqPropagation) => {
-                    opt.edited(session, 0, crate::placer::qdq_transformer::qdq_propagation::run)
-                }
+                Some(Pass::QdqPropagation) => opt.edited(
+                    session,
+                    0,
+                    crate::placer::qdq_transformer::qdq_propagation::run,
+                ),
                 Some(Pass::UniqueDq) => opt.edited(session, 0, |s, gi| {
                     crate::placer::ensure_unique_dq_for_node_unit::run(s, gi, 0)
                 }),

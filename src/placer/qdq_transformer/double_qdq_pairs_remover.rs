@@ -83,7 +83,10 @@ fn removable(session: &Session, gi: usize, e: &Edges, s: usize) -> Option<(usize
     if !same_names {
         let elem = |n: &str| session.initializer(gi, n).map(|i| i.elem);
         let (s1, s2) = (elem(&me.inputs[1]), elem(&c.inputs[1]));
-        if s1 != Some(D::Float as i32) || s2 != Some(D::Float as i32) || elem(&c.inputs[2]) != Some(zp) {
+        if s1 != Some(D::Float as i32)
+            || s2 != Some(D::Float as i32)
+            || elem(&c.inputs[2]) != Some(zp)
+        {
             return None;
         }
     }

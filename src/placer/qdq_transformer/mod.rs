@@ -23,7 +23,9 @@ pub(crate) const MAX_DEPTH: usize = 64;
 
 /// `QDQ::MatchQNode`: a `QuantizeLinear` of ai.onnx or com.microsoft.
 pub(crate) fn is_q(n: &SNode) -> bool {
-    !n.removed && n.op == "QuantizeLinear" && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+    !n.removed
+        && n.op == "QuantizeLinear"
+        && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
 }
 
 /// `QDQ::MatchDQNode`: a `DequantizeLinear` of ai.onnx or com.microsoft.
@@ -50,7 +52,11 @@ fn is_scalar(t: &Tensor) -> bool {
 
 /// `QDQ::QOrDQNodeHasConstantScalarScaleAndZeroPoint`: `Some(has_zero_point)` when the scale
 /// (and the zero point, if given) are constant scalar initializers.
-pub(crate) fn constant_scalar_scale_and_zp(session: &Session, gi: usize, n: &SNode) -> Option<bool> {
+pub(crate) fn constant_scalar_scale_and_zp(
+    session: &Session,
+    gi: usize,
+    n: &SNode,
+) -> Option<bool> {
     let scale = constant(session, gi, n.inputs.get(1)?)?;
     if !is_scalar(&scale) {
         return None;
@@ -75,7 +81,10 @@ pub(crate) fn is_qdq_pair_supported(session: &Session, gi: usize, q: &SNode, dq:
     else {
         return false;
     };
-    qs.elem == ds.elem && qz.elem == dz.elem && qs.as_f64() == ds.as_f64() && qz.as_i64() == dz.as_i64()
+    qs.elem == ds.elem
+        && qz.elem == dz.elem
+        && qs.as_f64() == ds.as_f64()
+        && qz.as_i64() == dz.as_i64()
 }
 
 /// The element type of the zero point of `n` (its input 2), when it is an initializer.
@@ -108,7 +117,10 @@ impl Edges {
                 e.producer.insert(o.to_string(), (ni, slot));
             }
             for (slot, i) in n.existing_inputs() {
-                e.consumers.entry(i.to_string()).or_default().push((ni, slot));
+                e.consumers
+                    .entry(i.to_string())
+                    .or_default()
+                    .push((ni, slot));
             }
             for i in &n.implicit_inputs {
                 e.implicit.entry(i.clone()).or_default().push(ni);

@@ -174,7 +174,11 @@ impl Propagation {
     /// edge and is no graph output, or comes from a graph input or initializer.
     fn previous_edge(&self, session: &Session, ni: usize) -> Option<Edge> {
         let g = &session.graphs[self.gi];
-        let arg = g.nodes[ni].inputs.first().filter(|a| !a.is_empty())?.clone();
+        let arg = g.nodes[ni]
+            .inputs
+            .first()
+            .filter(|a| !a.is_empty())?
+            .clone();
         match self.edges.producer.get(&arg) {
             Some(&src) => (!self.edges.outputs.contains(&arg) && self.edges.edge_count(&arg) == 1)
                 .then(|| Edge {
@@ -311,8 +315,12 @@ impl Propagation {
             removed: false,
         };
         g.generated_names.insert(q_name.clone());
-        g.nodes
-            .push(node(q_name, "QuantizeLinear", qdq_inputs(&pre_q), q_to_dq.clone()));
+        g.nodes.push(node(
+            q_name,
+            "QuantizeLinear",
+            qdq_inputs(&pre_q),
+            q_to_dq.clone(),
+        ));
         if let Some((src, slot)) = first.src
             && let Some(o) = g.nodes.get_mut(src).and_then(|n| n.outputs.get_mut(slot))
         {
