@@ -283,7 +283,7 @@ impl Fuser {
                 }
                 out
             }
-            "MatMul" | "FusedMatMul" => {
+            "MatMul" | "FusedMatMul" | "MatMulInteger" => {
                 let (a, b) = (n.inputs.first()?, n.inputs.get(1)?);
                 let (ra, rb) = (rank(a)?, rank(b)?);
                 if i + 1 == out_rank {
@@ -396,7 +396,10 @@ impl Fuser {
             | "SkipSimplifiedLayerNormalization"
             | "Identity"
             | "Dropout"
-            | "BiasSoftmax" => from(n.inputs.first()?, i),
+            | "BiasSoftmax"
+            | "DynamicQuantizeLinear"
+            | "QuantizeLinear"
+            | "DequantizeLinear" => from(n.inputs.first()?, i),
             _ => None,
         };
         self.symbols.borrow_mut().insert((key(v), i), sym.clone());
