@@ -6,8 +6,9 @@
 //! - `MatMulInteger -> Cast -> Mul(., Mul(a_scale, b_scale))`, each of the three with one output
 //!   edge and no graph output, the outer `Mul` (7/13/14, not float16) on the CPU, and, when that
 //!   `Mul` has one output edge into an `Add` with a constant bias (1-D, or leading 1s, last dim
-//!   > 1; the second input, else the first), the `Add` too: one `MatMulIntegerToFloat` named after the
-//!   `MatMulInteger` (its name reused, no name generated), on the `Mul`'s provider.
+//!   above 1; the second input, else the first), the `Add` too: one `MatMulIntegerToFloat`
+//!   named after the `MatMulInteger` (its name reused, no name generated), on the `Mul`'s
+//!   provider.
 //! - a `MatMulIntegerToFloat` on the CPU with constant `B`, `b_scale` (and zero point and bias)
 //!   whose input comes from a `DynamicQuantizeLinear` with exactly three output edges (its three
 //!   outputs into this node): both become one `DynamicQuantizeMatMul` named after the node.

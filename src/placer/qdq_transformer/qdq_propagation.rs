@@ -185,16 +185,18 @@ impl Propagation {
             .clone();
         match self.edges.producer.get(&arg) {
             Some(&src) => (!self.edges.outputs.contains(&arg) && self.edges.edge_count(&arg) == 1)
-                .then(|| Edge {
+                .then_some(Edge {
                     src: Some(src),
                     dst: Some((ni, 0)),
                     arg,
                 }),
-            None => (g.inputs.contains(&arg) || g.initializers.contains_key(&arg)).then(|| Edge {
-                src: None,
-                dst: Some((ni, 0)),
-                arg,
-            }),
+            None => {
+                (g.inputs.contains(&arg) || g.initializers.contains_key(&arg)).then_some(Edge {
+                    src: None,
+                    dst: Some((ni, 0)),
+                    arg,
+                })
+            }
         }
     }
 

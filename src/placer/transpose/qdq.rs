@@ -185,7 +185,7 @@ impl Opt<'_> {
         };
         let dq_out = self.node(dq).outputs[0].clone();
         let (dq_users, dq_comp) = self.consumers(&dq_out);
-        if !(dq_comp && dq_users.len() == 1) || !self.qdq_pair_match(dq, q) {
+        if !(dq_comp && dq_users.len() == 1 && self.qdq_pair_match(dq, q)) {
             return false;
         }
         let q_out = self.node(q).outputs[0].clone();
