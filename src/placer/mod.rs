@@ -20,8 +20,10 @@ mod fusions;
 pub use crate::session as ir;
 mod kernel;
 mod load;
+mod matmul_integer_to_float;
 mod nhwc_transformer;
 mod optimize;
+mod qdq_transformer;
 pub mod registry;
 mod transpose;
 
@@ -288,7 +290,9 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
             return placement;
         }
     }
+    matmul_integer_to_float::run(&mut session, options.level);
     fusions::run(&mut session, table, options.level);
+    qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
     nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
