@@ -8,6 +8,7 @@ mod casts;
 mod cpu_preferred;
 mod ensure_unique_dq_for_node_unit;
 mod functions;
+mod fuse_initializers_transformer;
 
 /// Why the last [`place`] on this thread stopped short of a faithful simulation (a budget of
 /// the analysis was exhausted), if it did.
@@ -19,6 +20,7 @@ mod fusions;
 pub use crate::session as ir;
 mod kernel;
 mod load;
+mod nchwc_transformer;
 mod nhwc_transformer;
 mod optimize;
 pub mod registry;
@@ -279,6 +281,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         }
     }
     fusions::run(&mut session, table, options.level);
+    nchwc_transformer::run(&mut session, options.level);
     nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
@@ -295,6 +298,13 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
                 },
             );
         }
+    }
+    // Level4 (`all`): float16 weights the Casts read become float initializers; then the
+    // level-2 and level-3 transformers run again over the nodes the Casts moved to the CPU.
+    if fuse_initializers_transformer::run(&mut session, options.level) {
+        fusions::run(&mut session, table, options.level);
+        nchwc_transformer::run(&mut session, options.level);
+        nhwc_transformer::run(&mut session, options.level);
     }
     let unassigned = unassigned_nodes(&session).min();
     if let Some((gi, ni)) = unassigned {
