@@ -281,7 +281,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         }
     }
     fusions::run(&mut session, table, options.level);
-    nchwc_transformer::run(&mut session, options.level);
+    nchwc_transformer::run(&mut session, table, options.level);
     nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
@@ -303,7 +303,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     // level-2 and level-3 transformers run again over the nodes the Casts moved to the CPU.
     if fuse_initializers_transformer::run(&mut session, options.level) {
         fusions::run(&mut session, table, options.level);
-        nchwc_transformer::run(&mut session, options.level);
+        nchwc_transformer::run(&mut session, table, options.level);
         nhwc_transformer::run(&mut session, options.level);
     }
     let unassigned = unassigned_nodes(&session).min();

@@ -27,7 +27,7 @@ use crate::model::proto::AttributeProto;
 use crate::model::proto::attribute_proto::AttributeType;
 use crate::placer::OptLevel;
 use crate::session::{Init, NameGen, SNode, Session};
-use crate::tables::Ep;
+use crate::tables::{Ep, KernelTable};
 
 /// MLAS's NCHWc block size on the AVX-512 machine the CPU-only truth was recorded on.
 const BLOCK: i64 = 16;
@@ -68,6 +68,8 @@ struct Arg {
 
 struct Impl<'n> {
     gi: usize,
+    /// ORT 1.25 or later: the newer since-versions are matched too (see [`Impl::versions`]).
+    newer: bool,
     names: &'n mut NameGen,
     /// Original value → its NCHWc form, in creation order (ORT's `Finalize` walks a hash map;
     /// the names it generates do not depend on the order).
@@ -85,10 +87,11 @@ struct Impl<'n> {
 }
 
 /// Applies the transformer to every graph. Returns whether it changed anything.
-pub fn run(session: &mut Session, level: OptLevel) -> bool {
+pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool {
     if level < OptLevel::All {
         return false;
     }
+    let newer = table.release_at_least(1, 25);
     let mut changed = false;
     for gi in 0..session.graphs.len() {
         let g = &session.graphs[gi];
@@ -117,6 +120,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         }
         let mut im = Impl {
             gi,
+            newer,
             names: &mut names,
             args: Vec::new(),
             index: HashMap::default(),
@@ -145,10 +149,6 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
 
 fn is(n: &SNode, domain: &str, op: &str, since: &[i64]) -> bool {
     n.domain == domain && n.op == op && n.since.is_some_and(|v| since.contains(&v))
-}
-
-fn onnx(n: &SNode, op: &str, since: &[i64]) -> bool {
-    is(n, "ai.onnx", op, since)
 }
 
 fn int_attr(name: &str, v: i64) -> AttributeProto {
@@ -374,12 +374,41 @@ impl Impl<'_> {
         }
     }
 
+    /// Whether `n` is the ai.onnx `op` at a since-version ORT's NCHWc transformer matches.
+    /// Measured with the CPU wheels on opsets 13, 14, 17, 21 and 22: 1.23.2 and 1.24.4 match the
+    /// versions up to opset 18 (Relu-14, Add-14 and Mul-14 included, BatchNormalization-15,
+    /// Transpose-21, Resize-18/19, AveragePool-19 and every opset-22 version not), 1.31.1 all of
+    /// them; the releases between are taken to behave as 1.31.1.
+    fn versions(&self, n: &SNode, op: &str) -> bool {
+        let (old, new): (&[i64], &[i64]) = match op {
+            "Conv" => (&[1, 11], &[22]),
+            "MaxPool" => (&[1, 8, 10, 11, 12], &[22]),
+            "AveragePool" => (&[1, 7, 10, 11], &[19, 22]),
+            "GlobalMaxPool" | "GlobalAveragePool" => (&[1], &[22]),
+            "Add" | "Mul" => (&[7, 13, 14], &[]),
+            "Sum" => (&[6, 8, 13], &[]),
+            "Concat" => (&[4, 11, 13], &[]),
+            "Relu" => (&[6, 13, 14], &[]),
+            "Sigmoid" | "Tanh" => (&[6, 13], &[]),
+            "BatchNormalization" => (&[7, 9, 14], &[15]),
+            "Transpose" => (&[1, 13], &[21]),
+            "Upsample" => (&[9], &[]),
+            "Resize" => (&[10, 11, 13], &[18, 19]),
+            _ => (&[], &[]),
+        };
+        n.domain == "ai.onnx"
+            && n.op == op
+            && n.since
+                .is_some_and(|v| old.contains(&v) || (self.newer && new.contains(&v)))
+    }
+
     fn transform(&mut self, session: &mut Session, ni: usize) {
         let n = &session.graphs[self.gi].nodes[ni];
-        if onnx(n, "Conv", &[1, 11]) || is(n, "com.microsoft", "FusedConv", &[1]) {
+        let v = |op: &str| self.versions(n, op);
+        if v("Conv") || is(n, "com.microsoft", "FusedConv", &[1]) {
             return self.conv(session, ni);
         }
-        if onnx(n, "MaxPool", &[1, 8, 10, 11, 12]) || onnx(n, "AveragePool", &[1, 7, 10, 11]) {
+        if v("MaxPool") || v("AveragePool") {
             return self.pool(session, ni);
         }
         // The rest only once every input a node produces is NCHWc (ORT: no input edge left).
@@ -391,24 +420,21 @@ impl Impl<'_> {
         {
             return;
         }
-        if onnx(n, "Add", &[7, 13]) || onnx(n, "Sum", &[6, 8, 13]) {
+        if v("Add") || v("Sum") {
             self.binary(session, ni, true);
-        } else if onnx(n, "Mul", &[7, 13]) {
+        } else if v("Mul") {
             self.binary(session, ni, false);
-        } else if onnx(n, "Concat", &[4, 11, 13]) {
+        } else if v("Concat") {
             self.concat(session, ni);
-        } else if onnx(n, "Relu", &[6, 13])
-            || onnx(n, "Sigmoid", &[6, 13])
-            || onnx(n, "Tanh", &[6, 13])
-        {
+        } else if v("Relu") || v("Sigmoid") || v("Tanh") {
             self.activation(session, ni);
-        } else if onnx(n, "BatchNormalization", &[7, 9]) {
+        } else if v("BatchNormalization") {
             self.batch_norm(session, ni);
-        } else if onnx(n, "Transpose", &[1, 13]) {
+        } else if v("Transpose") {
             self.transpose(session, ni);
-        } else if onnx(n, "Upsample", &[9, 13]) || onnx(n, "Resize", &[10, 11, 13]) {
+        } else if v("Upsample") || v("Resize") {
             self.resize(session, ni);
-        } else if onnx(n, "GlobalMaxPool", &[1]) || onnx(n, "GlobalAveragePool", &[1]) {
+        } else if v("GlobalMaxPool") || v("GlobalAveragePool") {
             self.pool(session, ni);
         }
     }

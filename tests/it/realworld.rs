@@ -212,6 +212,8 @@ fn realworld_agrees_with_the_oracle() {
         };
         let root = match set {
             "realworld" => fixtures(),
+            // Made after the CPU-only transformers, never tuned on (`tools/realworld/unseen.py`).
+            "unseen" => fixtures().join("unseen"),
             // The public corpus, kept in the repository (`tests/fixtures/corpus`).
             "models" => support::corpus_models(),
             _ => panic!("unknown set in {stem}"),
@@ -229,9 +231,9 @@ fn realworld_agrees_with_the_oracle() {
         for truth in records(&file) {
             let name = truth["model"].as_str().unwrap();
             let (key, path) = match set {
-                "realworld" => {
-                    let rel = name.strip_prefix("realworld/").unwrap_or(name);
-                    (format!("realworld/{rel}"), root.join(rel))
+                "realworld" | "unseen" => {
+                    let rel = name.strip_prefix(&format!("{set}/")).unwrap_or(name);
+                    (format!("{set}/{rel}"), root.join(rel))
                 }
                 _ => (name.to_string(), root.join(name)),
             };
