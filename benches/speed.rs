@@ -383,6 +383,12 @@ fn main() {
     if args.first().map(String::as_str) == Some("--child") {
         return child(&args[1..]);
     }
+    // `speed --gen NODES PATH`: write the bench's decoder, to profile it outside the bench.
+    if args.first().map(String::as_str) == Some("--gen") {
+        let nodes: usize = args[1].parse().expect("--gen NODES PATH");
+        std::fs::write(&args[2], decoder(nodes).encode_to_vec()).expect("write decoder");
+        return;
+    }
     let exe = std::env::current_exe().expect("current exe");
     let dir = tempfile::tempdir().expect("tempdir");
     let python = python();

@@ -6,6 +6,7 @@
 
 mod casts;
 mod cpu_preferred;
+mod dim_symbols;
 mod ensure_unique_dq_for_node_unit;
 mod functions;
 mod fuse_initializers_transformer;

@@ -5,7 +5,8 @@
 //! `tests/fixtures/realworld/` (made by `tools/realworld/gen.py`).
 //!
 //! Truth, in `tests/fixtures/realworld/oracle/`:
-//! - `realworld-<ort>-<level>.jsonl.gz`: the stubbed-GPU oracle (`tools/realworld/record.sh`),
+//! - `realworld-<ort>-<level>.jsonl.gz` (and `tests/fixtures/tsdecoders/oracle/tsdecoders-*`, the
+//!   real TorchScript decoders of that folder's README): the stubbed-GPU oracle (`tools/realworld/record.sh`),
 //!   compared as `tests/it/placement.rs` compares (load outcome, copies per graph, placements);
 //! - `cpu-<set>-<ort>-<level>.jsonl.gz`: CPU-only sessions of the CPU `onnxruntime` wheels
 //!   (`tools/realworld/cpu_truth.py`) for this corpus (`realworld`) and the public one
@@ -188,13 +189,24 @@ fn realworld_agrees_with_the_oracle() {
         .map(|l| format!("realworld/{}", l.trim()))
         .collect();
     assert!(heldout.len() >= 20, "the held-out half is missing");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures().join("oracle"))
-        .unwrap()
+    // The real TorchScript decoders (`tests/fixtures/tsdecoders`) have their own truth.
+    let tsdecoders = support::repo().join("tests/fixtures/tsdecoders");
+    let mut files: Vec<PathBuf> = [fixtures().join("oracle"), tsdecoders.join("oracle")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with(".jsonl.gz"))
         .collect();
     files.sort();
     assert!(files.len() >= 30, "real-world oracle fixtures missing");
+    assert!(
+        files
+            .iter()
+            .filter(|f| f.starts_with(tsdecoders.join("oracle")))
+            .count()
+            >= 12,
+        "TorchScript decoder oracle fixtures missing"
+    );
     let mut differences = BTreeSet::new();
     let mut summary = Vec::new();
     for file in files {
@@ -216,6 +228,8 @@ fn realworld_agrees_with_the_oracle() {
             "unseen" => fixtures().join("unseen"),
             // The public corpus, kept in the repository (`tests/fixtures/corpus`).
             "models" => support::corpus_models(),
+            // Keyed `tsdecoders/<file>`.
+            "tsdecoders" => support::repo().join("tests/fixtures"),
             _ => panic!("unknown set in {stem}"),
         };
         let table = tables::resolve(ort).unwrap().table();

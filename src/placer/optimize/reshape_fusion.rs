@@ -83,7 +83,8 @@ impl Optimizer<'_> {
                             root,
                             &data,
                             &|v| idx.producer(session, gi, v),
-                        ));
+                        ))
+                    || same_dims(self.table, session, gi, idx, root, &data, index);
                 Some(same && index == pos)
             })()
             .unwrap_or(false);
@@ -206,5 +207,52 @@ impl Optimizer<'_> {
         };
         self.append_nodes(session, gi, idx, vec![node]);
         true
+    }
+}
+
+/// `Match_Shape` when the Shape reads another value than the Reshape: up to 1.28 the two
+/// values' whole shapes must agree (`CompareShape`), from 1.29 on only dim `index` (oracle:
+/// 1.29.0, 1.30.0 and 1.31.x fuse CodeGen's and GPT-NeoX's first `Reshape` of the fused QKV
+/// projection, whose Shape reads the LayerNorm output `[batch, sequence, 64]` against
+/// `[batch, sequence, 192]`; 1.23.2 to 1.28.0 do not). A dim agrees when both are the same known value or both carry
+/// the same `dim_param`; an unknown dim agrees with nothing.
+fn same_dims(
+    table: &KernelTable,
+    session: &Session,
+    gi: usize,
+    idx: &Index,
+    a: &str,
+    b: &str,
+    index: i64,
+) -> bool {
+    let (Some(sa), Some(sb)) = (session.shape_of(gi, a), session.shape_of(gi, b)) else {
+        return false;
+    };
+    let empty = Default::default();
+    let params = if gi == 0 {
+        &session.graphs[0].dim_params
+    } else {
+        &empty
+    };
+    let producer = |v: &str| idx.producer(session, gi, v);
+    let memo = Default::default();
+    let symbols = crate::placer::dim_symbols::Symbols {
+        session,
+        gi,
+        params,
+        producer: &producer,
+        memo: &memo,
+    };
+    let dim_agrees = |i: usize| match (sa.get(i), sb.get(i)) {
+        (Some(Some(x)), Some(Some(y))) => x == y,
+        (Some(None), Some(None)) => {
+            matches!((symbols.dim(a, i, 0), symbols.dim(b, i, 0)), (Some(x), Some(y)) if x == y)
+        }
+        _ => false,
+    };
+    if table.release_at_least(1, 29) {
+        usize::try_from(index).is_ok_and(dim_agrees)
+    } else {
+        sa.len() == sb.len() && (0..sa.len()).all(dim_agrees)
     }
 }

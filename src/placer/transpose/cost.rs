@@ -37,7 +37,8 @@ impl Opt<'_> {
         perm: &[i64],
         handler: Handler,
         indices: &[usize],
-        leading: &HashSet<String>,
+        leading: &Leading,
+        sole: bool,
     ) -> bool {
         if self.is_transpose(node) {
             return true;
@@ -52,7 +53,7 @@ impl Opt<'_> {
             let mut leads = false;
             for o in &n.outputs {
                 out_cost = out_cost.max(self.estimate_rank(o));
-                leads |= leading.contains(o);
+                leads |= leading.waives(o, sole);
             }
             if !leads {
                 cost += out_cost;

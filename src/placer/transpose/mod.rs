@@ -237,6 +237,25 @@ pub fn run(
     changed
 }
 
+/// The outputs from which a pushed Transpose reaches another: on some path (`any`) and, from
+/// 1.31, on every path (`all`).
+pub(super) struct Leading {
+    any: HashSet<String>,
+    all: Option<HashSet<String>>,
+}
+
+impl Leading {
+    /// Whether the cost of transposing output `o` is waived (`sole`: a path suffices, as for
+    /// Q/DQ nodes from 1.31).
+    pub(super) fn waives(&self, o: &str, sole: bool) -> bool {
+        self.any.contains(o)
+            && match &self.all {
+                None => true,
+                Some(all) => sole || all.contains(o),
+            }
+    }
+}
+
 /// ORT's `kMaxSupportedOpset` for the release: the transpose optimizer skips models above it.
 fn max_supported_opset(table: &KernelTable) -> i64 {
     table.max_opset("ai.onnx").unwrap_or(0)
@@ -797,30 +816,24 @@ impl Opt<'_> {
     }
 
     fn optimize(&mut self, order: &[usize]) -> bool {
-        // Outputs with a path through supported ops to a Transpose (reverse order).
-        let mut leading: HashSet<String> = HashSet::default();
-        for &k in order.iter().rev() {
-            let n = self.node(k);
-            if n.removed {
-                continue;
+        // ORT 1.31 changed the cost rule: the cost of the Transpose a push leaves on a node's
+        // outputs, waived before when a path from them reaches a Transpose, is waived only
+        // when every path does (a Shape or a graph output on the way counts as a path that
+        // does not), or when the node is a QuantizeLinear/DequantizeLinear. Rule inferred from
+        // the oracle (ORT's sources at the tag were not available): 1.31.0 and 1.31.1 push
+        // phi's K Transpose, shared by the rotary Slices, through the pass-through Slice only
+        // and keep it (1.23.2 to 1.30.0 push it through both); 1.31.1 still moves QDQ GPT-2's
+        // K Transpose through its Q and DQ although a Shape and a graph output read the Concat
+        // after them.
+        let any = self.leading(order);
+        let leading = if self.table.release_at_least(1, 31) {
+            Leading {
+                all: Some(self.all_paths_leading(order)),
+                any,
             }
-            if n.op == "Transpose" && n.domain == "ai.onnx" {
-                if let Some(i) = n.inputs.first() {
-                    leading.insert(i.clone());
-                }
-                continue;
-            }
-            if !n.outputs.iter().any(|o| leading.contains(o)) {
-                continue;
-            }
-            if let Some(h) = Handler::of(&n.domain, &n.op)
-                && h.transposes_outputs()
-            {
-                for j in self.transposable_inputs(k, h) {
-                    leading.insert(self.node(k).inputs[j].clone());
-                }
-            }
-        }
+        } else {
+            Leading { any, all: None }
+        };
         let mut changed = false;
         for &k in order {
             if self.node(k).removed {
@@ -846,6 +859,71 @@ impl Opt<'_> {
         changed
     }
 
+    /// Outputs every reader of which is a Transpose or a supported op transposing its outputs
+    /// whose outputs do the same (reverse order): a pushed Transpose reaches a Transpose on
+    /// every path, with no branch left holding it.
+    fn all_paths_leading(&self, order: &[usize]) -> HashSet<String> {
+        let mut leading: HashSet<String> = HashSet::default();
+        for &k in order.iter().rev() {
+            let n = self.node(k);
+            if n.removed {
+                continue;
+            }
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                let (readers, comprehensive) = self.consumers(o);
+                let all = comprehensive
+                    && !readers.is_empty()
+                    && readers.iter().all(|&c| {
+                        let cn = self.node(c);
+                        if cn.op == "Transpose" && cn.domain == "ai.onnx" {
+                            return cn.inputs.first() == Some(o);
+                        }
+                        let Some(h) = Handler::of(&cn.domain, &cn.op) else {
+                            return false;
+                        };
+                        h.transposes_outputs()
+                            && cn.outputs.iter().any(|x| leading.contains(x))
+                            && self
+                                .transposable_inputs(c, h)
+                                .iter()
+                                .any(|&j| cn.inputs.get(j) == Some(o))
+                    });
+                if all {
+                    leading.insert(o.clone());
+                }
+            }
+        }
+        leading
+    }
+
+    /// Outputs with a path through supported ops to a Transpose (reverse order).
+    fn leading(&self, order: &[usize]) -> HashSet<String> {
+        let mut leading: HashSet<String> = HashSet::default();
+        for &k in order.iter().rev() {
+            let n = self.node(k);
+            if n.removed {
+                continue;
+            }
+            if n.op == "Transpose" && n.domain == "ai.onnx" {
+                if let Some(i) = n.inputs.first() {
+                    leading.insert(i.clone());
+                }
+                continue;
+            }
+            if !n.outputs.iter().any(|o| leading.contains(o)) {
+                continue;
+            }
+            if let Some(h) = Handler::of(&n.domain, &n.op)
+                && h.transposes_outputs()
+            {
+                for j in self.transposable_inputs(k, h) {
+                    leading.insert(self.node(k).inputs[j].clone());
+                }
+            }
+        }
+        leading
+    }
+
     /// ORT's `ProcessTranspose`.
     fn process(
         &mut self,
@@ -853,7 +931,7 @@ impl Opt<'_> {
         node: usize,
         perm: &[i64],
         index: usize,
-        leading: &HashSet<String>,
+        leading: &Leading,
     ) -> bool {
         let n = self.node(node);
         let Some(handler) = Handler::of(&n.domain, &n.op) else {
@@ -863,7 +941,13 @@ impl Opt<'_> {
         if !indices.contains(&index) {
             return false;
         }
-        if !self.push_pays(node, perm, handler, &indices, leading) {
+        // From 1.31 a Q/DQ node waives the output cost on any path (see `optimize`).
+        let sole = leading.all.is_some()
+            && matches!(
+                self.node(node).op.as_str(),
+                "QuantizeLinear" | "DequantizeLinear"
+            );
+        if !self.push_pays(node, perm, handler, &indices, leading, sole) {
             return false;
         }
         let inv = invert(perm);
