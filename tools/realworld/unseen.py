@@ -4,8 +4,8 @@ transformers were written, never tuned on, to measure `--ep cpu` and the CUDA pl
 
   # 1. torch exports (torch 2.15, torch.onnx.export(dynamo=False), opset 17), in the torch venv
   /work/torch-venv/bin/python tools/realworld/unseen.py export tests/fixtures/realworld/unseen
-  # 2. the decoders of /work/tsdecoders (tools/tsexport/export.py), fp16 conversion and ORT's
-  #    transformer optimizer, with onnx 1.23.2 + onnxruntime 1.31.1 + onnxconverter-common
+  # 2. fp16 conversion and ORT's transformer optimizer (of /work/tsdecoders, made by
+  #    tools/tsexport/export.py), with onnx 1.23.2 + onnxruntime 1.31.1 + onnxconverter-common
   /work/realworld-venv/bin/python tools/realworld/unseen.py derive tests/fixtures/realworld/unseen /work/tsdecoders
   # 3. truth: tools/realworld/record_unseen.sh (stubbed GPU) and cpu_truth.py (CPU wheels)
 
@@ -16,12 +16,12 @@ Models (seeded, small):
              LogSoftmax over the classes
   unet.*     an encoder/decoder with AveragePool, Resize (nearest, asymmetric, floor), skip Concats,
              depthwise and grouped convolutions, GlobalAveragePool + Linear
-  dec.*      decoders of /work/tsdecoders (bloom, falcon, gptj, stablelm, phi3)
-  fp16-io32.* / fp16.*  onnxconverter_common.float16 (keep_io_types True/False)
-  ortopt.*   onnxruntime.transformers.optimizer.optimize_model(model_type="gpt2")
+  fp16-io32.* / fp16.*  onnxconverter_common.float16 (keep_io_types True/False), of the above and
+             of the gpt_neox TorchScript decoder of /work/tsdecoders
+  ortopt.*   onnxruntime.transformers.optimizer.optimize_model(model_type="gpt2") of its gpt2 decoder
+(The plain TorchScript decoders are tests/fixtures/tsdecoders/, tuned on by another branch.)
 """
 import os
-import shutil
 import sys
 
 
@@ -121,8 +121,6 @@ def derive(out, tsdir):
     from onnxconverter_common import float16
     from onnxruntime.transformers import optimizer
 
-    for arch in ("bloom", "falcon", "gptj", "stablelm", "phi3"):
-        shutil.copy(os.path.join(tsdir, f"{arch}.L2.ts.op17.onnx"), os.path.join(out, f"dec.{arch}.L2.ts.op17.onnx"))
     for src, keep in (("det.ts.op17.onnx", True), ("unet.ts.op17.onnx", False), ("crnn.ts.op17.onnx", True)):
         m = onnx.load(os.path.join(out, src))
         m16 = float16.convert_float_to_float16(m, keep_io_types=keep, disable_shape_infer=False)
