@@ -39,6 +39,17 @@ pub enum Fix {
         values: Vec<i64>,
         safety: FixSafety,
     },
+    /// Make `Reshape` node `node` of graph `graph` read `data` (the input of the pure views,
+    /// `Reshape`/`Flatten`/`Squeeze`/`Unsqueeze`, that fed it: the same elements in the same
+    /// order) instead of its input 0, and replace its shape input with a new int64 initializer
+    /// holding `values`, proven against `data`'s shape.
+    CollapseReshape {
+        graph: String,
+        node: String,
+        data: String,
+        values: Vec<i64>,
+        safety: FixSafety,
+    },
     /// Set the opset import of `domain` in the model-local function `function` (its `domain`
     /// and `name`) to `version`, the model's.
     SetFunctionOpsetImport {
@@ -56,6 +67,7 @@ impl Fix {
         match self {
             Fix::SetOpsetImport { safety, .. }
             | Fix::ReplaceInputWithConstant { safety, .. }
+            | Fix::CollapseReshape { safety, .. }
             | Fix::SetFunctionOpsetImport { safety, .. } => *safety,
         }
     }

@@ -46,6 +46,8 @@ struct Plan {
     function_imports: HashMap<(String, String), HashMap<String, i64>>,
     /// Edits by graph (`GraphId.0`): the main graph or a subgraph.
     graphs: BTreeMap<u32, GraphEdit>,
+    /// Values that a rewired input reads from now on (a use the model did not have).
+    new_uses: Vec<ValueId>,
 }
 
 /// Applies `fixes` to `bytes`, the encoding of `model`. A fix that no longer matches the model
@@ -58,10 +60,12 @@ pub fn apply(bytes: &[u8], model: &Model, fixes: &[Fix]) -> Result<Applied, Malf
     let mut replaced: Vec<(NodeId, usize, ValueId)> = Vec::new();
     // Every value name of the model, and the names this round adds.
     let mut taken: HashSet<String> = HashSet::new();
-    if fixes
-        .iter()
-        .any(|f| matches!(f, Fix::ReplaceInputWithConstant { .. }))
-    {
+    if fixes.iter().any(|f| {
+        matches!(
+            f,
+            Fix::ReplaceInputWithConstant { .. } | Fix::CollapseReshape { .. }
+        )
+    }) {
         taken.extend(model.values.iter().map(|v| v.name.clone()));
     }
     let mut ordered: Vec<&Fix> = fixes.iter().collect();
@@ -76,7 +80,7 @@ pub fn apply(bytes: &[u8], model: &Model, fixes: &[Fix]) -> Result<Applied, Malf
             Err(why) => skipped.push((fix.clone(), why)),
         }
     }
-    let removed = dead_nodes(model, &replaced);
+    let removed = dead_nodes(model, &replaced, &plan.new_uses);
     let removed_nodes = removed
         .iter()
         .map(|&n| {
@@ -203,56 +207,126 @@ fn plan_one(
             values,
             ..
         } => {
-            let mut named = model.graphs.iter().filter(|g| g.name == *graph);
-            let (Some(g), None) = (named.next(), named.next()) else {
-                return Err(format!(
-                    "the model has no graph, or several graphs, named `{graph}`"
-                ));
-            };
-            if model.proto.ir_version() < 4 {
-                return Err("IR version below 4: initializers must also be graph inputs".into());
+            let (g, id) = find_node(model, graph, node)?;
+            replace_with_constant(model, plan, replaced, taken, g, id, *input, values)
+        }
+        Fix::CollapseReshape {
+            graph,
+            node,
+            data,
+            values,
+            ..
+        } => {
+            let (g, id) = find_node(model, graph, node)?;
+            let n = model.node(id);
+            if n.op_type != "Reshape" || normalize_domain(&n.domain) != "ai.onnx" {
+                return Err(format!("node `{node}` is not a Reshape"));
             }
-            if values.len() > MAX_CONSTANT {
-                return Err(format!("the constant has {} elements", values.len()));
-            }
-            let mut matches = g
-                .nodes
-                .iter()
-                .copied()
-                .filter(|&n| model.node(n).name == *node);
-            let (Some(id), None) = (matches.next(), matches.next()) else {
-                return Err(format!(
-                    "graph `{graph}` has no node, or several nodes, named `{node}`"
-                ));
+            let Some(Some(old)) = n.inputs.first().copied() else {
+                return Err(format!("node `{node}` has no input 0"));
             };
-            let Some(Some(old)) = model.node(id).inputs.get(*input).copied() else {
-                return Err(format!("node `{node}` has no input {input}"));
+            // `data` must be what the views before `node` read: only views between.
+            let mut v = old;
+            let target = loop {
+                if model.value(v).name == *data {
+                    break v;
+                }
+                let ValueDef::Node(p, _) = model.value(v).def else {
+                    return Err(format!("`{data}` does not feed `{node}` through views"));
+                };
+                let p = model.node(p);
+                let view = matches!(
+                    p.op_type.as_str(),
+                    "Reshape" | "Flatten" | "Squeeze" | "Unsqueeze"
+                ) && normalize_domain(&p.domain) == "ai.onnx";
+                match p.inputs.first().copied().flatten() {
+                    Some(i) if view => v = i,
+                    _ => return Err(format!("`{data}` does not feed `{node}` through views")),
+                }
             };
-            let edit = plan.graphs.entry(g.id.0).or_default();
-            let slot = edit.inputs.entry(model.node(id).index).or_default();
-            if slot.contains_key(input) {
-                return Err(format!(
-                    "another fix already replaces input {input} of `{node}`"
-                ));
+            if target == old {
+                return Err(format!("`{node}` already reads `{data}`"));
             }
-            let name = fresh_name(&format!("{}_const", model.value(old).name), taken);
-            slot.insert(*input, name.clone());
-            let mut raw = Vec::with_capacity(values.len() * 8);
-            for v in values {
-                raw.extend_from_slice(&v.to_le_bytes());
+            let edit = plan.graphs.entry(g).or_default();
+            let slot = edit.inputs.entry(n.index).or_default();
+            if slot.contains_key(&0) {
+                return Err(format!("another fix already replaces input 0 of `{node}`"));
             }
-            let tensor = TensorProto {
-                dims: vec![values.len() as i64],
-                data_type: Some(tensor_proto::DataType::Int64 as i32),
-                name: Some(name),
-                raw_data: Some(raw.into()),
-                ..Default::default()
-            };
-            edit.initializers.push(tensor.encode_to_vec());
-            replaced.push((id, *input, old));
+            slot.insert(0, data.clone());
+            replace_with_constant(model, plan, replaced, taken, g, id, 1, values)?;
+            replaced.push((id, 0, old));
+            plan.new_uses.push(target);
             Ok(())
         }
     }
+}
+
+/// The graph named `graph` (its id) and its node named `node`, each unique.
+fn find_node(model: &Model, graph: &str, node: &str) -> Result<(u32, NodeId), String> {
+    let mut named = model.graphs.iter().filter(|g| g.name == graph);
+    let (Some(g), None) = (named.next(), named.next()) else {
+        return Err(format!(
+            "the model has no graph, or several graphs, named `{graph}`"
+        ));
+    };
+    let mut matches = g
+        .nodes
+        .iter()
+        .copied()
+        .filter(|&n| model.node(n).name == node);
+    let (Some(id), None) = (matches.next(), matches.next()) else {
+        return Err(format!(
+            "graph `{graph}` has no node, or several nodes, named `{node}`"
+        ));
+    };
+    Ok((g.id.0, id))
+}
+
+/// Plans input `input` of node `id` (of graph `g`) to read a new int64 initializer of `values`.
+#[allow(clippy::too_many_arguments)]
+fn replace_with_constant(
+    model: &Model,
+    plan: &mut Plan,
+    replaced: &mut Vec<(NodeId, usize, ValueId)>,
+    taken: &mut HashSet<String>,
+    g: u32,
+    id: NodeId,
+    input: usize,
+    values: &[i64],
+) -> Result<(), String> {
+    let node = &model.node(id).name;
+    if model.proto.ir_version() < 4 {
+        return Err("IR version below 4: initializers must also be graph inputs".into());
+    }
+    if values.len() > MAX_CONSTANT {
+        return Err(format!("the constant has {} elements", values.len()));
+    }
+    let Some(Some(old)) = model.node(id).inputs.get(input).copied() else {
+        return Err(format!("node `{node}` has no input {input}"));
+    };
+    let edit = plan.graphs.entry(g).or_default();
+    let slot = edit.inputs.entry(model.node(id).index).or_default();
+    if slot.contains_key(&input) {
+        return Err(format!(
+            "another fix already replaces input {input} of `{node}`"
+        ));
+    }
+    let name = fresh_name(&format!("{}_const", model.value(old).name), taken);
+    slot.insert(input, name.clone());
+    let mut raw = Vec::with_capacity(values.len() * 8);
+    for v in values {
+        raw.extend_from_slice(&v.to_le_bytes());
+    }
+    let tensor = TensorProto {
+        dims: vec![values.len() as i64],
+        data_type: Some(tensor_proto::DataType::Int64 as i32),
+        name: Some(name),
+        raw_data: Some(raw.into()),
+        ..Default::default()
+    };
+    edit.initializers.push(tensor.encode_to_vec());
+    replaced.push((id, input, old));
+    Ok(())
 }
 
 fn function_key(domain: &str, name: &str) -> (String, String) {
@@ -274,13 +348,18 @@ fn fresh_name(base: &str, taken: &mut HashSet<String>) -> String {
 
 /// Nodes that the replacements leave without any consumer, transitively: none of their outputs
 /// is read (by a node, a subgraph or as a graph output) any more. Only nodes of the graph that
-/// defines the value are removed.
-fn dead_nodes(model: &Model, replaced: &[(NodeId, usize, ValueId)]) -> Vec<NodeId> {
+/// defines the value are removed; a value in `new_uses` is read once more than the model says.
+fn dead_nodes(
+    model: &Model,
+    replaced: &[(NodeId, usize, ValueId)],
+    new_uses: &[ValueId],
+) -> Vec<NodeId> {
     // Remaining uses of each value touched so far; a use from another graph counts forever.
     let mut uses: HashMap<ValueId, usize> = HashMap::new();
     let count = |v: ValueId| -> usize {
         let value = model.value(v);
-        let mut n = usize::from(value.is_graph_output) * usize::MAX / 2;
+        let mut n = usize::from(value.is_graph_output) * usize::MAX / 2
+            + new_uses.iter().filter(|&&u| u == v).count();
         for &c in &value.consumers {
             let node = model.node(c);
             if node.graph != value.graph {

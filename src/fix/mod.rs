@@ -43,6 +43,11 @@ pub fn describe(fix: &Fix) -> String {
             values,
             ..
         } => format!("replace input {input} of `{node}` with the constant {values:?}"),
+        Fix::CollapseReshape {
+            node, data, values, ..
+        } => format!(
+            "make `{node}` read `{data}` (skipping the views between) with the constant shape {values:?}"
+        ),
         Fix::SetFunctionOpsetImport {
             function,
             domain,

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use crate::declare_rule;
 use crate::diagnostics::{Finding, Fix, FixSafety};
 use crate::placer::ir::Session;
-use crate::rules::shape_proof::{Proof, prove, shape_input};
+use crate::rules::shape_proof::{Proof, Unproven, prove, prove_on, shape_input};
 use crate::rules::{Context, Edges, nodes};
 use crate::tables::Ep;
 
@@ -114,10 +114,15 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         ));
         // The cost: the copies the chain causes; none, and the finding is in the opt-in group.
         crate::rules::cost::set_cost(cx, gi, &mut f, &copies);
-        match prove(cx.symbolic(), gi, node) {
-            Ok(proof) => {
+        let proven = prove(cx.symbolic(), gi, node);
+        let collapsed = match &proven {
+            Err(_) if node.op == "Reshape" => collapse(cx, gi, edges, node),
+            _ => None,
+        };
+        match (proven, collapsed) {
+            (Ok(proof), _) => {
                 let text = format!("{:?}", proof.values);
-                let safe = !proof.inferred || proof.values.iter().all(|&v| v > 0 || v == -1);
+                let safe = safe_proof(&proof);
                 f.help = Some(format!(
                     "replace `{shape}` with the constant {text} (proved from the graph) and delete the chain"
                 ));
@@ -128,14 +133,44 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                     node: node.name.clone(),
                     input: k,
                     values: proof.values,
-                    safety: if safe {
-                        FixSafety::Safe
-                    } else {
-                        FixSafety::Unsafe
-                    },
+                    safety: safety(safe),
                 });
             }
-            Err(why) => {
+            (Err(_), Some((data, proof))) => {
+                let text = format!("{:?}", proof.values);
+                let safe = safe_proof(&proof);
+                f.help = Some(format!(
+                    "make `{}` read `{data}` (the input of the views before it) and replace `{shape}` with the constant {text} (proved from the graph); delete the chain",
+                    node.name
+                ));
+                f.evidence.push(format!(
+                    "{}; against the shape of `{data}`: the views between (Reshape, Flatten, Squeeze, Unsqueeze) keep the elements in order, so one Reshape of `{data}` gives the same tensor",
+                    proof_note(&node.op, &proof, safe)
+                ));
+                f.fix = node.origin.map(|_| Fix::CollapseReshape {
+                    graph: f.graph.clone(),
+                    node: node.name.clone(),
+                    data,
+                    values: proof.values,
+                    safety: safety(safe),
+                });
+            }
+            (Err(Unproven::NoConstant(why)), None) => {
+                f.cause = "shape chain: no constant exists".into();
+                let after_gemm = node
+                    .inputs
+                    .first()
+                    .and_then(|d| edges.producer.get(d.as_str()))
+                    .is_some_and(|&p| s.graphs[gi].nodes[p].op == "Gemm");
+                let how = if after_gemm {
+                    "compute the projection as a 3-D `MatMul` + `Add` on the unflattened input instead of `Reshape → Gemm → Reshape` (GPT-2's `Conv1D`: `x @ w + b` rather than `addmm` on `view(-1, k)`)"
+                } else {
+                    "keep the dims apart in the model's code (no batch flattened into rows, no heads folded into the batch) or export with the dynamo exporter, which folds shape arithmetic"
+                };
+                f.help = Some(format!("no constant can replace this chain; {how}"));
+                f.evidence.push(format!("proof: {why}"));
+            }
+            (Err(why), None) => {
                 f.cause = "shape chain: no constant proven".into();
                 f.help = Some(format!(
                     "export with static shapes or fold the chain into a constant; the linter could not prove the constant: {why}"
@@ -144,6 +179,61 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         }
         out.push(f);
     }
+}
+
+/// A fix is safe unless a `-1` stands beside a `0` that copies a dim (see the rule's page).
+fn safe_proof(proof: &Proof) -> bool {
+    !proof.inferred || proof.values.iter().all(|&v| v > 0 || v == -1)
+}
+
+fn safety(safe: bool) -> FixSafety {
+    if safe {
+        FixSafety::Safe
+    } else {
+        FixSafety::Unsafe
+    }
+}
+
+/// The ops that only view their input 0 with another shape (the elements, in order, unchanged).
+const VIEWS: &[&str] = &["Reshape", "Flatten", "Squeeze", "Unsqueeze"];
+
+/// A `Reshape` whose data comes through views: the value before them (a name of the user's
+/// model) against whose shape the constant is proven, with the proof. `Reshape(view(x), s)` is
+/// `Reshape(x, s')` whenever `s'` gives the same output shape, which the proof shows.
+fn collapse(
+    cx: &Context,
+    gi: usize,
+    edges: &Edges,
+    node: &crate::session::SNode,
+) -> Option<(String, Proof)> {
+    let s = cx.session();
+    let sh = cx.symbolic();
+    let mut value = node.inputs.first()?.as_str();
+    for _ in 0..MAX_DEPTH {
+        let &p = edges.producer.get(value)?;
+        let view = &s.graphs[gi].nodes[p];
+        if view.domain != "ai.onnx" || !VIEWS.contains(&view.op.as_str()) {
+            return None;
+        }
+        // The view must be the user's node, reading a value of the user's model by that name.
+        let origin = view.origin?;
+        let before = view.inputs.first().filter(|n| !n.is_empty())?;
+        let user = cx.model.node(origin);
+        let same_name = user
+            .inputs
+            .first()
+            .copied()
+            .flatten()
+            .is_some_and(|v| cx.model.value(v).name == *before);
+        if !same_name {
+            return None;
+        }
+        if let Ok(proof) = prove_on(sh, gi, node, sh.shape(gi, before)) {
+            return Some((before.clone(), proof));
+        }
+        value = before;
+    }
+    None
 }
 
 /// How the constant was proven, for the evidence.

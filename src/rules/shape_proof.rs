@@ -31,25 +31,67 @@ pub fn shape_input(op: &str) -> Option<usize> {
     }
 }
 
+/// Why no constant was proven.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unproven {
+    /// The analysis lost track of something: a constant may exist.
+    Unknown(String),
+    /// Every dim involved is known, and no constant gives the same output for every value of
+    /// the model's dims (a view that splits `batch·seq` back into `batch`, `seq`).
+    NoConstant(String),
+}
+
+impl std::fmt::Display for Unproven {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unproven::Unknown(s) | Unproven::NoConstant(s) => f.write_str(s),
+        }
+    }
+}
+
 /// Proves the constant that replaces the shape input of `node` (of session graph `gi`), or
 /// says which element could not be proven.
-pub fn prove(sh: &Shapes, gi: usize, node: &SNode) -> Result<Proof, String> {
-    let k = shape_input(&node.op).ok_or_else(|| format!("{} has no shape input", node.op))?;
+pub fn prove(sh: &Shapes, gi: usize, node: &SNode) -> Result<Proof, Unproven> {
+    let data = node
+        .inputs
+        .first()
+        .filter(|_| shape_input(&node.op) == Some(1))
+        .and_then(|d| sh.shape(gi, d));
+    prove_on(sh, gi, node, data)
+}
+
+/// [`prove`] against `data`, the shape of the data input `node` reads (or of a value it could
+/// read instead: the input of a pure view that feeds it).
+pub fn prove_on(
+    sh: &Shapes,
+    gi: usize,
+    node: &SNode,
+    data: Option<&[Dim]>,
+) -> Result<Proof, Unproven> {
+    let unknown = Unproven::Unknown;
+    let k =
+        shape_input(&node.op).ok_or_else(|| unknown(format!("{} has no shape input", node.op)))?;
     let name = node
         .inputs
         .get(k)
         .filter(|n| !n.is_empty())
-        .ok_or_else(|| "the shape input is missing".to_string())?;
+        .ok_or_else(|| unknown("the shape input is missing".to_string()))?;
     let elems = sh
         .value(gi, name)
-        .ok_or_else(|| format!("the elements of `{name}` are not known statically"))?;
-    let data = node
-        .inputs
-        .first()
-        .filter(|_| k == 1)
-        .and_then(|d| sh.shape(gi, d));
+        .ok_or_else(|| unknown(format!("the elements of `{name}` are not known statically")))?;
     let out = node.outputs.first().and_then(|o| sh.shape(gi, o));
+    // Every dim named: a constant that fails is provably impossible, not merely unfound.
+    let known = |d: &[Dim]| d.iter().all(|x| !x.opaque());
     let unproven = |i: usize, e: &Dim| format!("element {i} (`{e}`) is not a constant");
+    let data_text = |d: &[Dim]| {
+        format!(
+            "[{}]",
+            d.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     match node.op.as_str() {
         "Reshape" => {
             let allowzero = node.attr_i("allowzero").unwrap_or(0) != 0;
@@ -73,13 +115,22 @@ pub fn prove(sh: &Shapes, gi: usize, node: &SNode) -> Result<Proof, String> {
                     values[*i] = Some(-1);
                     true
                 }
-                [i, ..] => return Err(unproven(*i, &elems[*i])),
+                [i, ..] => {
+                    let decided = data
+                        .filter(|d| known(d))
+                        .filter(|_| !allowzero && open.iter().all(|&j| !elems[j].opaque()));
+                    return Err(match decided {
+                        Some(d) => Unproven::NoConstant(reshape_impossible(&elems, &open, d)),
+                        None => unknown(unproven(*i, &elems[*i])),
+                    });
+                }
             };
             let values: Vec<i64> = values.into_iter().flatten().collect();
             Ok(Proof { values, inferred })
         }
         "Expand" => {
-            let data = data.ok_or_else(|| "the data input's rank is not known".to_string())?;
+            let data =
+                data.ok_or_else(|| unknown("the data input's rank is not known".to_string()))?;
             let offset = elems.len() as i64 - data.len() as i64;
             let values = elems
                 .iter()
@@ -98,9 +149,22 @@ pub fn prove(sh: &Shapes, gi: usize, node: &SNode) -> Result<Proof, String> {
                             .and_then(|p| o.get(p))
                     })
                     .and_then(Dim::as_const)
-                    .ok_or_else(|| unproven(i, e))
+                    .ok_or_else(|| {
+                        // Broadcasting keeps the data's dim (or a constant's): a dim the data
+                        // does not have at that position cannot come from a constant.
+                        let from = j.and_then(|j| data.get(j));
+                        if known(data) && !e.opaque() {
+                            Unproven::NoConstant(format!(
+                                "element {i} (`{e}`) is not a constant and the data input has {} there (data: {}): Expand keeps the data's dim or broadcasts a 1 to a constant, so no constant expresses it",
+                                from.map(|d| format!("`{d}`")).unwrap_or_else(|| "no dim".into()),
+                                data_text(data)
+                            ))
+                        } else {
+                            unknown(unproven(i, e))
+                        }
+                    })
                 })
-                .collect::<Result<Vec<i64>, String>>()?;
+                .collect::<Result<Vec<i64>, Unproven>>()?;
             Ok(Proof {
                 values,
                 inferred: false,
@@ -110,12 +174,55 @@ pub fn prove(sh: &Shapes, gi: usize, node: &SNode) -> Result<Proof, String> {
             let values = elems
                 .iter()
                 .enumerate()
-                .map(|(i, e)| e.as_const().ok_or_else(|| unproven(i, e)))
-                .collect::<Result<Vec<i64>, String>>()?;
+                .map(|(i, e)| {
+                    e.as_const().ok_or_else(|| {
+                        if e.opaque() {
+                            unknown(unproven(i, e))
+                        } else {
+                            Unproven::NoConstant(format!(
+                                "element {i} (`{e}`) varies with the model's dims, and {} takes it as is",
+                                node.op
+                            ))
+                        }
+                    })
+                })
+                .collect::<Result<Vec<i64>, Unproven>>()?;
             Ok(Proof {
                 values,
                 inferred: false,
             })
         }
     }
+}
+
+/// Why a `Reshape` view has no constant: two or more elements are neither constants nor the
+/// data's dim at their position, and `Reshape` infers one element at most (`-1`).
+fn reshape_impossible(elems: &[Dim], open: &[usize], data: &[Dim]) -> String {
+    let list = open
+        .iter()
+        .filter_map(|&i| Some(format!("{i} (`{}`)", elems.get(i)?)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let data_text = data
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let product = open
+        .iter()
+        .try_fold(Dim::konst(1), |acc, &i| acc.mul(elems.get(i)?));
+    let what = match product.and_then(|p| data.iter().position(|d| *d == p)) {
+        Some(j) => format!(
+            "the view splits `{}` (dim {j} of the data) into {}",
+            data.get(j).map(ToString::to_string).unwrap_or_default(),
+            open.iter()
+                .filter_map(|&i| Some(format!("`{}`", elems.get(i)?)))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+        None => "the view moves or merges dims of the data".to_string(),
+    };
+    format!(
+        "no constant expresses this view for every value of the model's dims: {what}; elements {list} are neither constants nor the data input's dims at their positions (data: [{data_text}]), and Reshape infers one element at most (-1)"
+    )
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Checks OL301's proven constants: applies every `replace-input-with-constant` fix the linter
-emits (by hand, with onnx) and compares CPU onnxruntime outputs of the original and the fixed
+"""Checks OL301's proven constants: applies every `replace-input-with-constant` and
+`collapse-reshape` fix the linter emits (by hand, with onnx) and compares CPU onnxruntime outputs of the original and the fixed
 model, bit for bit, at several dim values.
 
   python3 tools/probes/apply_fixes.py [--lint BIN] [--ort 1.31.1] [--opt-level all] MODEL.onnx...
 
-Prints one line per model: OL301 findings, how many carry a fix, outputs identical or not.
+Prints one line per model: OL301 findings, how many carry a fix, how many provably have no
+constant (cause `shape chain: no constant exists`), outputs identical or not; with --unproven,
+every finding without a fix (node and why).
 Exits 1 when any output differs or a fixed model fails where the original runs.
 """
 import argparse
@@ -28,6 +30,8 @@ def findings(bin_, model, release, level):
     d = json.loads(out)
     if isinstance(d, list):
         d = d[0]
+    if "findings" not in d:
+        sys.exit(f"{model}: the linter gave no findings: {d.get('error')}")
     return [f for f in d["findings"] if f["code"] == "OL301"]
 
 
@@ -52,7 +56,12 @@ def apply(model, fixes):
                 if n.name == fx["node"]:
                     name = f"onnx_lint_fix_{k}"
                     g.initializer.append(numpy_helper.from_array(np.array(fx["values"], dtype=np.int64), name))
-                    n.input[fx["input"]] = name
+                    if fx["kind"] == "collapse-reshape":
+                        # Read the value before the views, with the shape proven against it.
+                        n.input[0] = fx["data"]
+                        n.input[1] = name
+                    else:
+                        n.input[fx["input"]] = name
     return m
 
 
@@ -93,23 +102,32 @@ def main():
     ap.add_argument("--lint", default="target/debug/cargo-onnx-lint")
     ap.add_argument("--ort", default="1.31.1")
     ap.add_argument("--opt-level", default="all")
+    ap.add_argument("--unproven", action="store_true", help="list every finding without a fix")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     bad = 0
-    total = proven = 0
+    total = proven = impossible = 0
     for path in a.models:
         fs = findings(a.lint, path, a.ort, a.opt_level)
         fixes = [f["fix"] for f in fs if f.get("fix")]
+        none = [f for f in fs if not f.get("fix") and f["cause"] == "shape chain: no constant exists"]
         total += len(fs)
         proven += len(fixes)
+        impossible += len(none)
+        if a.unproven:
+            for f in fs:
+                if not f.get("fix"):
+                    proof = [e for e in f["evidence"] if e.startswith("proof:")]
+                    why = proof[0] if f in none and proof else f["help"]
+                    print(f"  unproven {path.split('/')[-1]} {f['node']}: {f['cause']}: {why}")
         model = onnx.load(path)
         fixed = apply(model, fixes)
         rng = np.random.default_rng(0)
         same = True
         note = ""
-        for dims in ({}, {"batch": 2, "seq": 5, "sequence_length": 5, "batch_size": 2},
-                     {"batch": 3, "seq": 7, "sequence_length": 7, "batch_size": 3},
-                     {"batch": 1, "seq": 1, "sequence_length": 1, "batch_size": 1}):
+        for dims in ({}, {"batch": 2, "seq": 5, "sequence": 5, "sequence_length": 5, "batch_size": 2},
+                     {"batch": 3, "seq": 7, "sequence": 7, "sequence_length": 7, "batch_size": 3},
+                     {"batch": 1, "seq": 1, "sequence": 1, "sequence_length": 1, "batch_size": 1}):
             feed = feeds(model, dims, rng)
             try:
                 want = run(model, feed)
@@ -128,8 +146,11 @@ def main():
                     note = f" (output differs at {dims})"
         if not same:
             bad += 1
-        print(f"{path}: OL301 {len(fs)}, proven {len(fixes)}, outputs {'bit-identical' if same else 'DIFFER'}{note}")
-    print(f"total: {proven}/{total} OL301 findings carry a proven constant")
+        print(f"{path}: OL301 {len(fs)}, proven {len(fixes)}, no constant exists {len(none)}, "
+              f"outputs {'bit-identical' if same else 'DIFFER'}{note}")
+    pct = 100 * proven / total if total else 0
+    print(f"total: {proven}/{total} ({pct:.0f}%) OL301 findings carry a proven constant; "
+          f"{impossible} provably have none; {total - proven - impossible} unproven")
     sys.exit(1 if bad else 0)
 
 
