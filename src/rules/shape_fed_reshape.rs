@@ -164,8 +164,10 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                     .is_some_and(|&p| s.graphs[gi].nodes[p].op == "Gemm");
                 let how = if after_gemm {
                     "compute the projection as a 3-D `MatMul` + `Add` on the unflattened input instead of `Reshape → Gemm → Reshape` (GPT-2's `Conv1D`: `x @ w + b` rather than `addmm` on `view(-1, k)`)"
+                } else if node.op == "Expand" {
+                    "let the consumer broadcast the smaller tensor instead of expanding it explicitly, or export with static shapes"
                 } else {
-                    "keep the dims apart in the model's code (no batch flattened into rows, no heads folded into the batch) or export with the dynamo exporter, which folds shape arithmetic"
+                    "keep the dims apart in the model's code (no batch flattened into rows, no heads folded into the batch) or export with static shapes"
                 };
                 f.help = Some(format!("no constant can replace this chain; {how}"));
                 f.evidence.push(format!("proof: {why}"));

@@ -80,8 +80,6 @@ pub fn prove_on(
         .value(gi, name)
         .ok_or_else(|| unknown(format!("the elements of `{name}` are not known statically")))?;
     let out = node.outputs.first().and_then(|o| sh.shape(gi, o));
-    // Every dim named: a constant that fails is provably impossible, not merely unfound.
-    let known = |d: &[Dim]| d.iter().all(|x| !x.opaque());
     let unproven = |i: usize, e: &Dim| format!("element {i} (`{e}`) is not a constant");
     let data_text = |d: &[Dim]| {
         format!(
@@ -116,9 +114,14 @@ pub fn prove_on(
                     true
                 }
                 [i, ..] => {
-                    let decided = data
-                        .filter(|d| known(d))
-                        .filter(|_| !allowzero && open.iter().all(|&j| !elems[j].opaque()));
+                    // Each open element can be neither a constant (it varies) nor `0` (the
+                    // data's dim there differs), and only one can be `-1`.
+                    let decided = data.filter(|d| {
+                        !allowzero
+                            && open.iter().all(|&j| {
+                                !elems[j].opaque() && d.get(j).is_none_or(|x| !x.opaque())
+                            })
+                    });
                     return Err(match decided {
                         Some(d) => Unproven::NoConstant(reshape_impossible(&elems, &open, d)),
                         None => unknown(unproven(*i, &elems[*i])),
@@ -153,9 +156,9 @@ pub fn prove_on(
                         // Broadcasting keeps the data's dim (or a constant's): a dim the data
                         // does not have at that position cannot come from a constant.
                         let from = j.and_then(|j| data.get(j));
-                        if known(data) && !e.opaque() {
+                        if from.is_none_or(|d| !d.opaque()) && !e.opaque() {
                             Unproven::NoConstant(format!(
-                                "element {i} (`{e}`) is not a constant and the data input has {} there (data: {}): Expand keeps the data's dim or broadcasts a 1 to a constant, so no constant expresses it",
+                                "element {i} (`{e}`) is not a constant and the data input has {} there (data: {}): Expand's output dim there is the data's, or the constant where the data has 1 or no dim, so no constant gives it",
                                 from.map(|d| format!("`{d}`")).unwrap_or_else(|| "no dim".into()),
                                 data_text(data)
                             ))

@@ -439,6 +439,162 @@ fn replacing_a_shape_chain_with_its_constant_removes_the_cpu_nodes() {
     assert_same_outputs(&path, &fixtures().join("shape_chain.op17.fixed.onnx"));
 }
 
+/// OL301's fixes of fixture `name` at 1.24.4 and `level` (the `zero-cost` group enabled), read
+/// back from the lint JSON.
+fn ol301_fixes(name: &str, level: &str) -> Vec<Fix> {
+    let lint = bin(
+        &fixtures(),
+        &[
+            "--ort",
+            "1.24.4",
+            "--opt-level",
+            level,
+            "--warn",
+            "zero-cost",
+            "--no-cache",
+            "--format",
+            "json",
+            name,
+        ],
+    );
+    let record: Value = match serde_json::from_str(&lint.stdout).unwrap() {
+        Value::Array(mut a) => a.remove(0),
+        one => one,
+    };
+    let text = |f: &Value, k: &str| f[k].as_str().unwrap().to_string();
+    record["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "OL301")
+        .map(|f| {
+            let f = &f["fix"];
+            let values = f["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect();
+            let safety = if f["safety"] == "safe" {
+                FixSafety::Safe
+            } else {
+                FixSafety::Unsafe
+            };
+            match f["kind"].as_str() {
+                Some("collapse-reshape") => Fix::CollapseReshape {
+                    graph: text(f, "graph"),
+                    node: text(f, "node"),
+                    data: text(f, "data"),
+                    values,
+                    safety,
+                },
+                Some("replace-input-with-constant") => Fix::ReplaceInputWithConstant {
+                    graph: text(f, "graph"),
+                    node: text(f, "node"),
+                    input: f["input"].as_u64().unwrap() as usize,
+                    values,
+                    safety,
+                },
+                _ => panic!("{name}: an OL301 finding without a fix: {f}"),
+            }
+        })
+        .collect()
+}
+
+/// collapse-reshape: transformers' padding mask as TorchScript exports it. The mask indexed by
+/// `batch_idx * seq + kv_idx` is `[batch, 1, 1, seq, 1]`, flattened by `Reshape(-1)` and viewed
+/// back as `[batch, 1, 1, seq]` from a `Shape`: no constant splits `batch·seq`, but the view can
+/// read the `Gather` directly with `[0, 1, 1, 0]`. The flattening Reshape and the shape chain go.
+#[test]
+fn collapsing_the_padding_mask_view_reads_the_gather_directly() {
+    let name = "padding_mask.op17.onnx";
+    let path = fixtures().join(name);
+    let bytes = std::fs::read(&path).unwrap();
+    let model = onnx_lint::model::load(&path).unwrap();
+    let fix = Fix::CollapseReshape {
+        graph: "main_graph".into(),
+        node: "/m/model/Reshape_1".into(),
+        data: "/m/model/Gather_3_output_0".into(),
+        values: vec![0, 1, 1, 0],
+        safety: FixSafety::Safe,
+    };
+    for level in ["disable", "all"] {
+        assert_eq!(ol301_fixes(name, level), vec![fix.clone()], "{level}");
+    }
+    let applied = onnx_lint::fix::apply(&bytes, &model, std::slice::from_ref(&fix)).unwrap();
+    assert_eq!(applied.applied, vec![fix]);
+    assert_eq!(
+        applied.removed_nodes,
+        [
+            "/m/model/Shape_3",
+            "/m/model/Constant_13",
+            "/m/model/Reshape",
+            "/m/model/Concat"
+        ]
+    );
+    let after = ModelProto::decode(applied.bytes.as_slice()).unwrap();
+    insta::assert_snapshot!(
+        "diff_padding_mask",
+        onnx_lint::fix::text_diff(&model.proto, &after, name)
+    );
+    check_fixed("padding_mask.op17.fixed.onnx", &applied.bytes);
+    let (before, after) = check_truth(name, "padding_mask.op17.fixed.onnx");
+    assert!(after <= before, "copies {before} → {after}");
+    assert_same_outputs(&path, &fixtures().join("padding_mask.op17.fixed.onnx"));
+}
+
+/// replace-input-with-constant at `all`: Llama's `repeat_kv`, whose four `Shape → Gather`s ORT
+/// fuses into one `Split` (GatherSliceToSplitFusion); the split pieces keep the shape's
+/// elements, so the Expand's and the Reshape's constants are proven there too.
+#[test]
+fn repeat_kv_constants_are_proven_through_ort_split_fusion() {
+    let name = "repeat_kv.op17.onnx";
+    let path = fixtures().join(name);
+    let bytes = std::fs::read(&path).unwrap();
+    let model = onnx_lint::model::load(&path).unwrap();
+    let fixes = ol301_fixes(name, "all");
+    let scope = "/m/model/layers.0/self_attn";
+    assert_eq!(
+        fixes,
+        vec![
+            Fix::ReplaceInputWithConstant {
+                graph: "main_graph".into(),
+                node: format!("{scope}/Expand"),
+                input: 1,
+                values: vec![1, 2, 2, 1, 8],
+                safety: FixSafety::Safe,
+            },
+            // `-1` beside a `0` that copies the batch: unsafe (an empty batch), see OL301.
+            Fix::ReplaceInputWithConstant {
+                graph: "main_graph".into(),
+                node: format!("{scope}/Reshape_1"),
+                input: 1,
+                values: vec![0, 4, -1, 8],
+                safety: FixSafety::Unsafe,
+            },
+        ]
+    );
+    let applied = onnx_lint::fix::apply(&bytes, &model, &fixes).unwrap();
+    assert_eq!(applied.applied.len(), 2, "{:?}", applied.skipped);
+    assert!(
+        applied
+            .removed_nodes
+            .iter()
+            .any(|n| n.ends_with("/Shape_4")),
+        "{:?}",
+        applied.removed_nodes
+    );
+    let after = ModelProto::decode(applied.bytes.as_slice()).unwrap();
+    insta::assert_snapshot!(
+        "diff_repeat_kv",
+        onnx_lint::fix::text_diff(&model.proto, &after, name)
+    );
+    check_fixed("repeat_kv.op17.fixed.onnx", &applied.bytes);
+    let (before, after) = check_truth(name, "repeat_kv.op17.fixed.onnx");
+    assert!(after <= before, "copies {before} → {after}");
+    assert_same_outputs(&path, &fixtures().join("repeat_kv.op17.fixed.onnx"));
+}
+
 /// `-o/--output` has two meanings: without `--fix`/`--diff` it is the lint report's file (the
 /// model is only read); with `--fix` it is the fixed model's path (the report goes to stdout).
 #[test]
