@@ -17,8 +17,26 @@ declare_rule! {
     /// computes the output shape: every dim is carried symbolically (the model's dim names,
     /// `batch`, `seq`, `past+seq`) through MatMul/Gemm, Transpose, elementwise ops, Slice, Gather,
     /// Concat, Unsqueeze, Squeeze, Reshape and Split, so the `Shape` of the hidden state taken
-    /// before a projection still proves the view after it. A proven constant comes with a
-    /// machine-readable fix (JSON `fix`, kind `replace-input-with-constant`).
+    /// before a projection still proves the view after it; the pieces of a `Split` of a shape
+    /// (ORT's GatherSliceToSplitFusion at `all`) keep their elements. A proven constant comes
+    /// with a machine-readable fix (JSON `fix`, kind `replace-input-with-constant`).
+    ///
+    /// A `Reshape` whose data comes through views (`Reshape`, `Flatten`, `Squeeze`,
+    /// `Unsqueeze`: the elements in the same order) may have no constant against the flattened
+    /// data and one against the value before the views: transformers' padding mask is indexed
+    /// as `[batch, 1, 1, seq, 1]`, flattened to `[batch·seq]` and viewed back as
+    /// `[batch, 1, 1, seq]`. The fix (kind `collapse-reshape`) makes the `Reshape` read that
+    /// value with the constant proven against it (`[0, 1, 1, 0]`); the views and the chain go.
+    ///
+    /// When every dim involved is known and still no constant gives the same output for every
+    /// value of the model's dims, the finding says so (cause `shape chain: no constant
+    /// exists`) and why: a view that splits `batch·seq` back into `batch`, `seq` (GPT-2's
+    /// `Conv1D`, OPT's flattened MLP), one that folds the heads into the batch (BLOOM), an
+    /// `Expand` that broadcasts a 1 to the batch. Such findings are kept: the chain runs on
+    /// every call all the same, and the help names the change in the model's code that
+    /// removes it. "Could not prove the constant" is left for what the analysis lost track of.
+    /// Measured share (README, findings): findings with a `fix` over all OL301 findings, the
+    /// ones with no constant included.
     ///
     /// ## Why is this bad?
     /// The chain is shape arithmetic that ORT runs on the CPU; where a piece of it stays on CUDA
@@ -44,9 +62,10 @@ declare_rule! {
     /// ## How to fix
     /// Replace the shape input with the constant the finding names and delete the chain (`--fix`
     /// applies the JSON `fix`), or export with static shapes / let the exporter fold it (the
-    /// dynamo exporter, `do_constant_folding`). When no constant is proven the finding says which
-    /// element is not constant: a view that splits `batch·seq` back into two dims (GPT-2's
-    /// `Conv1D`: `view(-1, k)`, `Gemm`, `view(bsz, q_len, n)`) has none; use a 3-D `MatMul`.
+    /// dynamo exporter, `do_constant_folding`). When no constant exists the finding says which
+    /// elements no constant can give: a view that splits `batch·seq` back into two dims (GPT-2's
+    /// `Conv1D`: `view(-1, k)`, `Gemm`, `view(bsz, q_len, n)`) has none; compute it with a
+    /// 3-D `MatMul` and an `Add` in the model's code.
     ///
     /// ## Fix safety
     /// A proven constant keeps outputs bit-identical: each element is a constant of the graph or,
@@ -56,7 +75,9 @@ declare_rule! {
     /// the total size the original shape had to keep anyway; such a fix is `unsafe` when another
     /// element is a `0` that copies a dim, because ORT rejects `-1` next to a zero-size dim (an
     /// empty batch) where the original shape would not. Dims are equal when their names are (as
-    /// ONNX defines `dim_param`).
+    /// ONNX defines `dim_param`). `collapse-reshape` is safe on the same terms: a `Reshape`
+    /// of the value before the views yields the same elements in the same order, and the proof
+    /// shows the output shape is the same.
     pub static RULE = ("OL301", "shape-fed-reshape", Warn, "a Reshape/Expand/Tile shape input is computed from Shape at run time", check);
 }
 

@@ -123,7 +123,7 @@ pub fn prove_on(
                             })
                     });
                     return Err(match decided {
-                        Some(d) => Unproven::NoConstant(reshape_impossible(&elems, &open, d)),
+                        Some(d) => Unproven::NoConstant(reshape_impossible(elems, &open, d)),
                         None => unknown(unproven(*i, &elems[*i])),
                     });
                 }
