@@ -50,6 +50,18 @@ pub enum Fix {
         values: Vec<i64>,
         safety: FixSafety,
     },
+    /// Replace `Reshape(x, [-1, k]) → Gemm(·, B, C) → Reshape(·, shape)` (nodes `flatten`,
+    /// `gemm`, `unflatten` of graph `graph`) by `MatMul(x, B)` and `Add(·, C)` on `x`'s own
+    /// rank, which write the unflattening Reshape's output: the view that no constant can give
+    /// goes with its shape chain. Always `unsafe`: ORT's CPU Gemm adds `C` into the product's
+    /// first K-block, so for K above MLAS's block the sums round differently.
+    UnflattenGemm {
+        graph: String,
+        flatten: String,
+        gemm: String,
+        unflatten: String,
+        safety: FixSafety,
+    },
     /// Set the opset import of `domain` in the model-local function `function` (its `domain`
     /// and `name`) to `version`, the model's.
     SetFunctionOpsetImport {
@@ -68,6 +80,7 @@ impl Fix {
             Fix::SetOpsetImport { safety, .. }
             | Fix::ReplaceInputWithConstant { safety, .. }
             | Fix::CollapseReshape { safety, .. }
+            | Fix::UnflattenGemm { safety, .. }
             | Fix::SetFunctionOpsetImport { safety, .. } => *safety,
         }
     }

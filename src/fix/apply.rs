@@ -36,6 +36,8 @@ struct GraphEdit {
     remove: BTreeSet<u32>,
     /// Encoded `TensorProto`s to append as initializers.
     initializers: Vec<Vec<u8>>,
+    /// node index → encoded `NodeProto`s written in its place.
+    replace: BTreeMap<u32, Vec<Vec<u8>>>,
 }
 
 #[derive(Debug, Default)]
@@ -69,8 +71,10 @@ pub fn apply(bytes: &[u8], model: &Model, fixes: &[Fix]) -> Result<Applied, Malf
         taken.extend(model.values.iter().map(|v| v.name.clone()));
     }
     let mut ordered: Vec<&Fix> = fixes.iter().collect();
-    // Highest target first, so that it is the one kept for a domain.
+    // Highest target first, so that it is the one kept for a domain; rewrites that remove nodes
+    // before edits of those nodes (which are then skipped: the node is gone).
     ordered.sort_by_key(|f| match f {
+        Fix::UnflattenGemm { .. } => std::cmp::Reverse(i64::MAX),
         Fix::SetOpsetImport { to, .. } => std::cmp::Reverse(*to),
         _ => std::cmp::Reverse(i64::MIN),
     });
@@ -210,6 +214,19 @@ fn plan_one(
             let (g, id) = find_node(model, graph, node)?;
             replace_with_constant(model, plan, replaced, taken, g, id, *input, values)
         }
+        Fix::UnflattenGemm {
+            graph,
+            flatten,
+            gemm,
+            unflatten,
+            ..
+        } => unflatten_gemm(
+            model,
+            plan,
+            replaced,
+            taken,
+            [graph, flatten, gemm, unflatten],
+        ),
         Fix::CollapseReshape {
             graph,
             node,
@@ -248,17 +265,127 @@ fn plan_one(
                 return Err(format!("`{node}` already reads `{data}`"));
             }
             let edit = plan.graphs.entry(g).or_default();
-            let slot = edit.inputs.entry(n.index).or_default();
-            if slot.contains_key(&0) {
-                return Err(format!("another fix already replaces input 0 of `{node}`"));
+            let planned = edit
+                .inputs
+                .get(&n.index)
+                .is_some_and(|s| s.contains_key(&0) || s.contains_key(&1));
+            if planned || edit.remove.contains(&n.index) {
+                return Err(format!("another fix already edits `{node}`"));
             }
-            slot.insert(0, data.clone());
+            // The constant first: when it cannot be planned, nothing of this fix is.
             replace_with_constant(model, plan, replaced, taken, g, id, 1, values)?;
+            let edit = plan.graphs.entry(g).or_default();
+            edit.inputs
+                .entry(n.index)
+                .or_default()
+                .insert(0, data.clone());
             replaced.push((id, 0, old));
             plan.new_uses.push(target);
             Ok(())
         }
     }
+}
+
+/// Plans [`Fix::UnflattenGemm`]: checks the three nodes are linked as the fix says, each
+/// intermediate read once and by the next node only.
+fn unflatten_gemm(
+    model: &Model,
+    plan: &mut Plan,
+    replaced: &mut Vec<(NodeId, usize, ValueId)>,
+    taken: &mut HashSet<String>,
+    names: [&str; 4],
+) -> Result<(), String> {
+    let [graph, flatten, gemm, unflatten] = names;
+    let (g, fl) = find_node(model, graph, flatten)?;
+    let (_, gm) = find_node(model, graph, gemm)?;
+    let (_, un) = find_node(model, graph, unflatten)?;
+    let op = |n: NodeId, want: &str| {
+        let node = model.node(n);
+        if node.op_type == want && normalize_domain(&node.domain) == "ai.onnx" {
+            Ok(node)
+        } else {
+            Err(format!("`{}` is not a {want}", node.name))
+        }
+    };
+    let (fln, gmn, unn) = (op(fl, "Reshape")?, op(gm, "Gemm")?, op(un, "Reshape")?);
+    let input = |n: &crate::model::Node, i: usize| n.inputs.get(i).copied().flatten();
+    let output = |n: &crate::model::Node| n.outputs.first().copied().flatten();
+    let only_reader = |v: Option<ValueId>, reader: &crate::model::Node| {
+        v.is_some_and(|v| {
+            let value = model.value(v);
+            !value.is_graph_output
+                && value.consumers == [reader.id]
+                && reader.inputs.iter().filter(|i| **i == Some(v)).count() == 1
+        })
+    };
+    if input(gmn, 0) != output(fln)
+        || input(unn, 0) != output(gmn)
+        || !only_reader(output(fln), gmn)
+        || !only_reader(output(gmn), unn)
+    {
+        return Err(format!(
+            "`{flatten}` → `{gemm}` → `{unflatten}` are not a chain read only along itself"
+        ));
+    }
+    let (Some(x), Some(b), Some(y), Some(mid)) =
+        (input(fln, 0), input(gmn, 1), output(unn), output(gmn))
+    else {
+        return Err(format!("`{gemm}` lacks an input or an output"));
+    };
+    let name = |v: ValueId| model.value(v).name.clone();
+    let product = fresh_name(&format!("{}_3d", name(mid)), taken);
+    let node = |op: &str, node_name: String, inputs: Vec<String>, out: String| {
+        crate::model::proto::NodeProto {
+            input: inputs,
+            output: vec![out],
+            name: Some(node_name),
+            op_type: Some(op.to_string()),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    let nodes = match input(gmn, 2) {
+        Some(c) => vec![
+            node(
+                "MatMul",
+                gemm.to_string(),
+                vec![name(x), name(b)],
+                product.clone(),
+            ),
+            node(
+                "Add",
+                format!("{gemm}/bias"),
+                vec![product, name(c)],
+                name(y),
+            ),
+        ],
+        None => vec![node(
+            "MatMul",
+            gemm.to_string(),
+            vec![name(x), name(b)],
+            name(y),
+        )],
+    };
+    let edit = plan.graphs.entry(g).or_default();
+    if edit.replace.contains_key(&gmn.index)
+        || edit.remove.contains(&fln.index)
+        || edit.remove.contains(&unn.index)
+        || edit.inputs.contains_key(&unn.index)
+        || edit.inputs.contains_key(&fln.index)
+    {
+        return Err(format!("another fix already edits `{gemm}`"));
+    }
+    edit.replace.insert(gmn.index, nodes);
+    edit.remove.insert(fln.index);
+    edit.remove.insert(unn.index);
+    // The shape inputs of both views lose their reader: their chains go when nothing else reads
+    // them. `x` is read by the MatMul instead of the first view: its uses do not change.
+    for (n, v) in [(fl, input(fln, 1)), (un, input(unn, 1))] {
+        if let Some(v) = v {
+            replaced.push((n, 1, v));
+        }
+    }
+    Ok(())
 }
 
 /// The graph named `graph` (its id) and its node named `node`, each unique.
@@ -305,6 +432,9 @@ fn replace_with_constant(
         return Err(format!("node `{node}` has no input {input}"));
     };
     let edit = plan.graphs.entry(g).or_default();
+    if edit.remove.contains(&model.node(id).index) {
+        return Err(format!("another fix already removes `{node}`"));
+    }
     let slot = edit.inputs.entry(model.node(id).index).or_default();
     if slot.contains_key(&input) {
         return Err(format!(
@@ -514,6 +644,12 @@ fn rewrite_graph(
         let this = index;
         index += 1;
         if edit.remove.contains(&this) {
+            continue;
+        }
+        if let Some(nodes) = edit.replace.get(&this) {
+            for n in nodes {
+                wire::put_bytes(&mut out, 1, n);
+            }
             continue;
         }
         let inputs = edit.inputs.get(&this);

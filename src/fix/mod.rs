@@ -48,6 +48,14 @@ pub fn describe(fix: &Fix) -> String {
         } => format!(
             "make `{node}` read `{data}` (skipping the views between) with the constant shape {values:?}"
         ),
+        Fix::UnflattenGemm {
+            flatten,
+            gemm,
+            unflatten,
+            ..
+        } => format!(
+            "replace `{flatten}` → `{gemm}` → `{unflatten}` (Reshape → Gemm → Reshape) by a MatMul and an Add on the unflattened input"
+        ),
         Fix::SetFunctionOpsetImport {
             function,
             domain,

@@ -6,6 +6,7 @@ use crate::declare_rule;
 use crate::diagnostics::{Finding, Fix, FixSafety};
 use crate::placer::ir::Session;
 use crate::rules::shape_proof::{Proof, Unproven, prove, prove_on, shape_input};
+use crate::rules::symbolic::Dim;
 use crate::rules::{Context, Edges, nodes};
 use crate::tables::Ep;
 
@@ -192,6 +193,14 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 };
                 f.help = Some(format!("no constant can replace this chain; {how}"));
                 f.evidence.push(format!("proof: {why}"));
+                if after_gemm {
+                    f.fix = unflatten_gemm(cx, gi, edges, node);
+                    if f.fix.is_some() {
+                        f.evidence.push(
+                            "fix (unsafe): a MatMul and an Add on the unflattened input give the same shape without the views; ORT's CPU Gemm adds the bias into the first K-block of the product, so for K above 256 the sums round differently (measured: identical at K ≤ 256, differing in the last bits at 768)".into(),
+                        );
+                    }
+                }
             }
             (Err(why), None) => {
                 f.cause = "shape chain: no constant proven".into();
@@ -257,6 +266,78 @@ fn collapse(
         value = before;
     }
     None
+}
+
+/// The structural fix of GPT-2's `Conv1D` (`view(-1, k)`, `Gemm`, `view(bsz, q_len, n)`):
+/// `node` is the unflattening Reshape. The flattening Reshape must merge all leading dims of
+/// `x` (`[a·b·…, k]`), the Gemm must be a plain product plus a bias that broadcasts along the
+/// last dim, and `node` must give `x`'s leading dims with the Gemm's `n`; each intermediate is
+/// read only by the next node.
+fn unflatten_gemm(
+    cx: &Context,
+    gi: usize,
+    edges: &Edges,
+    node: &crate::session::SNode,
+) -> Option<Fix> {
+    let s = cx.session();
+    let sh = cx.symbolic();
+    let g = &s.graphs[gi];
+    let only = |v: &str, reader: usize| {
+        edges.consumers.get(v).is_some_and(|c| c == &[reader]) && !g.outputs.iter().any(|o| o == v)
+    };
+    let data = node.inputs.first()?;
+    let &gp = edges.producer.get(data.as_str())?;
+    let gemm = &g.nodes[gp];
+    let flat_out = gemm.inputs.first()?;
+    let &fp = edges.producer.get(flat_out.as_str())?;
+    let flatten = &g.nodes[fp];
+    let &np = edges.producer.get(node.outputs.first()?.as_str())?;
+    let plain = gemm.attr_i("transA").unwrap_or(0) == 0
+        && gemm.attr_i("transB").unwrap_or(0) == 0
+        && gemm.attr("alpha").and_then(|a| a.f).unwrap_or(1.0) == 1.0
+        && gemm.attr("beta").and_then(|a| a.f).unwrap_or(1.0) == 1.0;
+    if gemm.op != "Gemm"
+        || flatten.op != "Reshape"
+        || !plain
+        || !only(flat_out, gp)
+        || !only(data, np)
+    {
+        return None;
+    }
+    let x = sh.shape(gi, flatten.inputs.first()?)?;
+    let (k, lead) = x.split_last()?;
+    let rows = lead.iter().try_fold(Dim::konst(1), |acc, d| acc.mul(d))?;
+    if lead.len() < 2 || sh.shape(gi, flat_out)? != [rows, k.clone()] {
+        return None;
+    }
+    let n = sh.shape(gi, data)?.get(1)?.clone();
+    let mut want = lead.to_vec();
+    want.push(n.clone());
+    if sh.shape(gi, node.outputs.first()?)? != want.as_slice() {
+        return None;
+    }
+    // The bias must broadcast along the last dim only: `[n]`, `[1, n]` or a scalar.
+    if let Some(c) = gemm.inputs.get(2).filter(|c| !c.is_empty()) {
+        let fits = match sh.shape(gi, c)? {
+            [] => true,
+            [d] => *d == n || d.as_const() == Some(1),
+            [one, d] => one.as_const() == Some(1) && (*d == n || d.as_const() == Some(1)),
+            _ => false,
+        };
+        if !fits {
+            return None;
+        }
+    }
+    if gemm.origin.is_none() || flatten.origin.is_none() || node.origin.is_none() {
+        return None;
+    }
+    Some(Fix::UnflattenGemm {
+        graph: g.name.clone(),
+        flatten: flatten.name.clone(),
+        gemm: gemm.name.clone(),
+        unflatten: node.name.clone(),
+        safety: FixSafety::Unsafe,
+    })
 }
 
 /// How the constant was proven, for the evidence.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks OL301's proven constants: applies every `replace-input-with-constant` and
-`collapse-reshape` fix the linter emits (by hand, with onnx) and compares CPU onnxruntime outputs of the original and the fixed
+`collapse-reshape` fix the linter emits, and the `unflatten-gemm` rewrites (by hand, with onnx) and compares CPU onnxruntime outputs of the original and the fixed
 model, bit for bit, at several dim values.
 
   python3 tools/probes/apply_fixes.py [--lint BIN] [--ort 1.31.1] [--opt-level all] MODEL.onnx...
@@ -19,6 +19,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
+
+ort.set_default_logger_severity(3)
 
 
 def findings(bin_, model, release, level):
@@ -45,10 +47,34 @@ def graphs(g):
                 yield from graphs(sub)
 
 
+def unflatten_gemm(g, fx):
+    """Reshape → Gemm → Reshape becomes MatMul + Add on the unflattened input."""
+    by = {n.name: n for n in g.node}
+    fl, gm, un = by[fx["flatten"]], by[fx["gemm"]], by[fx["unflatten"]]
+    mm = onnx.helper.make_node("MatMul", [fl.input[0], gm.input[1]], [gm.output[0] + "_3d"], name=gm.name)
+    new = [mm]
+    if len(gm.input) > 2 and gm.input[2]:
+        new.append(onnx.helper.make_node("Add", [mm.output[0], gm.input[2]], [un.output[0]], name=gm.name + "/bias"))
+    else:
+        mm.output[0] = un.output[0]
+    nodes = []
+    for n in g.node:
+        if n.name in (fl.name, un.name):
+            continue
+        nodes.extend(new if n.name == gm.name else [n])
+    del g.node[:]
+    g.node.extend(nodes)
+
+
 def apply(model, fixes):
     m = onnx.ModelProto()
     m.CopyFrom(model)
     for k, fx in enumerate(fixes):
+        if fx["kind"] == "unflatten-gemm":
+            for g in graphs(m.graph):
+                if g.name == fx["graph"]:
+                    unflatten_gemm(g, fx)
+            continue
         for g in graphs(m.graph):
             if g.name != fx["graph"]:
                 continue
@@ -106,17 +132,20 @@ def main():
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     bad = 0
-    total = proven = impossible = 0
+    total = proven = impossible = rewrites = 0
     for path in a.models:
         fs = findings(a.lint, path, a.ort, a.opt_level)
         fixes = [f["fix"] for f in fs if f.get("fix")]
-        none = [f for f in fs if not f.get("fix") and f["cause"] == "shape chain: no constant exists"]
+        # Structural rewrites (no constant exists) are applied too but not counted as proven.
+        structural = [fx for fx in fixes if fx["kind"] == "unflatten-gemm"]
+        none = [f for f in fs if f["cause"] == "shape chain: no constant exists"]
         total += len(fs)
-        proven += len(fixes)
+        proven += len(fixes) - len(structural)
         impossible += len(none)
+        rewrites += len(structural)
         if a.unproven:
             for f in fs:
-                if not f.get("fix"):
+                if not f.get("fix") or f in none:
                     proof = [e for e in f["evidence"] if e.startswith("proof:")]
                     why = proof[0] if f in none and proof else f["help"]
                     print(f"  unproven {path.split('/')[-1]} {f['node']}: {f['cause']}: {why}")
@@ -146,11 +175,13 @@ def main():
                     note = f" (output differs at {dims})"
         if not same:
             bad += 1
-        print(f"{path}: OL301 {len(fs)}, proven {len(fixes)}, no constant exists {len(none)}, "
+        print(f"{path}: OL301 {len(fs)}, proven {len(fixes) - len(structural)}, "
+              f"no constant exists {len(none)} ({len(structural)} with an unflatten-gemm fix), "
               f"outputs {'bit-identical' if same else 'DIFFER'}{note}")
     pct = 100 * proven / total if total else 0
     print(f"total: {proven}/{total} ({pct:.0f}%) OL301 findings carry a proven constant; "
-          f"{impossible} provably have none; {total - proven - impossible} unproven")
+          f"{impossible} provably have none ({rewrites} of them with an unflatten-gemm fix); "
+          f"{total - proven - impossible} unproven")
     sys.exit(1 if bad else 0)
 
 
