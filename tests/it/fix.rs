@@ -469,12 +469,14 @@ fn ol301_fixes(name: &str, level: &str) -> Vec<Fix> {
         .filter(|f| f["code"] == "OL301")
         .map(|f| {
             let f = &f["fix"];
-            let values = f["values"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_i64().unwrap())
-                .collect();
+            let values = || {
+                f["values"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_i64().unwrap())
+                    .collect()
+            };
             let safety = if f["safety"] == "safe" {
                 FixSafety::Safe
             } else {
@@ -485,14 +487,21 @@ fn ol301_fixes(name: &str, level: &str) -> Vec<Fix> {
                     graph: text(f, "graph"),
                     node: text(f, "node"),
                     data: text(f, "data"),
-                    values,
+                    values: values(),
+                    safety,
+                },
+                Some("unflatten-gemm") => Fix::UnflattenGemm {
+                    graph: text(f, "graph"),
+                    flatten: text(f, "flatten"),
+                    gemm: text(f, "gemm"),
+                    unflatten: text(f, "unflatten"),
                     safety,
                 },
                 Some("replace-input-with-constant") => Fix::ReplaceInputWithConstant {
                     graph: text(f, "graph"),
                     node: text(f, "node"),
                     input: f["input"].as_u64().unwrap() as usize,
-                    values,
+                    values: values(),
                     safety,
                 },
                 _ => panic!("{name}: an OL301 finding without a fix: {f}"),
@@ -593,6 +602,95 @@ fn repeat_kv_constants_are_proven_through_ort_split_fusion() {
     let (before, after) = check_truth(name, "repeat_kv.op17.fixed.onnx");
     assert!(after <= before, "copies {before} → {after}");
     assert_same_outputs(&path, &fixtures().join("repeat_kv.op17.fixed.onnx"));
+}
+
+/// unflatten-gemm: GPT-2's `Conv1D` (`view(-1, k)`, `Gemm`, `view(bsz, q_len, n)`). The
+/// second view has no constant; the rewrite to `MatMul` + `Add` on the 3-D input removes both
+/// views and the chains. It is `unsafe` (ORT's CPU Gemm adds the bias into the first K-block of
+/// the product: identical sums up to K = 256, different in the last bits beyond), so `--fix`
+/// alone applies only the first view's constant and `--unsafe-fixes` the rewrite; at K = 16 the
+/// outputs stay bit-identical.
+#[test]
+fn unflattening_a_gemm_removes_the_view_no_constant_can_give() {
+    let name = "gpt2_conv1d.op17.onnx";
+    let path = fixtures().join(name);
+    let bytes = std::fs::read(&path).unwrap();
+    let model = onnx_lint::model::load(&path).unwrap();
+    let scope = "/m/transformer/h.0/mlp/c_fc";
+    let rewrite = Fix::UnflattenGemm {
+        graph: "main_graph".into(),
+        flatten: format!("{scope}/Reshape"),
+        gemm: format!("{scope}/Gemm"),
+        unflatten: format!("{scope}/Reshape_1"),
+        safety: FixSafety::Unsafe,
+    };
+    let fixes = ol301_fixes(name, "all");
+    assert!(fixes.contains(&rewrite), "{fixes:?}");
+    // Both fixes at once: the rewrite goes first and the first view's constant, whose node it
+    // removes, is skipped with the reason.
+    let applied = onnx_lint::fix::apply(&bytes, &model, &fixes).unwrap();
+    assert_eq!(applied.applied, vec![rewrite.clone()]);
+    assert!(
+        applied.skipped[0].1.contains("already removes"),
+        "{:?}",
+        applied.skipped
+    );
+    let after = ModelProto::decode(applied.bytes.as_slice()).unwrap();
+    let ops: Vec<&str> = after
+        .graph
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .map(|n| n.op_type())
+        .collect();
+    assert_eq!(ops, ["MatMul", "Add"], "only the projection is left");
+    insta::assert_snapshot!(
+        "diff_gpt2_conv1d",
+        onnx_lint::fix::text_diff(&model.proto, &after, name)
+    );
+    check_fixed("gpt2_conv1d.op17.fixed.onnx", &applied.bytes);
+    let (before, after) = check_truth(name, "gpt2_conv1d.op17.fixed.onnx");
+    assert!(after <= before, "copies {before} → {after}");
+    assert_same_outputs(&path, &fixtures().join("gpt2_conv1d.op17.fixed.onnx"));
+    // Through the command line: the rewrite only with --unsafe-fixes.
+    let (dir, local) = copy_fixture(name);
+    let args = [
+        "--ort",
+        "1.24.4",
+        "--warn",
+        "zero-cost",
+        "--no-cache",
+        "--format",
+        "json",
+    ];
+    let run = bin(dir.path(), &[&args[..], &["--fix", name]].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let record: Value = serde_json::from_str(&run.stdout).unwrap();
+    let left: Vec<&Value> = record[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "OL301")
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["fix"]["kind"], "unflatten-gemm");
+    let run = bin(
+        dir.path(),
+        &[&args[..], &["--fix", "--unsafe-fixes", name]].concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let record: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(
+        !record[0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "OL301"),
+        "{}",
+        run.stdout
+    );
+    assert_same_outputs(&path, &local);
 }
 
 /// `-o/--output` has two meanings: without `--fix`/`--diff` it is the lint report's file (the

@@ -16,6 +16,8 @@ write these graphs. Deterministic: re-running it gives the same bytes (seeded we
   index's shape): collapse-reshape.
 - repeat_kv.op17.onnx: Llama's `repeat_kv` (`batch, kv, slen, hd = x.shape`, expand, reshape), whose
   four `Shape → Gather`s ORT turns into one `Split` at `all`: replace-input-with-constant.
+- gpt2_conv1d.op17.onnx: GPT-2's `Conv1D` as TorchScript exports it (`view(-1, k)`, `Gemm`,
+  `view(bsz, q_len, n)`), whose second view no constant can give: unflatten-gemm (unsafe).
 """
 import os
 
@@ -181,6 +183,28 @@ def repeat_kv():
     )
 
 
+def gpt2_conv1d():
+    k, n = 16, 32
+    t = Torch("/m/transformer/h.0/mlp/c_fc")
+    x = "hidden_states"
+    bsz = t("Gather", [t("Shape", [x]), t.const(0)], axis=0)
+    q_len = t("Gather", [t("Shape", [x]), t.const(1)], axis=0)
+    last = t("Slice", [t("Shape", [x]), t.const([-1]), t.const([9223372036854775807]), t.const([0])])
+    flat_shape = t("Concat", [t.const([-1]), t("Unsqueeze", [t("Squeeze", [last, t.const([0])]), t.const([0])])], axis=0)
+    flat = t("Reshape", [x, flat_shape], allowzero=0)
+    gemm = t("Gemm", [flat, "m.transformer.h.0.mlp.c_fc.weight", "m.transformer.h.0.mlp.c_fc.bias"], alpha=1.0, beta=1.0)
+    view = t("Concat", [t("Unsqueeze", [bsz, t.const([0])]), t("Unsqueeze", [q_len, t.const([0])]), t.const([n])], axis=0)
+    t("Reshape", [gemm, view], allowzero=0)
+    t.nodes[-1].output[0] = "h"
+    m = torch_model(
+        t,
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", "sequence", k])],
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT, ["batch", "sequence", n])],
+    )
+    m.graph.initializer.extend([w("m.transformer.h.0.mlp.c_fc.weight", k, n), w("m.transformer.h.0.mlp.c_fc.bias", n)])
+    return m
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     models = {
@@ -189,6 +213,7 @@ def main():
         "shape_chain.op17.onnx": shape_chain(),
         "padding_mask.op17.onnx": padding_mask(),
         "repeat_kv.op17.onnx": repeat_kv(),
+        "gpt2_conv1d.op17.onnx": gpt2_conv1d(),
     }
     for name, m in models.items():
         onnx.checker.check_model(m) if "function_opset" not in name else None
