@@ -35,9 +35,12 @@ declare_rule! {
     /// `Conv1D`, OPT's flattened MLP), one that folds the heads into the batch (BLOOM), an
     /// `Expand` that broadcasts a 1 to the batch. Such findings are kept: the chain runs on
     /// every call all the same, and the help names the change in the model's code that
-    /// removes it. "Could not prove the constant" is left for what the analysis lost track of.
-    /// Measured share (README, findings): findings with a `fix` over all OL301 findings, the
-    /// ones with no constant included.
+    /// removes it; after a `Gemm` on the flattened input (GPT-2's `Conv1D`) the finding carries
+    /// a structural fix instead (kind `unflatten-gemm`, `unsafe`: `MatMul` and `Add` on the
+    /// unflattened input). "Could not prove the constant" is left for what the analysis lost
+    /// track of.
+    /// Measured share (README, findings): findings with a proven constant over all OL301
+    /// findings, the ones with no constant included.
     ///
     /// ## Why is this bad?
     /// The chain is shape arithmetic that ORT runs on the CPU; where a piece of it stays on CUDA
@@ -78,7 +81,10 @@ declare_rule! {
     /// empty batch) where the original shape would not. Dims are equal when their names are (as
     /// ONNX defines `dim_param`). `collapse-reshape` is safe on the same terms: a `Reshape`
     /// of the value before the views yields the same elements in the same order, and the proof
-    /// shows the output shape is the same.
+    /// shows the output shape is the same. `unflatten-gemm` is always `unsafe`: ORT's CPU
+    /// `Gemm` adds the bias into the product's first K-block while `MatMul` then `Add` adds it
+    /// to the finished product; measured on CPU onnxruntime 1.31.1, outputs are identical up to
+    /// K = 256 and differ in the last bits at K = 768 and 3072.
     pub static RULE = ("OL301", "shape-fed-reshape", Warn, "a Reshape/Expand/Tile shape input is computed from Shape at run time", check);
 }
 
