@@ -106,7 +106,23 @@ pub fn prove_on(
                 };
                 values.push(v);
             }
-            let open: Vec<usize> = (0..values.len()).filter(|&i| values[i].is_none()).collect();
+            let open_of =
+                |v: &[Option<i64>]| (0..v.len()).filter(|&i| v[i].is_none()).collect::<Vec<_>>();
+            // The shape's own `-1` is freed, for an element that needs it, where its output dim
+            // is a constant or the data's dim at that position.
+            let minus = values.iter().position(|v| *v == Some(-1));
+            let minus_out = minus.and_then(|m| out.and_then(|o| o.get(m)));
+            if let (Some(m), Some(o), false) = (minus, minus_out, open_of(&values).is_empty()) {
+                let freed = match o.as_const() {
+                    Some(c) if c > 0 => Some(c),
+                    _ if !allowzero && data.and_then(|d| d.get(m)) == Some(o) => Some(0),
+                    _ => None,
+                };
+                if freed.is_some() {
+                    values[m] = freed;
+                }
+            }
+            let open = open_of(&values);
             let inferred = match open.as_slice() {
                 [] => false,
                 [i] if !values.contains(&Some(-1)) => {
@@ -116,14 +132,28 @@ pub fn prove_on(
                 [i, ..] => {
                     // Each open element can be neither a constant (it varies) nor `0` (the
                     // data's dim there differs), and only one can be `-1`.
+                    // A `-1` still there is held by an output dim that varies and is not the
+                    // data's dim at its position.
+                    let stuck = values.iter().position(|v| *v == Some(-1));
+                    let held = stuck.map(|m| (m, out.and_then(|o| o.get(m))));
+                    let held_known = held.is_none_or(|(m, o)| {
+                        o.is_some_and(|o| !o.opaque() && o.as_const().is_none())
+                            && data.and_then(|d| d.get(m)).is_none_or(|x| !x.opaque())
+                    });
                     let decided = data.filter(|d| {
                         !allowzero
+                            && held_known
                             && open.iter().all(|&j| {
                                 !elems[j].opaque() && d.get(j).is_none_or(|x| !x.opaque())
                             })
                     });
                     return Err(match decided {
-                        Some(d) => Unproven::NoConstant(reshape_impossible(elems, &open, d)),
+                        Some(d) => Unproven::NoConstant(reshape_impossible(
+                            elems,
+                            &open,
+                            d,
+                            held.and_then(|(m, o)| Some((m, o?))),
+                        )),
                         None => unknown(unproven(*i, &elems[*i])),
                     });
                 }
@@ -200,7 +230,12 @@ pub fn prove_on(
 
 /// Why a `Reshape` view has no constant: two or more elements are neither constants nor the
 /// data's dim at their position, and `Reshape` infers one element at most (`-1`).
-fn reshape_impossible(elems: &[Dim], open: &[usize], data: &[Dim]) -> String {
+fn reshape_impossible(
+    elems: &[Dim],
+    open: &[usize],
+    data: &[Dim],
+    held: Option<(usize, &Dim)>,
+) -> String {
     let list = open
         .iter()
         .filter_map(|&i| Some(format!("{i} (`{}`)", elems.get(i)?)))
@@ -223,9 +258,19 @@ fn reshape_impossible(elems: &[Dim], open: &[usize], data: &[Dim]) -> String {
                 .collect::<Vec<_>>()
                 .join(" and ")
         ),
-        None => "the view moves or merges dims of the data".to_string(),
+        None => "the view moves, merges or splits dims of the data".to_string(),
+    };
+    let held = held
+        .map(|(m, o)| format!(" (element {m} is the shape's `-1`, for `{o}`)"))
+        .unwrap_or_default();
+    let which = if open.len() == 1 {
+        format!("element {list} is neither a constant nor the data input's dim at its position")
+    } else {
+        format!(
+            "elements {list} are neither constants nor the data input's dims at their positions"
+        )
     };
     format!(
-        "no constant expresses this view for every value of the model's dims: {what}; elements {list} are neither constants nor the data input's dims at their positions (data: [{data_text}]), and Reshape infers one element at most (-1)"
+        "no constant expresses this view for every value of the model's dims: {what}; {which} (data: [{data_text}]), and Reshape infers one element at most (-1){held}"
     )
 }
