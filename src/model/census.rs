@@ -1,7 +1,9 @@
 //! What decoding a model would cost, measured on the wire before decoding: protobuf lets a
 //! 2-byte field become a 200-byte struct (a 20 MB file of empty nodes decodes to ~4 GB), so the
 //! loader estimates the memory of the decoded model and counts its nodes first, and refuses a
-//! model past [`MAX_DECODED_BYTES`] or [`MAX_NODES`] as too large to analyse.
+//! model past its [`Budget`] as too large to analyse. The budget grows with the file: a big
+//! model is a legitimate input that its size justifies (a million-node decoder is a 355 MB
+//! file), a small file that decodes to gigabytes is not.
 //!
 //! The walk knows the ONNX messages that hold repeated fields (model, graph, node, attribute,
 //! function, tensor, value info and types); every element is charged the size of its decoded
@@ -17,12 +19,42 @@ use super::proto::{
     ValueInfoProto,
 };
 
-/// The most memory the decoded model may take (estimated from the wire, as above).
-pub const MAX_DECODED_BYTES: u64 = 1 << 30;
-/// The most nodes (all graphs and functions) a model may have to be analysed: the analysis
-/// holds a few kilobytes per node (a million-node model took 21 s and 3.7 GB, `performance.md`);
-/// real models stay below a few hundred thousand.
-pub const MAX_NODES: u64 = 1 << 19;
+/// The decoded memory any model may take, whatever its size (a 20 MB file of empty nodes decodes
+/// to gigabytes: refused).
+pub const MIN_DECODED_BYTES: u64 = 1 << 30;
+/// Decoded memory allowed per byte of file past [`MIN_DECODED_BYTES`]: real models decode to
+/// 1–4 times their size (the bench's million-node decoder: 355 MB on disk, about 1.1 GB decoded).
+pub const DECODED_BYTES_PER_FILE_BYTE: u64 = 8;
+/// The absolute ceiling on the decoded memory, whatever the file.
+pub const MAX_DECODED_BYTES: u64 = 16 << 30;
+/// The nodes (all graphs and functions) any model may have: real models stay below a few
+/// hundred thousand.
+pub const MIN_NODES: u64 = 1 << 19;
+/// File bytes per node past [`MIN_NODES`]: a real node (op type, name, an input and an output)
+/// takes 20–100 bytes on the wire, an empty one 2 (a million-node decoder holds 355 bytes per
+/// node, its weights included).
+pub const FILE_BYTES_PER_NODE: u64 = 48;
+/// The absolute ceiling on the node count, whatever the file.
+pub const MAX_NODES: u64 = 1 << 24;
+
+/// What a model of `file_len` bytes may cost to analyse: nodes and decoded memory proportional to
+/// its size, with a floor every model gets and an absolute ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub nodes: u64,
+    pub decoded_bytes: u64,
+}
+
+impl Budget {
+    pub fn for_file(file_len: u64) -> Budget {
+        Budget {
+            nodes: (file_len / FILE_BYTES_PER_NODE).clamp(MIN_NODES, MAX_NODES),
+            decoded_bytes: file_len
+                .saturating_mul(DECODED_BYTES_PER_FILE_BYTE)
+                .clamp(MIN_DECODED_BYTES, MAX_DECODED_BYTES),
+        }
+    }
+}
 
 /// What the walk found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +172,11 @@ pub(crate) fn varint(b: &[u8], pos: &mut usize) -> Option<u64> {
 /// Walks `bytes` as a `ModelProto`. Malformed input ends the walk early with what was counted
 /// (the decoder then reports it).
 pub fn census(bytes: &[u8]) -> Census {
+    census_within(bytes, Budget::for_file(bytes.len() as u64))
+}
+
+/// [`census`], stopping as soon as `budget` is exceeded (the answer is then known).
+pub fn census_within(bytes: &[u8], budget: Budget) -> Census {
     let mut c = Census {
         decoded_bytes: size_of::<ModelProto>() as u64,
         nodes: 0,
@@ -201,7 +238,7 @@ pub fn census(bytes: &[u8]) -> Census {
                     c.decoded_bytes = c.decoded_bytes.saturating_add(cost);
                     pos = stop;
                     // Past a budget the answer is known: stop (the stack stays small too).
-                    if c.nodes > MAX_NODES || c.decoded_bytes > MAX_DECODED_BYTES {
+                    if c.nodes > budget.nodes || c.decoded_bytes > budget.decoded_bytes {
                         return c;
                     }
                 }
@@ -236,6 +273,20 @@ mod tests {
         let c = census(&m.encode_to_vec());
         assert_eq!(c.nodes, 1000);
         assert!(c.decoded_bytes >= 1000 * size_of::<NodeProto>() as u64);
+    }
+
+    #[test]
+    fn the_budget_grows_with_the_file_between_a_floor_and_a_ceiling() {
+        let small = Budget::for_file(20 << 20);
+        assert_eq!(small.nodes, MIN_NODES);
+        assert_eq!(small.decoded_bytes, MIN_DECODED_BYTES);
+        // The bench's million-node decoder (355 MB) fits.
+        let decoder = Budget::for_file(355_000_000);
+        assert!(decoder.nodes >= 1_045_442);
+        assert!(decoder.decoded_bytes >= 2 << 30);
+        let huge = Budget::for_file(u64::MAX);
+        assert_eq!(huge.nodes, MAX_NODES);
+        assert_eq!(huge.decoded_bytes, MAX_DECODED_BYTES);
     }
 
     #[test]

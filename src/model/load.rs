@@ -244,21 +244,23 @@ pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
 /// Decodes an in-memory model (tests, text fixtures already encoded, stdin). What decoding
 /// would cost is checked first ([`super::census`]).
 pub fn decode_model(path: &Path, bytes: Bytes) -> Result<ModelProto, LoadError> {
-    let c = super::census::census(&bytes);
+    let budget = super::census::Budget::for_file(bytes.len() as u64);
+    let c = super::census::census_within(&bytes, budget);
     let too_large = |detail: String| LoadError::TooLargeToAnalyse {
         path: path.to_path_buf(),
         detail,
     };
-    if c.nodes > super::census::MAX_NODES {
+    if c.nodes > budget.nodes {
         return Err(too_large(format!(
-            "it has more than {} nodes, the most the linter analyses",
-            super::census::MAX_NODES
+            "it has more than {} nodes, the most the linter analyses in a file of its size",
+            budget.nodes
         )));
     }
-    if c.decoded_bytes > super::census::MAX_DECODED_BYTES {
+    if c.decoded_bytes > budget.decoded_bytes {
         return Err(too_large(format!(
-            "decoding it would take more than the {} MiB of memory the linter allows",
-            super::census::MAX_DECODED_BYTES >> 20
+            "decoding it would take more than the {} MiB of memory the linter allows for a file \
+             of its size",
+            budget.decoded_bytes >> 20
         )));
     }
     let proto =

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub(crate) use census::varint;
-pub use census::{Census, MAX_DECODED_BYTES, MAX_NODES, census};
+pub use census::{Budget, Census, MAX_DECODED_BYTES, MAX_NODES, census, census_within};
 pub use external::ExternalRef;
 pub use load::{
     LoadError, MAX_MODEL_FILE, MAX_TEXT_FILE, decode_model, open_regular, read_model_proto,

@@ -70,8 +70,28 @@ pub fn run(session: &mut Session, table: &KernelTable) -> Vec<(usize, usize)> {
         let cx = Cx { table, versions };
         insert_casts(session, &cx, 0, &mut updates, &mut moved);
     }
-    remove_duplicate_casts(session, 0);
+    let rules = CastRules {
+        cross_ep: table.release_at_least(1, CROSS_EP_MINOR),
+        lossy_to_bool: table.release_at_least(1, 26),
+    };
+    remove_duplicate_casts(session, 0, rules);
     moved
+}
+
+/// First minor release of 1.x whose `RemoveDuplicateCastTransformer` keeps a Cast whose kept
+/// child Cast runs on another provider (onnxruntime PR 27363).
+const CROSS_EP_MINOR: u64 = 25;
+
+/// The conditions `RemoveDuplicateCastTransformer` gained over the bundled releases, for removing
+/// the first Cast of a chain when some child Casts are kept.
+#[derive(Debug, Clone, Copy)]
+struct CastRules {
+    /// Not when a kept child Cast is assigned to another provider than the first (onnxruntime
+    /// PR 27363; seen in the oracle: 1.24.4 removes, 1.31.1 keeps).
+    cross_ep: bool,
+    /// Not when the first Cast may lose information and a kept child casts to bool (onnxruntime
+    /// issue 28089; the CPU wheels: 1.25.1 removes, 1.26.0 keeps).
+    lossy_to_bool: bool,
 }
 
 /// The release's kernels and the model's opsets, for `IsIsolatedFp16NodeOnCpu`'s lookup of an
@@ -405,7 +425,7 @@ fn unsafe_cast(src: Option<&Type>, dst: Option<&Type>, node_name: &str) -> bool 
 /// `RemoveDuplicateCastTransformer` over graph `gi` and, node by node, its subgraphs. The
 /// consumer lists are built once per graph and kept up to date by each removal, so the pass is
 /// linear in the size of the graph (it used to rebuild them after every change).
-fn remove_duplicate_casts(session: &mut Session, gi: usize) {
+fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
     let graph_outputs: HashSet<String> = session.graphs[gi].outputs.iter().cloned().collect();
     let count = session.graphs[gi].nodes.len();
     let mut e: Option<Edges> = None;
@@ -416,7 +436,7 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize) {
         let mut removed_self = false;
         if session.graphs[gi].nodes[ni].op == "Cast" {
             let edges = e.get_or_insert_with(|| edges(&session.graphs[gi]));
-            removed_self = remove_around(session, gi, ni, &graph_outputs, edges);
+            removed_self = remove_around(session, gi, ni, &graph_outputs, edges, rules);
         }
         if !removed_self {
             let subs: Vec<usize> = session.graphs[gi].nodes[ni]
@@ -425,7 +445,7 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize) {
                 .map(|(_, s)| *s)
                 .collect();
             for sg in subs {
-                remove_duplicate_casts(session, sg);
+                remove_duplicate_casts(session, sg, rules);
             }
         }
     }
@@ -458,6 +478,7 @@ fn remove_around(
     ni: usize,
     graph_outputs: &HashSet<String>,
     e: &mut Edges,
+    rules: CastRules,
 ) -> bool {
     let node = &session.graphs[gi].nodes[ni];
     let (Some(input), Some(output)) = (node.inputs.first().cloned(), node.outputs.first().cloned())
@@ -470,6 +491,10 @@ fn remove_around(
     let children = live_consumers(session, gi, e, &output);
     let mut to_remove: Vec<usize> = Vec::new();
     let mut keep = 0usize;
+    // A kept child on another provider, or (after a lossy cast) one that casts to bool: the
+    // first Cast then stays, whatever else happens around it.
+    let mut pinned = false;
+    let ep = node.ep;
     for &(c, _) in &children {
         let child = &session.graphs[gi].nodes[c];
         if child.op != "Cast" {
@@ -489,6 +514,12 @@ fn remove_around(
             to_remove.push(c);
         } else {
             keep += 1;
+            if rules.cross_ep && ep.is_some() && child.ep.is_some() && child.ep != ep {
+                pinned = true;
+            }
+            if rules.lossy_to_bool && loss && type_group(dst1.as_ref()) == Some(Group::Bool) {
+                pinned = true;
+            }
         }
     }
     let removed_count = to_remove.len();
@@ -503,6 +534,7 @@ fn remove_around(
         replace_input(session, gi, e, &c_out, &input);
     }
     if !children.is_empty()
+        && !pinned
         && removed_count + keep == children.len()
         && !graph_outputs.contains(&output)
     {

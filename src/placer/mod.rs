@@ -6,6 +6,7 @@
 
 mod casts;
 mod cpu_preferred;
+mod dim_symbols;
 mod ensure_unique_dq_for_node_unit;
 mod functions;
 
@@ -19,8 +20,10 @@ mod fusions;
 pub use crate::session as ir;
 mod kernel;
 mod load;
+mod matmul_integer_to_float;
 mod nhwc_transformer;
 mod optimize;
+mod qdq_transformer;
 pub mod registry;
 mod transpose;
 
@@ -197,7 +200,13 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         return placement;
     }
     let mut session = Session::from_model(model);
-    let failures = infer::infer_session(&mut session, table);
+    // The main graph's Kahn order, for type and shape inference (neither changes an edge).
+    let order = if session.graphs.is_empty() {
+        Vec::new()
+    } else {
+        crate::session::order::topological_order(&session, 0)
+    };
+    let failures = infer::infer_session_in(&mut session, table, &order);
     let local_functions: Vec<(String, String)> = model
         .proto
         .functions
@@ -244,7 +253,10 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     }
     // ONNX shape inference runs at load, whatever the level; its rank errors fail the load.
     let mut values = infer::shapes::Values::default();
-    infer::shapes::infer_graph(&mut session, 0, &mut values);
+    if !session.graphs.is_empty() {
+        infer::shapes::infer_graph_in(&mut session, 0, &mut values, &order);
+    }
+    drop(order);
     if let Some((at, fail)) = load::concat_rank_conflict(&session) {
         placement.outcome = Outcome::LoadFail(fail);
         placement.failed_node = Some(at);
@@ -278,7 +290,9 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
             return placement;
         }
     }
+    matmul_integer_to_float::run(&mut session, options.level);
     fusions::run(&mut session, table, options.level);
+    qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
     nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {

@@ -5,12 +5,17 @@
 //! `tests/fixtures/realworld/` (made by `tools/realworld/gen.py`).
 //!
 //! Truth, in `tests/fixtures/realworld/oracle/`:
-//! - `realworld-<ort>-<level>.jsonl.gz`: the stubbed-GPU oracle (`tools/realworld/record.sh`),
+//! - `realworld-<ort>-<level>.jsonl.gz` (and `tests/fixtures/tsdecoders/oracle/tsdecoders-*`, the
+//!   real TorchScript decoders of that folder's README): the stubbed-GPU oracle (`tools/realworld/record.sh`),
 //!   compared as `tests/it/placement.rs` compares (load outcome, copies per graph, placements);
 //! - `cpu-<set>-<ort>-<level>.jsonl.gz`: CPU-only sessions of the CPU `onnxruntime` wheels
 //!   (`tools/realworld/cpu_truth.py`) for this corpus (`realworld`) and the public one
 //!   (`models`, `tests/fixtures/corpus/models`), compared with `--ep cpu` predictions: load outcome,
 //!   the node count and the names of the session graph's nodes.
+//!
+//! `unseen.txt` lists quantized models made after the QDQ transformers were written, with
+//! settings and sources they were not tuned on (`tools/realworld/gen.py --unseen`): a third
+//! tally, apart from the held-out half and the rest.
 //!
 //! `tests/fixtures/realworld/known-differences.txt` lists the sessions that differ today; the
 //! test fails on a difference not listed (a regression) and on a listed one that now agrees
@@ -138,13 +143,32 @@ fn realworld_agrees_with_the_oracle() {
         .map(|l| format!("realworld/{}", l.trim()))
         .collect();
     assert!(heldout.len() >= 20, "the held-out half is missing");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures().join("oracle"))
+    // Quantized models the QDQ work was not tuned on (`tools/realworld/gen.py --unseen`).
+    let unseen: BTreeSet<String> = std::fs::read_to_string(fixtures().join("unseen.txt"))
         .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| format!("realworld/{}", l.trim()))
+        .collect();
+    assert!(unseen.len() >= 5, "the unseen quantized models are missing");
+    // The real TorchScript decoders (`tests/fixtures/tsdecoders`) have their own truth.
+    let tsdecoders = support::repo().join("tests/fixtures/tsdecoders");
+    let mut files: Vec<PathBuf> = [fixtures().join("oracle"), tsdecoders.join("oracle")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with(".jsonl.gz"))
         .collect();
     files.sort();
     assert!(files.len() >= 30, "real-world oracle fixtures missing");
+    assert!(
+        files
+            .iter()
+            .filter(|f| f.starts_with(tsdecoders.join("oracle")))
+            .count()
+            >= 12,
+        "TorchScript decoder oracle fixtures missing"
+    );
     let mut differences = BTreeSet::new();
     let mut summary = Vec::new();
     for file in files {
@@ -164,6 +188,8 @@ fn realworld_agrees_with_the_oracle() {
             "realworld" => fixtures(),
             // The public corpus, kept in the repository (`tests/fixtures/corpus`).
             "models" => support::corpus_models(),
+            // Keyed `tsdecoders/<file>`.
+            "tsdecoders" => support::repo().join("tests/fixtures"),
             _ => panic!("unknown set in {stem}"),
         };
         let table = tables::resolve(ort).unwrap().table();
@@ -175,7 +201,12 @@ fn realworld_agrees_with_the_oracle() {
             },
             level: level(lvl),
         };
-        let (mut all, mut held, mut tuned) = (Tally::default(), Tally::default(), Tally::default());
+        let (mut all, mut held, mut tuned, mut fresh) = (
+            Tally::default(),
+            Tally::default(),
+            Tally::default(),
+            Tally::default(),
+        );
         for truth in records(&file) {
             let name = truth["model"].as_str().unwrap();
             let (key, path) = match set {
@@ -223,6 +254,8 @@ fn realworld_agrees_with_the_oracle() {
                 Some(&mut all),
                 if heldout.contains(&key) {
                     Some(&mut held)
+                } else if unseen.contains(&key) {
+                    Some(&mut fresh)
                 } else if set == "realworld" {
                     Some(&mut tuned)
                 } else {
@@ -247,6 +280,7 @@ fn realworld_agrees_with_the_oracle() {
         if set == "realworld" {
             summary.push(held.line(&format!("  held out ({stem})")));
             summary.push(tuned.line(&format!("  tuned on ({stem})")));
+            summary.push(fresh.line(&format!("  unseen ({stem})")));
         }
     }
     eprintln!("{}", summary.join("\n"));

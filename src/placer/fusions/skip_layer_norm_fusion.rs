@@ -127,9 +127,15 @@ impl Fuser {
             let bias_at = (0..2).find(|&k| {
                 let b = &an.inputs[k];
                 let x = &an.inputs[1 - k];
-                session
-                    .initializer(self.gi, b)
-                    .is_some_and(|i| !i.overridable && i.dims.len() == 1)
+                // The biased value comes from a MatMul (not, say, the scale `Mul` of a
+                // dynamically quantized MatMul: `tests/fixtures/realworld/qdyn.*` at 1.31.1).
+                let from_matmul = self
+                    .producer_of(session, x)
+                    .is_some_and(|p| g.nodes[p].op == "MatMul");
+                from_matmul
+                    && session
+                        .initializer(self.gi, b)
+                        .is_some_and(|i| !i.overridable && i.dims.len() == 1)
                     && matches!((session.shape_of(self.gi, x), session.shape_of(self.gi, b)),
                         (Some(xs), Some(bs)) if xs.len() == 3 && bs.len() == 1
                             && xs[2].is_some() && xs[2] == bs[0])
@@ -154,55 +160,6 @@ impl Fuser {
         self.fuse(session, &[a, ni], ni, node);
     }
 
-    /// Element `i` of a shape tensor built as `Concat(.., Unsqueeze(Gather(Shape(y), k)), ..)`:
-    /// the symbol of `y`'s dim `k`.
-    pub(super) fn shape_part_symbol(
-        &self,
-        session: &Session,
-        shape: &str,
-        i: usize,
-        depth: usize,
-    ) -> Option<String> {
-        let g = &session.graphs[self.gi];
-        let c = &g.nodes[self.producer_of(session, shape)?];
-        if c.op != "Concat" {
-            return None;
-        }
-        // Every part before `i` must be one element long.
-        let mut at = 0;
-        for part in &c.inputs {
-            let len = session
-                .shape_of(self.gi, part)
-                .and_then(|s| s.first().copied().flatten())?;
-            if at == i && len == 1 {
-                let u = &g.nodes[self.producer_of(session, part)?];
-                if u.op != "Unsqueeze" {
-                    return None;
-                }
-                let gn = &g.nodes[self.producer_of(session, u.inputs.first()?)?];
-                if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
-                    return None;
-                }
-                let (k, _) = scalar_i64(session, self.gi, gn.inputs.get(1)?)?;
-                let sn = &g.nodes[self.producer_of(session, gn.inputs.first()?)?];
-                if sn.op != "Shape" || sn.attr_i("start").unwrap_or(0) != 0 {
-                    return None;
-                }
-                let y = sn.inputs.first()?;
-                let k = usize::try_from(k).ok()?;
-                return match session.shape_of(self.gi, y).and_then(|s| s.get(k).copied()) {
-                    Some(Some(_)) => None,
-                    _ => self.dim_symbol(session, y, k, depth + 1),
-                };
-            }
-            at += usize::try_from(len).ok()?;
-            if at > i {
-                return None;
-            }
-        }
-        None
-    }
-
     /// ORT's check on the Add next to the LayerNorm: both inputs 3-D with equal `dim_param`s
     /// (concrete dims have none, so they always compare equal). A dim we know neither
     /// value nor declared symbol of counts as different: ORT's own inference gives such dims
@@ -222,10 +179,8 @@ impl Fuser {
         })
     }
 
-    /// The symbolic dim (`dim_param`) ONNX shape inference gives dim `i` of `v`: declared on
-    /// the graph's inputs, outputs and value_info, and carried through the ops transformer
-    /// layers are made of (element-wise ops with broadcasting, MatMul, Transpose, Reshape's
-    /// copied 0 dims, normalisations, the fused nodes), as ORT's inference carries it.
+    /// The symbolic dim (`dim_param`) ORT's shape inference gives dim `i` of `v`
+    /// ([`crate::placer::dim_symbols`]).
     pub(super) fn dim_symbol(
         &self,
         session: &Session,
@@ -233,167 +188,14 @@ impl Fuser {
         i: usize,
         depth: usize,
     ) -> Option<String> {
-        if let Some(d) = self.params.get(v) {
-            return d.get(i).cloned().flatten();
-        }
-        if depth > 200 {
-            return None;
-        }
-        if let Some(hit) = self.symbols.borrow().get(&(key(v), i)) {
-            return hit.clone();
-        }
-        let g = &session.graphs[self.gi];
-        let p = self.producer_of(session, v)?;
-        let n = &g.nodes[p];
-        let rank = |x: &str| session.shape_of(self.gi, x).map(Vec::len);
-        let out_rank = rank(v)?;
-        let from = |x: &str, j: usize| -> Option<String> {
-            match session.shape_of(self.gi, x).and_then(|s| s.get(j).copied()) {
-                Some(Some(_)) => None,
-                _ => self.dim_symbol(session, x, j, depth + 1),
-            }
+        let producer = |x: &str| self.producer_of(session, x);
+        let ctx = crate::placer::dim_symbols::Symbols {
+            session,
+            gi: self.gi,
+            params: &self.params,
+            producer: &producer,
+            memo: &self.symbols,
         };
-        let sym = match n.op.as_str() {
-            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Where" | "Equal" | "Less" | "Greater"
-            | "And" | "Or" | "BiasGelu" | "Max" | "Min" => {
-                // Broadcast: every input with this dim either 1 or the same symbol.
-                let mut out: Option<String> = None;
-                for x in n.inputs.iter().filter(|x| !x.is_empty()) {
-                    let r = rank(x)?;
-                    if i + r < out_rank {
-                        continue;
-                    }
-                    let j = i + r - out_rank;
-                    match session.shape_of(self.gi, x).and_then(|s| s.get(j).copied()) {
-                        Some(Some(1)) => continue,
-                        Some(Some(_)) => return None,
-                        _ => {}
-                    }
-                    let s = self.dim_symbol(session, x, j, depth + 1)?;
-                    if out.as_ref().is_some_and(|o| *o != s) {
-                        return None;
-                    }
-                    out = Some(s);
-                }
-                out
-            }
-            "MatMul" | "FusedMatMul" => {
-                let (a, b) = (n.inputs.first()?, n.inputs.get(1)?);
-                let (ra, rb) = (rank(a)?, rank(b)?);
-                if i + 1 == out_rank {
-                    from(b, rb.checked_sub(1)?)
-                } else if i + 2 == out_rank {
-                    from(a, ra.checked_sub(2)?)
-                } else if i + ra >= out_rank {
-                    from(a, i + ra - out_rank)
-                } else {
-                    None
-                }
-            }
-            "Transpose" => {
-                let perm = n.attr_ints("perm")?;
-                let j = usize::try_from(*perm.get(i)?).ok()?;
-                from(n.inputs.first()?, j)
-            }
-            "Reshape" => {
-                let shape = session.initializer(self.gi, n.inputs.get(1)?)?;
-                let values = crate::session::int_values(&shape.tensor)?;
-                if values.get(i) == Some(&0) && n.attr_i("allowzero").unwrap_or(0) == 0 {
-                    from(n.inputs.first()?, i)
-                } else {
-                    None
-                }
-            }
-            "Concat" => {
-                // Off the concat axis every input has the dim; take the first symbol.
-                let axis = n.attr_i("axis")?;
-                let axis = usize::try_from(if axis < 0 {
-                    axis + out_rank as i64
-                } else {
-                    axis
-                })
-                .ok()?;
-                if i == axis {
-                    None
-                } else {
-                    n.inputs
-                        .iter()
-                        .filter(|x| !x.is_empty())
-                        .find_map(|x| from(x, i))
-                }
-            }
-            "Gather" => {
-                // data[:axis] ++ indices.shape ++ data[axis + 1:]
-                let (data, indices) = (n.inputs.first()?, n.inputs.get(1)?);
-                let rd = rank(data)? as i64;
-                let axis = n.attr_i("axis").unwrap_or(0);
-                let axis = usize::try_from(if axis < 0 { axis + rd } else { axis }).ok()?;
-                let ri = rank(indices)?;
-                if i < axis {
-                    from(data, i)
-                } else if i < axis + ri {
-                    from(indices, i - axis)
-                } else {
-                    from(data, i + 1 - ri)
-                }
-            }
-            "Unsqueeze" => {
-                // Axes from the input (opset 13+) or the attribute; the other dims shift.
-                let axes: Vec<i64> = match n.inputs.get(1).filter(|a| !a.is_empty()) {
-                    Some(a) => {
-                        crate::session::int_values(&session.initializer(self.gi, a)?.tensor)?
-                    }
-                    None => n.attr_ints("axes")?.to_vec(),
-                };
-                let rank = out_rank as i64;
-                let mut axes: Vec<usize> = axes
-                    .iter()
-                    .map(|&a| usize::try_from(if a < 0 { a + rank } else { a }).ok())
-                    .collect::<Option<_>>()?;
-                axes.sort_unstable();
-                if axes.contains(&i) {
-                    None
-                } else {
-                    from(
-                        n.inputs.first()?,
-                        i - axes.iter().filter(|&&a| a < i).count(),
-                    )
-                }
-            }
-            "Conv" | "MaxPool" | "AveragePool" if i == 0 => from(n.inputs.first()?, 0),
-            "Expand" => {
-                // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
-                // propagation), or the input's own dim when the shape part is 1.
-                let part = self.shape_part_symbol(session, n.inputs.get(1)?, i, depth);
-                part.or_else(|| {
-                    let x = n.inputs.first()?;
-                    let r = rank(x)?;
-                    (i + r >= out_rank)
-                        .then(|| from(x, i + r - out_rank))
-                        .flatten()
-                })
-            }
-            "Cast"
-            | "Relu"
-            | "Gelu"
-            | "FastGelu"
-            | "QuickGelu"
-            | "Erf"
-            | "Tanh"
-            | "Sigmoid"
-            | "Sqrt"
-            | "Neg"
-            | "Softmax"
-            | "LayerNormalization"
-            | "SkipLayerNormalization"
-            | "SimplifiedLayerNormalization"
-            | "SkipSimplifiedLayerNormalization"
-            | "Identity"
-            | "Dropout"
-            | "BiasSoftmax" => from(n.inputs.first()?, i),
-            _ => None,
-        };
-        self.symbols.borrow_mut().insert((key(v), i), sym.clone());
-        sym
+        ctx.dim(v, i, depth)
     }
 }

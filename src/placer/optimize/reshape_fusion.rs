@@ -72,18 +72,19 @@ impl Optimizer<'_> {
                 let root = sn.inputs.first()?;
                 let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
                 let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
-                // From 1.25 on the Shape may read the Reshape's input through a DQ or a DQ copy
-                // (`EnsureUniqueDQForNodeUnit`). Oracle: 1.31.1 fuses so, 1.23.2 and 1.24.4 do not;
-                // the release in between is assumed to be 1.25, as for the Reshape-19 gate.
+                // From 1.29 on the Shape may read the Reshape's input through a DQ or a DQ copy
+                // (`EnsureUniqueDQForNodeUnit`). Oracle on the real-world QDQ models: 1.29.0,
+                // 1.30.0, 1.31.0 and 1.31.1 fuse so; 1.23.2, 1.24.4, 1.25.1 and 1.28.0 do not.
                 let same = root == &data
-                    || (self.table.release_at_least(1, 25)
+                    || (self.table.release_at_least(1, 29)
                         && crate::placer::ensure_unique_dq_for_node_unit::same_shape_through_dq(
                             session,
                             gi,
                             root,
                             &data,
                             &|v| idx.producer(session, gi, v),
-                        ));
+                        ))
+                    || same_dims(self.table, session, gi, idx, root, &data, index);
                 Some(same && index == pos)
             })()
             .unwrap_or(false);
@@ -196,5 +197,55 @@ impl Optimizer<'_> {
         };
         self.append_nodes(session, gi, idx, vec![node]);
         true
+    }
+}
+
+/// `Match_Shape` when the Shape reads another value than the Reshape: up to 1.28 the two
+/// values' whole shapes must be the same known values (`CompareShape`), from 1.29 on only
+/// dim `index` must agree (oracle:
+/// 1.29.0, 1.30.0 and 1.31.x fuse CodeGen's and GPT-NeoX's first `Reshape` of the fused QKV
+/// projection, whose Shape reads the LayerNorm output `[batch, sequence, 64]` against
+/// `[batch, sequence, 192]`; 1.23.2 to 1.28.0 do not). From 1.29 a dim agrees when both are
+/// the same known value or both carry the same `dim_param`; an unknown dim agrees with nothing.
+fn same_dims(
+    table: &KernelTable,
+    session: &Session,
+    gi: usize,
+    idx: &Index,
+    a: &str,
+    b: &str,
+    index: i64,
+) -> bool {
+    let (Some(sa), Some(sb)) = (session.shape_of(gi, a), session.shape_of(gi, b)) else {
+        return false;
+    };
+    let empty = Default::default();
+    let params = if gi == 0 {
+        &session.graphs[0].dim_params
+    } else {
+        &empty
+    };
+    let producer = |v: &str| idx.producer(session, gi, v);
+    let memo = Default::default();
+    let symbols = crate::placer::dim_symbols::Symbols {
+        session,
+        gi,
+        params,
+        producer: &producer,
+        memo: &memo,
+    };
+    let dim_agrees = |i: usize| match (sa.get(i), sb.get(i)) {
+        (Some(Some(x)), Some(Some(y))) => x == y,
+        (Some(None), Some(None)) => {
+            matches!((symbols.dim(a, i, 0), symbols.dim(b, i, 0)), (Some(x), Some(y)) if x == y)
+        }
+        _ => false,
+    };
+    if table.release_at_least(1, 29) {
+        usize::try_from(index).is_ok_and(dim_agrees)
+    } else {
+        // Known values only: 1.24.4 and 1.28.0 keep `tests/fixtures/fix/shape_chain`'s chain,
+        // whose two shapes are the same `[batch, seq, 32]`.
+        sa.len() == sb.len() && sa.iter().zip(sb).all(|(x, y)| x.is_some() && x == y)
     }
 }

@@ -15,10 +15,27 @@ impl Opt<'_> {
     }
 
     pub(super) fn value_cost(&self, input: &str, perm: &[i64]) -> i32 {
-        if self.is_constant(input) {
+        if self.is_constant(input) || self.const_dq(input).is_some() {
             return 0;
         }
-        if let Some(p) = self.producer(input)
+        // Look past a DQ (and a Squeeze under it when a Transpose is above that) for the
+        // Transpose, as `TransposeInput` does.
+        let mut producer = self.producer(input);
+        if let Some(dq) = self.dq_producer(input)
+            && let Some(above) = self.node(dq).inputs.first().and_then(|v| self.producer(v))
+        {
+            let a = self.node(above);
+            if a.op == "Squeeze" {
+                if let Some(t) = a.inputs.first().and_then(|v| self.producer(v))
+                    && self.node(t).op == "Transpose"
+                {
+                    producer = Some(t);
+                }
+            } else {
+                producer = Some(above);
+            }
+        }
+        if let Some(p) = producer
             && self.is_transpose(p)
             && let Some(perm2) = self.perm_of(p)
         {
@@ -37,7 +54,8 @@ impl Opt<'_> {
         perm: &[i64],
         handler: Handler,
         indices: &[usize],
-        leading: &HashSet<String>,
+        leading: &Leading,
+        sole: bool,
     ) -> bool {
         if self.is_transpose(node) {
             return true;
@@ -52,7 +70,7 @@ impl Opt<'_> {
             let mut leads = false;
             for o in &n.outputs {
                 out_cost = out_cost.max(self.estimate_rank(o));
-                leads |= leading.contains(o);
+                leads |= leading.waives(o, sole);
             }
             if !leads {
                 cost += out_cost;

@@ -1,0 +1,270 @@
+//! The symbolic dims (`dim_param`) ORT's shape inference gives a graph's values: declared on
+//! the graph's inputs, outputs and value_info and carried through the ops transformer layers
+//! are made of. Used by fusions that compare dims by symbol (`SkipLayerNormFusion`,
+//! `BiasSoftmaxFusion`) and by `ReshapeFusion`'s shape match.
+
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::session::Session;
+
+/// A value's dim `i` as the memo keys it.
+pub(crate) type Memo = RefCell<HashMap<(u64, usize), Option<String>>>;
+
+/// One graph's symbol tracer: its declared dims and a producer lookup.
+pub(crate) struct Symbols<'a> {
+    pub session: &'a Session,
+    pub gi: usize,
+    /// Declared symbolic dims per value (the main graph's; empty for subgraphs).
+    pub params: &'a HashMap<String, Vec<Option<String>>>,
+    pub producer: &'a dyn Fn(&str) -> Option<usize>,
+    pub memo: &'a Memo,
+}
+
+fn key(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    name.hash(&mut h);
+    h.finish()
+}
+
+/// A scalar (`[]` or `[1]`) int64 constant initializer's value.
+fn scalar_i64(session: &Session, gi: usize, v: &str) -> Option<(i64, usize)> {
+    let init = session.initializer(gi, v).filter(|i| !i.overridable)?;
+    if init.elem != crate::model::DataType::Int64 as i32
+        || !(init.dims.is_empty() || init.dims == [1])
+    {
+        return None;
+    }
+    let values = crate::session::int_values(&init.tensor)?;
+    (values.len() == 1).then(|| (values[0], init.dims.len()))
+}
+
+impl Symbols<'_> {
+    /// Element `i` of a shape tensor built as `Concat(.., Unsqueeze(Gather(Shape(y), k)), ..)`:
+    /// the symbol of `y`'s dim `k`.
+    fn shape_part(&self, shape: &str, i: usize, depth: usize) -> Option<String> {
+        let g = &self.session.graphs[self.gi];
+        let c = &g.nodes[(self.producer)(shape)?];
+        if c.op != "Concat" {
+            return None;
+        }
+        // Every part before `i` must be one element long.
+        let mut at = 0;
+        for part in &c.inputs {
+            let len = self
+                .session
+                .shape_of(self.gi, part)
+                .and_then(|s| s.first().copied().flatten())?;
+            if at == i && len == 1 {
+                let u = &g.nodes[(self.producer)(part)?];
+                if u.op != "Unsqueeze" {
+                    return None;
+                }
+                let gn = &g.nodes[(self.producer)(u.inputs.first()?)?];
+                if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
+                    return None;
+                }
+                let (k, _) = scalar_i64(self.session, self.gi, gn.inputs.get(1)?)?;
+                let sn = &g.nodes[(self.producer)(gn.inputs.first()?)?];
+                if sn.op != "Shape" || sn.attr_i("start").unwrap_or(0) != 0 {
+                    return None;
+                }
+                let y = sn.inputs.first()?;
+                let k = usize::try_from(k).ok()?;
+                return match self
+                    .session
+                    .shape_of(self.gi, y)
+                    .and_then(|s| s.get(k).copied())
+                {
+                    Some(Some(_)) => None,
+                    _ => self.dim(y, k, depth + 1),
+                };
+            }
+            at += usize::try_from(len).ok()?;
+            if at > i {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The symbolic dim (`dim_param`) ONNX shape inference gives dim `i` of `v`: declared on
+    /// the graph's inputs, outputs and value_info, and carried through the ops transformer
+    /// layers are made of (element-wise ops with broadcasting, MatMul, Transpose, Reshape's
+    /// copied 0 dims, normalisations, the fused nodes), as ORT's inference carries it.
+    pub(crate) fn dim(&self, v: &str, i: usize, depth: usize) -> Option<String> {
+        if let Some(d) = self.params.get(v) {
+            return d.get(i).cloned().flatten();
+        }
+        if depth > 200 {
+            return None;
+        }
+        if let Some(hit) = self.memo.borrow().get(&(key(v), i)) {
+            return hit.clone();
+        }
+        let g = &self.session.graphs[self.gi];
+        let p = (self.producer)(v)?;
+        let n = &g.nodes[p];
+        let rank = |x: &str| self.session.shape_of(self.gi, x).map(Vec::len);
+        let out_rank = rank(v)?;
+        let from = |x: &str, j: usize| -> Option<String> {
+            match self
+                .session
+                .shape_of(self.gi, x)
+                .and_then(|s| s.get(j).copied())
+            {
+                Some(Some(_)) => None,
+                _ => self.dim(x, j, depth + 1),
+            }
+        };
+        let sym = match n.op.as_str() {
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Where" | "Equal" | "Less" | "Greater"
+            | "And" | "Or" | "BiasGelu" | "Max" | "Min" => {
+                // Broadcast: every input with this dim either 1 or the same symbol.
+                let mut out: Option<String> = None;
+                for x in n.inputs.iter().filter(|x| !x.is_empty()) {
+                    let r = rank(x)?;
+                    if i + r < out_rank {
+                        continue;
+                    }
+                    let j = i + r - out_rank;
+                    match self
+                        .session
+                        .shape_of(self.gi, x)
+                        .and_then(|s| s.get(j).copied())
+                    {
+                        Some(Some(1)) => continue,
+                        Some(Some(_)) => return None,
+                        _ => {}
+                    }
+                    let s = self.dim(x, j, depth + 1)?;
+                    if out.as_ref().is_some_and(|o| *o != s) {
+                        return None;
+                    }
+                    out = Some(s);
+                }
+                out
+            }
+            "MatMul" | "FusedMatMul" | "MatMulInteger" => {
+                let (a, b) = (n.inputs.first()?, n.inputs.get(1)?);
+                let (ra, rb) = (rank(a)?, rank(b)?);
+                if i + 1 == out_rank {
+                    from(b, rb.checked_sub(1)?)
+                } else if i + 2 == out_rank {
+                    from(a, ra.checked_sub(2)?)
+                } else if i + ra >= out_rank {
+                    from(a, i + ra - out_rank)
+                } else {
+                    None
+                }
+            }
+            "Transpose" => {
+                let perm = n.attr_ints("perm")?;
+                let j = usize::try_from(*perm.get(i)?).ok()?;
+                from(n.inputs.first()?, j)
+            }
+            "Reshape" => {
+                let shape = self.session.initializer(self.gi, n.inputs.get(1)?)?;
+                let values = crate::session::int_values(&shape.tensor)?;
+                if values.get(i) == Some(&0) && n.attr_i("allowzero").unwrap_or(0) == 0 {
+                    from(n.inputs.first()?, i)
+                } else {
+                    None
+                }
+            }
+            "Concat" => {
+                // Off the concat axis every input has the dim; take the first symbol.
+                let axis = n.attr_i("axis")?;
+                let axis = usize::try_from(if axis < 0 {
+                    axis + out_rank as i64
+                } else {
+                    axis
+                })
+                .ok()?;
+                if i == axis {
+                    None
+                } else {
+                    n.inputs
+                        .iter()
+                        .filter(|x| !x.is_empty())
+                        .find_map(|x| from(x, i))
+                }
+            }
+            "Gather" => {
+                // data[:axis] ++ indices.shape ++ data[axis + 1:]
+                let (data, indices) = (n.inputs.first()?, n.inputs.get(1)?);
+                let rd = rank(data)? as i64;
+                let axis = n.attr_i("axis").unwrap_or(0);
+                let axis = usize::try_from(if axis < 0 { axis + rd } else { axis }).ok()?;
+                let ri = rank(indices)?;
+                if i < axis {
+                    from(data, i)
+                } else if i < axis + ri {
+                    from(indices, i - axis)
+                } else {
+                    from(data, i + 1 - ri)
+                }
+            }
+            "Unsqueeze" => {
+                // Axes from the input (opset 13+) or the attribute; the other dims shift.
+                let axes: Vec<i64> = match n.inputs.get(1).filter(|a| !a.is_empty()) {
+                    Some(a) => {
+                        crate::session::int_values(&self.session.initializer(self.gi, a)?.tensor)?
+                    }
+                    None => n.attr_ints("axes")?.to_vec(),
+                };
+                let rank = out_rank as i64;
+                let mut axes: Vec<usize> = axes
+                    .iter()
+                    .map(|&a| usize::try_from(if a < 0 { a + rank } else { a }).ok())
+                    .collect::<Option<_>>()?;
+                axes.sort_unstable();
+                if axes.contains(&i) {
+                    None
+                } else {
+                    from(
+                        n.inputs.first()?,
+                        i - axes.iter().filter(|&&a| a < i).count(),
+                    )
+                }
+            }
+            "Conv" | "MaxPool" | "AveragePool" if i == 0 => from(n.inputs.first()?, 0),
+            "Expand" => {
+                // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
+                // propagation), or the input's own dim when the shape part is 1.
+                let part = self.shape_part(n.inputs.get(1)?, i, depth);
+                part.or_else(|| {
+                    let x = n.inputs.first()?;
+                    let r = rank(x)?;
+                    (i + r >= out_rank)
+                        .then(|| from(x, i + r - out_rank))
+                        .flatten()
+                })
+            }
+            "Cast"
+            | "Relu"
+            | "Gelu"
+            | "FastGelu"
+            | "QuickGelu"
+            | "Erf"
+            | "Tanh"
+            | "Sigmoid"
+            | "Sqrt"
+            | "Neg"
+            | "Softmax"
+            | "LayerNormalization"
+            | "SkipLayerNormalization"
+            | "SimplifiedLayerNormalization"
+            | "SkipSimplifiedLayerNormalization"
+            | "Identity"
+            | "Dropout"
+            | "BiasSoftmax"
+            | "DynamicQuantizeLinear" => from(n.inputs.first()?, i),
+            _ => None,
+        };
+        self.memo.borrow_mut().insert((key(v), i), sym.clone());
+        sym
+    }
+}
