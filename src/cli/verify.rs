@@ -277,7 +277,10 @@ mod live {
             session: live.session.clone(),
             log: parsed.clone(),
         };
-        let d = diff::compare(&predicted, &real);
+        let mut d = diff::compare(&predicted, &real);
+        if let Some(saved) = &live.saved_nodes {
+            diff::compare_saved_graph(&mut d, &predicted, saved);
+        }
 
         let placed = !parsed.reports.is_empty();
         let cuda_status = if !cuda_checked {

@@ -247,6 +247,7 @@ pub fn infer_node(
             node.op.as_str(),
             "SimplifiedLayerNormalization"
                 | "SkipSimplifiedLayerNormalization"
+                | "SkipLayerNormalization"
                 | "FastGelu"
                 | "BiasGelu"
                 | "QuantizeLinear"
@@ -268,6 +269,9 @@ pub fn infer_node(
         if node.op == "QLinearConcat" {
             let xs: Option<Vec<Shape>> = (2..node.inputs.len()).step_by(3).map(s).collect();
             *first = xs.and_then(|xs| concat_shapes(&xs, node.attr_i("axis")?));
+        }
+        if node.domain == "com.microsoft" {
+            *first = first.take().or_else(|| contrib_shape(node, &s));
         }
         return out;
     }
@@ -868,6 +872,40 @@ pub fn infer_graph_in(session: &mut Session, gi: usize, values: &mut Values, ord
             infer_graph(session, sg, values);
         }
         infer_and_record(session, gi, ni, values);
+    }
+}
+
+/// The first output's shape of the com.microsoft ops ORT's transformer optimizer writes, as
+/// their shape inference gives it (`core/graph/contrib_ops/bert_defs.cc`): `Attention` keeps
+/// the batch and sequence of its input with the value hidden size (`qkv_hidden_sizes[2]`, else a
+/// third of the bias or weight width); `EmbedLayerNormalization` gives the ids' shape plus the
+/// word embedding's width.
+fn contrib_shape(node: &SNode, s: &dyn Fn(usize) -> Option<Shape>) -> Option<Shape> {
+    match node.op.as_str() {
+        "Attention" => {
+            let x = s(0)?;
+            if x.len() != 3 {
+                return None;
+            }
+            let hidden = match node.attr_ints("qkv_hidden_sizes") {
+                Some(q) if q.len() == 3 => Some(q[2]),
+                _ => s(2)
+                    .and_then(|b| b.first().copied().flatten())
+                    .or_else(|| s(1).and_then(|w| w.get(1).copied().flatten()))
+                    .filter(|w| w % 3 == 0)
+                    .map(|w| w / 3),
+            };
+            Some(vec![x[0], x[1], hidden])
+        }
+        "EmbedLayerNormalization" => {
+            let ids = s(0)?;
+            if ids.len() != 2 {
+                return None;
+            }
+            let width = s(2).and_then(|w| w.get(1).copied().flatten());
+            Some(vec![ids[0], ids[1], width])
+        }
+        _ => None,
     }
 }
 

@@ -9,6 +9,7 @@ mod cpu_preferred;
 mod dim_symbols;
 mod ensure_unique_dq_for_node_unit;
 mod functions;
+mod fuse_initializers_transformer;
 
 /// Why the last [`place`] on this thread stopped short of a faithful simulation (a budget of
 /// the analysis was exhausted), if it did.
@@ -21,6 +22,7 @@ pub use crate::session as ir;
 mod kernel;
 mod load;
 mod matmul_integer_to_float;
+mod nchwc_transformer;
 mod nhwc_transformer;
 mod optimize;
 mod qdq_transformer;
@@ -293,6 +295,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     matmul_integer_to_float::run(&mut session, options.level);
     fusions::run(&mut session, table, options.level);
     qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
+    nchwc_transformer::run(&mut session, table, options.level);
     nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
@@ -309,6 +312,13 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
                 },
             );
         }
+    }
+    // Level4 (`all`): float16 weights the Casts read become float initializers; then the
+    // level-2 and level-3 transformers run again over the nodes the Casts moved to the CPU.
+    if fuse_initializers_transformer::run(&mut session, options.level) {
+        fusions::run(&mut session, table, options.level);
+        nchwc_transformer::run(&mut session, table, options.level);
+        nhwc_transformer::run(&mut session, options.level);
     }
     let unassigned = unassigned_nodes(&session).min();
     if let Some((gi, ni)) = unassigned {

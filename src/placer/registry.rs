@@ -410,7 +410,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU,
-        No("CPU only: never moves a node"),
+        Sim("placer/fusions/gemm_activation_fusion.rs"),
     ),
     t(
         "MatMulIntegerToFloatFusion",
@@ -434,7 +434,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU,
-        No("not CUDA: never moves a node"),
+        Sim("placer/fusions/conv_activation_fusion.rs"),
     ),
     t(
         "GeluFusion",
@@ -611,9 +611,9 @@ pub static REGISTRY: &[Transformer] = &[
         "NchwcTransformer",
         "nchwc_transformer.cc",
         L3,
-        T,
+        S,
         CPU,
-        No("CPU only: never moves a node"),
+        Sim("placer/nchwc_transformer.rs"),
     ),
     t(
         "NhwcTransformer",
@@ -630,6 +630,16 @@ pub static REGISTRY: &[Transformer] = &[
         T,
         CPU,
         No("CPU only: never moves a node"),
+    ),
+    // ORT's Level4, after InsertCastTransformer (the session script runs it, then the level-2
+    // and level-3 transformers again when it changed the graph).
+    t(
+        "FuseInitializersTransformer",
+        "fuse_initializers_transformer.cc",
+        L3,
+        S,
+        CPU,
+        Sim("placer/fuse_initializers_transformer.rs"),
     ),
 ];
 

@@ -138,6 +138,10 @@ pub struct Diff {
     pub copies_predicted_only: Vec<String>,
     pub copies_real_only: Vec<String>,
     pub agree: bool,
+    /// The node names were compared with the session graph ORT saved (CPU-only sessions, whose
+    /// log names no node): see [`compare_saved_graph`].
+    #[serde(skip)]
+    pub names_from_saved_graph: bool,
 }
 
 fn outcome(s: &Result<(), String>) -> Option<String> {
@@ -330,6 +334,55 @@ pub fn compare(pred: &Predicted, real: &Real) -> Diff {
         copies_predicted_only,
         copies_real_only,
         agree,
+        names_from_saved_graph: false,
+    }
+}
+
+/// Completes a comparison whose log counted nodes without naming them (a graph placed on one
+/// provider, as in every CPU-only session) with the session graph ORT saved
+/// (`optimized_model_filepath`): `saved` is `(op, name)` of its nodes, every graph, Memcpy
+/// nodes left out. The predicted names (fusions, inserted Casts, layout nodes) must be those
+/// names, as a multiset; each one missing on either side is listed and the comparison disagrees.
+/// Does nothing when the log named nodes (then they were compared by name already).
+pub fn compare_saved_graph(d: &mut Diff, pred: &Predicted, saved: &[(String, String)]) {
+    let named_in_log =
+        d.graphs.iter().any(|g| g.predicted_nodes.len() > 1) || d.real_totals.len() > 1;
+    if named_in_log || d.session_real.is_some() {
+        return;
+    }
+    let mut left: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (op, name) in saved.iter().filter(|(op, _)| !is_memcpy(op)) {
+        left.entry(name.as_str()).or_default().push(op.as_str());
+    }
+    for n in pred.nodes.iter().filter(|n| !n.inserted) {
+        match left.get_mut(n.name.as_str()).and_then(Vec::pop) {
+            Some(_) => {}
+            None => d.predicted_only_nodes.push(n.clone()),
+        }
+    }
+    let ep = d
+        .real_totals
+        .keys()
+        .next()
+        .cloned()
+        .unwrap_or_else(|| "CPUExecutionProvider".into());
+    let mut real_only: Vec<PredictedNode> = left
+        .iter()
+        .flat_map(|(name, ops)| {
+            ops.iter().map(|op| PredictedNode {
+                graph: String::new(),
+                op: op.to_string(),
+                name: name.to_string(),
+                ep: ep.clone(),
+                inserted: false,
+            })
+        })
+        .collect();
+    real_only.sort_by(|a, b| (&a.name, &a.op).cmp(&(&b.name, &b.op)));
+    d.real_only_nodes.extend(real_only);
+    d.names_from_saved_graph = true;
+    if !d.predicted_only_nodes.is_empty() || !d.real_only_nodes.is_empty() {
+        d.agree = false;
     }
 }
 
@@ -354,7 +407,13 @@ pub fn confirmations(d: &Diff) -> Vec<String> {
         out.push(format!(
             "confirmed: {n} node{} on {ep}{}",
             if *n == 1 { "" } else { "s" },
-            if named { ", by name" } else { ", by count" }
+            if named {
+                ", by name"
+            } else if d.names_from_saved_graph {
+                ", by name (the session graph ORT saved)"
+            } else {
+                ", by count"
+            }
         ));
     }
     let copies: usize = d.graphs.iter().map(|g| g.real_copies).sum();
@@ -362,7 +421,7 @@ pub fn confirmations(d: &Diff) -> Vec<String> {
         "confirmed: {copies} Memcpy node{}",
         if copies == 1 { "" } else { "s" }
     ));
-    if !named {
+    if !named && !d.names_from_saved_graph {
         out.push(
             "not confirmed: the node names (fusions, inserted Casts): ORT logs a graph placed on \
              one provider as a count"
@@ -529,6 +588,28 @@ mod tests {
                 .any(|l| l.starts_with("not confirmed: the node names")),
             "{c:?}"
         );
+        // With the session graph ORT saved, the names are confirmed, or the differences listed.
+        let mut by_name = d.clone();
+        let saved = [
+            ("Shape".to_string(), "s".to_string()),
+            ("Reshape".to_string(), "r".to_string()),
+        ];
+        compare_saved_graph(&mut by_name, &pred, &saved);
+        assert!(by_name.agree, "{by_name:#?}");
+        let c = confirmations(&by_name);
+        assert!(
+            c.iter().any(|l| l
+                == "confirmed: 2 nodes on CPUExecutionProvider, by name (the session graph ORT saved)"),
+            "{c:?}"
+        );
+        assert!(!c.iter().any(|l| l.starts_with("not confirmed")), "{c:?}");
+        let mut fused = d.clone();
+        let saved = [("FusedReshape".to_string(), "s_r_fused".to_string())];
+        compare_saved_graph(&mut fused, &pred, &saved);
+        assert!(!fused.agree);
+        assert_eq!(fused.predicted_only_nodes.len(), 2, "{fused:#?}");
+        assert_eq!(fused.real_only_nodes.len(), 1, "{fused:#?}");
+        assert_eq!(fused.real_only_nodes[0].name, "s_r_fused");
         let split = compare(
             &Predicted {
                 session: Ok(()),

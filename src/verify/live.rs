@@ -157,6 +157,43 @@ pub struct LiveSession {
     /// Why the CUDA EP could not be registered, when it was asked for and the session fell back
     /// to CPU only.
     pub cuda_error: Option<String>,
+    /// `(op, name)` of the nodes of the session graph ORT saved (every graph), for a CPU-only
+    /// session whose model file is under [`MAX_SAVED_MODEL`]: ORT's log names no node of a
+    /// graph placed on one provider, the saved graph does. `None` when nothing was saved.
+    pub saved_nodes: Option<Vec<(String, String)>>,
+}
+
+/// Models up to this size have their CPU-only session graph saved and read back (protobuf's
+/// 2 GiB limit stops ORT's own writer well above it).
+pub const MAX_SAVED_MODEL: u64 = 1 << 30;
+
+/// How deep the saved graph's subgraphs are read.
+const MAX_SUBGRAPH_DEPTH: usize = 64;
+
+/// `(op, name)` of every node of a saved model, subgraphs included.
+fn saved_nodes(path: &Path) -> Option<Vec<(String, String)>> {
+    use prost::Message;
+    let bytes = std::fs::read(path).ok()?;
+    let model = crate::model::proto::ModelProto::decode(bytes.as_slice()).ok()?;
+    let mut out = Vec::new();
+    fn walk(g: &crate::model::proto::GraphProto, depth: usize, out: &mut Vec<(String, String)>) {
+        if depth > MAX_SUBGRAPH_DEPTH {
+            return;
+        }
+        for n in &g.node {
+            out.push((n.op_type().to_string(), n.name().to_string()));
+            for a in &n.attribute {
+                if let Some(sub) = &a.g {
+                    walk(sub, depth + 1, out);
+                }
+                for sub in &a.graphs {
+                    walk(sub, depth + 1, out);
+                }
+            }
+        }
+    }
+    walk(model.graph.as_ref()?, 0, &mut out);
+    Some(out)
 }
 
 /// Errors before a session could be attempted.
@@ -249,6 +286,22 @@ pub fn run_session(
             .with_optimization_level(level_of(level))
             .map_err(set)
     };
+    // A CPU-only session saves its session graph (a temporary file, removed below).
+    static SAVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let small = std::fs::metadata(model).is_ok_and(|m| m.len() <= MAX_SAVED_MODEL);
+    let save_to = std::env::temp_dir().join(format!(
+        "onnx-lint-verify-{}-{}.onnx",
+        std::process::id(),
+        SAVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let cpu_options = || -> Result<ort::session::builder::SessionBuilder, SetupError> {
+        let b = options()?;
+        if !small {
+            return Ok(b);
+        }
+        b.with_optimized_model_path(&save_to)
+            .map_err(|e| SetupError(format!("could not set session options: {e}")))
+    };
     let mut cuda_error = None;
     let mut builder = match cuda {
         Some(device) => {
@@ -260,11 +313,11 @@ pub fn run_session(
                 Ok(b) => b,
                 Err(e) => {
                     cuda_error = Some(e.to_string());
-                    options()?
+                    cpu_options()?
                 }
             }
         }
-        None => options()?,
+        None => cpu_options()?,
     };
     if let Ok(mut v) = lines.lock() {
         v.clear();
@@ -278,10 +331,16 @@ pub fn run_session(
     };
     drop(builder);
     let log = lines.lock().map(|v| v.join("\n")).unwrap_or_default();
+    let cpu_only = cuda.is_none() || cuda_error.is_some();
+    let saved = (cpu_only && small && session.is_ok())
+        .then(|| saved_nodes(&save_to))
+        .flatten();
+    let _ = std::fs::remove_file(&save_to);
     Ok(LiveSession {
         session,
         log,
         cuda: cuda.is_some() && cuda_error.is_none(),
         cuda_error,
+        saved_nodes: saved,
     })
 }

@@ -108,6 +108,56 @@ fn node_names(p: &placer::Placement) -> Vec<String> {
     out
 }
 
+/// With `ONNX_LINT_DIFF=<substring of the fixture stem or model>` set, prints the session graph
+/// nodes only ORT has and only the prediction has (with their ops), for classifying differences.
+fn print_name_diff(
+    stem: &str,
+    key: &str,
+    truth: &Value,
+    path: &std::path::Path,
+    table: &'static tables::KernelTable,
+    options: &Options,
+) {
+    let Some(filter) = std::env::var_os("ONNX_LINT_DIFF") else {
+        return;
+    };
+    let filter = filter.to_string_lossy();
+    if !stem.contains(filter.as_ref()) && !key.contains(filter.as_ref()) {
+        return;
+    }
+    let Ok(m) = onnx_lint::model::load(path) else {
+        return;
+    };
+    let p = placer::place(&m, table, options);
+    let mut mine: BTreeMap<String, usize> = BTreeMap::new();
+    let mut ops: BTreeMap<String, String> = BTreeMap::new();
+    for g in &p.session.graphs {
+        for (_, n) in g.live_nodes() {
+            *mine.entry(n.name.clone()).or_default() += 1;
+            ops.insert(n.name.clone(), format!("{}:{}", n.domain, n.op));
+        }
+    }
+    let mut theirs: BTreeMap<String, usize> = BTreeMap::new();
+    for n in truth["nodes"].as_array().into_iter().flatten() {
+        *theirs
+            .entry(n.as_str().unwrap_or("").to_string())
+            .or_default() += 1;
+    }
+    eprintln!("== {stem} {key}");
+    for (n, k) in &theirs {
+        let m = mine.get(n).copied().unwrap_or(0);
+        if *k > m {
+            eprintln!("  ORT only   {n:?} x{}", k - m);
+        }
+    }
+    for (n, k) in &mine {
+        let t = theirs.get(n).copied().unwrap_or(0);
+        if *k > t {
+            eprintln!("  mine only  {n:?} x{} {}", k - t, ops[n]);
+        }
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     sessions: u64,
@@ -186,6 +236,8 @@ fn realworld_agrees_with_the_oracle() {
         };
         let root = match set {
             "realworld" => fixtures(),
+            // Made after the CPU-only transformers, never tuned on (`tools/realworld/unseen.py`).
+            "unseen" => fixtures().join("unseen"),
             // The public corpus, kept in the repository (`tests/fixtures/corpus`).
             "models" => support::corpus_models(),
             // Keyed `tsdecoders/<file>`.
@@ -210,9 +262,9 @@ fn realworld_agrees_with_the_oracle() {
         for truth in records(&file) {
             let name = truth["model"].as_str().unwrap();
             let (key, path) = match set {
-                "realworld" => {
-                    let rel = name.strip_prefix("realworld/").unwrap_or(name);
-                    (format!("realworld/{rel}"), root.join(rel))
+                "realworld" | "unseen" => {
+                    let rel = name.strip_prefix(&format!("{set}/")).unwrap_or(name);
+                    (format!("{set}/{rel}"), root.join(rel))
                 }
                 _ => (name.to_string(), root.join(name)),
             };
@@ -250,6 +302,9 @@ fn realworld_agrees_with_the_oracle() {
                 _ => true,
             };
             let same_place = agree == total && same_names;
+            if !same_names {
+                print_name_diff(&stem, &key, &truth, &path, table, &options);
+            }
             for t in [
                 Some(&mut all),
                 if heldout.contains(&key) {

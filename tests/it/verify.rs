@@ -263,11 +263,31 @@ fn against_a_cpu_onnxruntime_from_pypi() {
     assert!(text.contains("result: AGREE"), "{text}");
     assert!(text.contains("CUDA placement was NOT confirmed"), "{text}");
     assert!(text.contains("no CUDA execution provider"), "{text}");
-    // What a CPU-only session confirms, and what it cannot.
+    // What a CPU-only session confirms: the node names too, from the session graph ORT saved.
     assert!(text.contains("confirmed: the session is created"), "{text}");
-    assert!(text.contains("on CPUExecutionProvider, by count"), "{text}");
-    assert!(text.contains("not confirmed: the node names"), "{text}");
+    assert!(
+        text.contains("on CPUExecutionProvider, by name (the session graph ORT saved)"),
+        "{text}"
+    );
+    assert!(!text.contains("not confirmed: the node names"), "{text}");
     assert!(!err.contains("panicked"), "{err}");
+
+    // At level `all` the names carry the CPU-only fusions, the inserted Casts and the NCHWc
+    // layout nodes, and they agree (an fp16 Whisper encoder: Casts, FusedInitializers, Gelu).
+    let fp16 = crate::support::repo().join("tests/fixtures/realworld/fp16.whisper-enc.op17.onnx");
+    let out = bin()
+        .env_remove("ORT_DYLIB_PATH")
+        .env("ONNX_LINT_PYTHON", &python)
+        .args(["verify", "--ep", "cpu", "--opt-level", "all"])
+        .arg(&fp16)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("on CPUExecutionProvider, by name (the session graph ORT saved)"),
+        "{text}"
+    );
 
     let out = bin()
         .env_remove("ORT_DYLIB_PATH")
@@ -283,9 +303,9 @@ fn against_a_cpu_onnxruntime_from_pypi() {
     assert_eq!(v["ort_library"]["version"], version.as_str());
     assert_eq!(v["real"]["session"], "ok");
     assert!(
-        v["confirmed"].as_array().is_some_and(|c| c
-            .iter()
-            .any(|l| l.as_str().is_some_and(|l| l.starts_with("not confirmed")))),
+        v["confirmed"].as_array().is_some_and(|c| c.iter().any(|l| l
+            .as_str()
+            .is_some_and(|l| l.ends_with("by name (the session graph ORT saved)")))),
         "{v:#}"
     );
 

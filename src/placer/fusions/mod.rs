@@ -31,9 +31,11 @@ use crate::tables::{Ep, KernelTable};
 const MS: &str = "com.microsoft";
 mod bias_gelu_fusion;
 mod bias_softmax_fusion;
+mod conv_activation_fusion;
 mod fast_gelu_fusion;
 mod gather_fusion;
 mod gelu_fusion;
+mod gemm_activation_fusion;
 mod layer_norm_fusion;
 mod matmul_scale_fusion;
 mod matmul_transpose_fusion;
@@ -55,6 +57,8 @@ const TRIGGERS: &[&str] = &[
     "Tanh",
     "Sigmoid",
     "Softmax",
+    "Conv",
+    "Gemm",
 ];
 
 /// ORT's `max_num_graph_transformation_steps`.
@@ -144,6 +148,8 @@ impl Fuser {
     /// it starts from. False for a name no fusion here simulates.
     fn apply(&mut self, session: &mut Session, name: &str) -> bool {
         match name {
+            "GemmActivationFusion" if self.has("Gemm") => self.gemm_activation(session),
+            "ConvActivationFusion" if self.has("Conv") => self.conv_activation(session),
             "GeluFusion" if self.has("Erf") => self.gelu(session),
             "LayerNormFusion" if self.has("ReduceMean") && self.has("Pow") => {
                 self.layer_norm(session)
@@ -179,7 +185,9 @@ impl Fuser {
             {
                 self.matmul_scale(session)
             }
-            "GeluFusion"
+            "GemmActivationFusion"
+            | "ConvActivationFusion"
+            | "GeluFusion"
             | "LayerNormFusion"
             | "SimplifiedLayerNormFusion"
             | "GatherSliceToSplitFusion"

@@ -88,10 +88,20 @@ impl Optimizer<'_> {
                 Some(same && index == pos)
             })()
             .unwrap_or(false);
-            if !ok {
+            if ok {
+                value.push(0);
+                continue;
+            }
+            // `Is_One_Element_Input`: a part whose inferred shape holds exactly one element
+            // stands for a -1 (CPU wheels 1.23.2, 1.24.4, 1.31.1: a torch detector's
+            // `Reshape(grid, Concat(Shape(grid), [1]))`).
+            let one = session
+                .shape_of(gi, p)
+                .is_some_and(|s| s.iter().all(|d| *d == Some(1)));
+            if !one {
                 return false;
             }
-            value.push(0);
+            value.push(-1);
         }
         if value.iter().filter(|&&v| v == -1).count() > 1 {
             return false;
