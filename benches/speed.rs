@@ -17,7 +17,11 @@
 //! - a model whose 2 GiB of weights live in an external-data file (sparse, never read).
 //!
 //! Python: `$ONNX_LINT_PYTHON`, else `python3`; without `onnxruntime` the ORT columns say so.
-//! `ONNX_LINT_BENCH_MAX` (nodes, default 1000000) caps the decoder sizes.
+//! `ONNX_LINT_BENCH_MAX` (nodes, default 1000000) caps the decoder sizes,
+//! `ONNX_LINT_BENCH_ORT_MAX` (default 100000) the sizes ORT is run on (its `DISABLE_ALL` session
+//! grows super-linearly: minutes at 100k). Real TorchScript exports of 2,000 nodes or more in
+//! `$ONNX_LINT_TSDECODERS` (default `/work/tsdecoders`) are compared whole-process too.
+//! `speed --gen NODES PATH` writes the decoder, to profile it outside the bench.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -362,6 +366,52 @@ fn ort_session(python: &str, model: &str, level: &str, runs: usize) -> Option<(f
     Some((inner[inner.len() / 2], whole[whole.len() / 2], peak))
 }
 
+/// `place` against ORT's session creation on `model`, whole process against whole process
+/// (median of 7 and 5 runs), at `disable` and `all`.
+fn side_by_side(bin: &Path, python: &str, ort: bool, label: &str, model: &Path) {
+    const ORT_RELEASE: &str = "1.31.1";
+    let l = model.to_string_lossy().to_string();
+    let nodes = onnx_lint::model::load(model).map_or(0, |m| m.node_count());
+    for level in ["disable", "all"] {
+        let ours = peer(
+            &[
+                bin.to_str().unwrap_or_default(),
+                "place",
+                &l,
+                "--ort",
+                ORT_RELEASE,
+                "--opt-level",
+                level,
+                "--format",
+                "json",
+            ],
+            7,
+        );
+        let theirs = if ort {
+            ort_session(python, &l, level, 5)
+        } else {
+            None
+        };
+        match (ours, theirs) {
+            (Some(a), Some((inner, whole, _))) => println!(
+                "place  {label} ({nodes} nodes), level {level}: cargo-onnx-lint {:.1} ms per \
+                 process vs ORT session creation {:.0} ms per process ({:.0} ms in process) -> \
+                 {:.0}x ({:.0}x in process)",
+                a * 1e3,
+                whole * 1e3,
+                inner * 1e3,
+                whole / a,
+                inner / a
+            ),
+            (Some(a), None) => println!(
+                "place  {label} ({nodes} nodes), level {level}: {:.1} ms per process (no ORT)",
+                a * 1e3
+            ),
+            _ => println!("place  {label}: measuring failed"),
+        }
+    }
+}
+
 fn python() -> String {
     std::env::var("ONNX_LINT_PYTHON").unwrap_or_else(|_| "python3".into())
 }
@@ -406,6 +456,10 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
+    let ort_max: usize = std::env::var("ONNX_LINT_BENCH_ORT_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
     println!(
         "| nodes | MiB | decode floor ms | place disable ms (peak MiB) | place all ms (peak MiB) | \
          ORT disable ms | ORT all ms | ORT/place disable | ORT/place all | place all / floor |"
@@ -427,8 +481,8 @@ fn main() {
         let floor = measure(&exe, &["decode", &p], runs);
         let dis = measure(&exe, &["place", &p, ORT_RELEASE, "disable"], runs);
         let all = measure(&exe, &["place", &p, ORT_RELEASE, "all"], runs);
-        // ORT at 1M nodes takes minutes: the ratio is measured up to 100k.
-        let (od, oa) = if ort && target <= 100_000 {
+        // ORT at 1M nodes takes minutes: the ratio is measured up to `ONNX_LINT_BENCH_ORT_MAX`.
+        let (od, oa) = if ort && target <= ort_max {
             let r = if target >= 100_000 { 1 } else { 3 };
             (
                 ort_session(&python, &p, "disable", r),
@@ -491,52 +545,47 @@ fn main() {
         .output()
         .is_ok_and(|o| o.status.success());
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/cargo-onnx-lint");
-    if !generated {
-        println!("(TorchScript-style decoder skipped: {python} cannot run tools/probes/gen.py)");
-    } else if !bin.is_file() {
+    if !bin.is_file() {
         println!(
-            "(TorchScript-style decoder skipped: needs a release build: cargo build --release)"
+            "(whole-process side by side skipped: needs a release build: cargo build --release)"
         );
     } else {
-        let l = llama.to_string_lossy().to_string();
-        let nodes = onnx_lint::model::load(&llama).map_or(0, |m| m.node_count());
-        for level in ["disable", "all"] {
-            let ours = peer(
-                &[
-                    bin.to_str().unwrap_or_default(),
-                    "place",
-                    &l,
-                    "--ort",
-                    ORT_RELEASE,
-                    "--opt-level",
-                    level,
-                    "--format",
-                    "json",
-                ],
-                7,
+        if generated {
+            side_by_side(
+                &bin,
+                &python,
+                ort,
+                "TorchScript-style Llama (gen.py)",
+                &llama,
             );
-            let theirs = if ort {
-                ort_session(&python, &l, level, 5)
-            } else {
-                None
-            };
-            match (ours, theirs) {
-                (Some(a), Some((inner, whole, _))) => println!(
-                    "place  TorchScript-style Llama ({nodes} nodes), level {level}: cargo-onnx-lint \
-                     {:.1} ms per process vs ORT session creation {:.0} ms per process ({:.0} ms in \
-                     process) -> {:.0}x ({:.0}x in process)",
-                    a * 1e3,
-                    whole * 1e3,
-                    inner * 1e3,
-                    whole / a,
-                    inner / a
-                ),
-                (Some(a), None) => println!(
-                    "place  TorchScript-style Llama ({nodes} nodes), level {level}: {:.1} ms per process",
-                    a * 1e3
-                ),
-                _ => println!("place  TorchScript-style Llama: measuring failed"),
+        } else {
+            println!(
+                "(TorchScript-style decoder skipped: {python} cannot run tools/probes/gen.py)"
+            );
+        }
+        // Real TorchScript exports (torch.onnx.export, dynamo=False) of several thousand nodes:
+        // `$ONNX_LINT_TSDECODERS` (default /work/tsdecoders), when it exists.
+        let ts =
+            std::env::var("ONNX_LINT_TSDECODERS").unwrap_or_else(|_| "/work/tsdecoders".into());
+        let mut exports: Vec<PathBuf> = std::fs::read_dir(&ts)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        exports.sort();
+        let mut any = false;
+        for p in exports {
+            let nodes = onnx_lint::model::load(&p).map_or(0, |m| m.node_count());
+            if nodes >= 2_000 {
+                any = true;
+                let name = p.file_name().map(|n| n.to_string_lossy().to_string());
+                side_by_side(&bin, &python, ort, &name.unwrap_or_default(), &p);
             }
+        }
+        if !any {
+            println!("(no real TorchScript export of 2,000 nodes or more in {ts})");
         }
     }
 

@@ -39,6 +39,29 @@ pub enum Fix {
         values: Vec<i64>,
         safety: FixSafety,
     },
+    /// Make `Reshape` node `node` of graph `graph` read `data` (the input of the pure views,
+    /// `Reshape`/`Flatten`/`Squeeze`/`Unsqueeze`, that fed it: the same elements in the same
+    /// order) instead of its input 0, and replace its shape input with a new int64 initializer
+    /// holding `values`, proven against `data`'s shape.
+    CollapseReshape {
+        graph: String,
+        node: String,
+        data: String,
+        values: Vec<i64>,
+        safety: FixSafety,
+    },
+    /// Replace `Reshape(x, [-1, k]) → Gemm(·, B, C) → Reshape(·, shape)` (nodes `flatten`,
+    /// `gemm`, `unflatten` of graph `graph`) by `MatMul(x, B)` and `Add(·, C)` on `x`'s own
+    /// rank, which write the unflattening Reshape's output: the view that no constant can give
+    /// goes with its shape chain. Always `unsafe`: ORT's CPU Gemm adds `C` into the product's
+    /// first K-block, so for K above MLAS's block the sums round differently.
+    UnflattenGemm {
+        graph: String,
+        flatten: String,
+        gemm: String,
+        unflatten: String,
+        safety: FixSafety,
+    },
     /// Set the opset import of `domain` in the model-local function `function` (its `domain`
     /// and `name`) to `version`, the model's.
     SetFunctionOpsetImport {
@@ -56,6 +79,8 @@ impl Fix {
         match self {
             Fix::SetOpsetImport { safety, .. }
             | Fix::ReplaceInputWithConstant { safety, .. }
+            | Fix::CollapseReshape { safety, .. }
+            | Fix::UnflattenGemm { safety, .. }
             | Fix::SetFunctionOpsetImport { safety, .. } => *safety,
         }
     }

@@ -36,6 +36,8 @@ struct GraphEdit {
     remove: BTreeSet<u32>,
     /// Encoded `TensorProto`s to append as initializers.
     initializers: Vec<Vec<u8>>,
+    /// node index → encoded `NodeProto`s written in its place.
+    replace: BTreeMap<u32, Vec<Vec<u8>>>,
 }
 
 #[derive(Debug, Default)]
@@ -46,6 +48,8 @@ struct Plan {
     function_imports: HashMap<(String, String), HashMap<String, i64>>,
     /// Edits by graph (`GraphId.0`): the main graph or a subgraph.
     graphs: BTreeMap<u32, GraphEdit>,
+    /// Values that a rewired input reads from now on (a use the model did not have).
+    new_uses: Vec<ValueId>,
 }
 
 /// Applies `fixes` to `bytes`, the encoding of `model`. A fix that no longer matches the model
@@ -58,15 +62,19 @@ pub fn apply(bytes: &[u8], model: &Model, fixes: &[Fix]) -> Result<Applied, Malf
     let mut replaced: Vec<(NodeId, usize, ValueId)> = Vec::new();
     // Every value name of the model, and the names this round adds.
     let mut taken: HashSet<String> = HashSet::new();
-    if fixes
-        .iter()
-        .any(|f| matches!(f, Fix::ReplaceInputWithConstant { .. }))
-    {
+    if fixes.iter().any(|f| {
+        matches!(
+            f,
+            Fix::ReplaceInputWithConstant { .. } | Fix::CollapseReshape { .. }
+        )
+    }) {
         taken.extend(model.values.iter().map(|v| v.name.clone()));
     }
     let mut ordered: Vec<&Fix> = fixes.iter().collect();
-    // Highest target first, so that it is the one kept for a domain.
+    // Highest target first, so that it is the one kept for a domain; rewrites that remove nodes
+    // before edits of those nodes (which are then skipped: the node is gone).
     ordered.sort_by_key(|f| match f {
+        Fix::UnflattenGemm { .. } => std::cmp::Reverse(i64::MAX),
         Fix::SetOpsetImport { to, .. } => std::cmp::Reverse(*to),
         _ => std::cmp::Reverse(i64::MIN),
     });
@@ -76,7 +84,7 @@ pub fn apply(bytes: &[u8], model: &Model, fixes: &[Fix]) -> Result<Applied, Malf
             Err(why) => skipped.push((fix.clone(), why)),
         }
     }
-    let removed = dead_nodes(model, &replaced);
+    let removed = dead_nodes(model, &replaced, &plan.new_uses);
     let removed_nodes = removed
         .iter()
         .map(|&n| {
@@ -203,56 +211,252 @@ fn plan_one(
             values,
             ..
         } => {
-            let mut named = model.graphs.iter().filter(|g| g.name == *graph);
-            let (Some(g), None) = (named.next(), named.next()) else {
-                return Err(format!(
-                    "the model has no graph, or several graphs, named `{graph}`"
-                ));
-            };
-            if model.proto.ir_version() < 4 {
-                return Err("IR version below 4: initializers must also be graph inputs".into());
+            let (g, id) = find_node(model, graph, node)?;
+            replace_with_constant(model, plan, replaced, taken, g, id, *input, values)
+        }
+        Fix::UnflattenGemm {
+            graph,
+            flatten,
+            gemm,
+            unflatten,
+            ..
+        } => unflatten_gemm(
+            model,
+            plan,
+            replaced,
+            taken,
+            [graph, flatten, gemm, unflatten],
+        ),
+        Fix::CollapseReshape {
+            graph,
+            node,
+            data,
+            values,
+            ..
+        } => {
+            let (g, id) = find_node(model, graph, node)?;
+            let n = model.node(id);
+            if n.op_type != "Reshape" || normalize_domain(&n.domain) != "ai.onnx" {
+                return Err(format!("node `{node}` is not a Reshape"));
             }
-            if values.len() > MAX_CONSTANT {
-                return Err(format!("the constant has {} elements", values.len()));
-            }
-            let mut matches = g
-                .nodes
-                .iter()
-                .copied()
-                .filter(|&n| model.node(n).name == *node);
-            let (Some(id), None) = (matches.next(), matches.next()) else {
-                return Err(format!(
-                    "graph `{graph}` has no node, or several nodes, named `{node}`"
-                ));
+            let Some(Some(old)) = n.inputs.first().copied() else {
+                return Err(format!("node `{node}` has no input 0"));
             };
-            let Some(Some(old)) = model.node(id).inputs.get(*input).copied() else {
-                return Err(format!("node `{node}` has no input {input}"));
+            // `data` must be what the views before `node` read: only views between.
+            let mut v = old;
+            let target = loop {
+                if model.value(v).name == *data {
+                    break v;
+                }
+                let ValueDef::Node(p, _) = model.value(v).def else {
+                    return Err(format!("`{data}` does not feed `{node}` through views"));
+                };
+                let p = model.node(p);
+                let view = matches!(
+                    p.op_type.as_str(),
+                    "Reshape" | "Flatten" | "Squeeze" | "Unsqueeze"
+                ) && normalize_domain(&p.domain) == "ai.onnx";
+                match p.inputs.first().copied().flatten() {
+                    Some(i) if view => v = i,
+                    _ => return Err(format!("`{data}` does not feed `{node}` through views")),
+                }
             };
-            let edit = plan.graphs.entry(g.id.0).or_default();
-            let slot = edit.inputs.entry(model.node(id).index).or_default();
-            if slot.contains_key(input) {
-                return Err(format!(
-                    "another fix already replaces input {input} of `{node}`"
-                ));
+            if target == old {
+                return Err(format!("`{node}` already reads `{data}`"));
             }
-            let name = fresh_name(&format!("{}_const", model.value(old).name), taken);
-            slot.insert(*input, name.clone());
-            let mut raw = Vec::with_capacity(values.len() * 8);
-            for v in values {
-                raw.extend_from_slice(&v.to_le_bytes());
+            let edit = plan.graphs.entry(g).or_default();
+            let planned = edit
+                .inputs
+                .get(&n.index)
+                .is_some_and(|s| s.contains_key(&0) || s.contains_key(&1));
+            if planned || edit.remove.contains(&n.index) {
+                return Err(format!("another fix already edits `{node}`"));
             }
-            let tensor = TensorProto {
-                dims: vec![values.len() as i64],
-                data_type: Some(tensor_proto::DataType::Int64 as i32),
-                name: Some(name),
-                raw_data: Some(raw.into()),
-                ..Default::default()
-            };
-            edit.initializers.push(tensor.encode_to_vec());
-            replaced.push((id, *input, old));
+            // The constant first: when it cannot be planned, nothing of this fix is.
+            replace_with_constant(model, plan, replaced, taken, g, id, 1, values)?;
+            let edit = plan.graphs.entry(g).or_default();
+            edit.inputs
+                .entry(n.index)
+                .or_default()
+                .insert(0, data.clone());
+            replaced.push((id, 0, old));
+            plan.new_uses.push(target);
             Ok(())
         }
     }
+}
+
+/// Plans [`Fix::UnflattenGemm`]: checks the three nodes are linked as the fix says, each
+/// intermediate read once and by the next node only.
+fn unflatten_gemm(
+    model: &Model,
+    plan: &mut Plan,
+    replaced: &mut Vec<(NodeId, usize, ValueId)>,
+    taken: &mut HashSet<String>,
+    names: [&str; 4],
+) -> Result<(), String> {
+    let [graph, flatten, gemm, unflatten] = names;
+    let (g, fl) = find_node(model, graph, flatten)?;
+    let (_, gm) = find_node(model, graph, gemm)?;
+    let (_, un) = find_node(model, graph, unflatten)?;
+    let op = |n: NodeId, want: &str| {
+        let node = model.node(n);
+        if node.op_type == want && normalize_domain(&node.domain) == "ai.onnx" {
+            Ok(node)
+        } else {
+            Err(format!("`{}` is not a {want}", node.name))
+        }
+    };
+    let (fln, gmn, unn) = (op(fl, "Reshape")?, op(gm, "Gemm")?, op(un, "Reshape")?);
+    let input = |n: &crate::model::Node, i: usize| n.inputs.get(i).copied().flatten();
+    let output = |n: &crate::model::Node| n.outputs.first().copied().flatten();
+    let only_reader = |v: Option<ValueId>, reader: &crate::model::Node| {
+        v.is_some_and(|v| {
+            let value = model.value(v);
+            !value.is_graph_output
+                && value.consumers == [reader.id]
+                && reader.inputs.iter().filter(|i| **i == Some(v)).count() == 1
+        })
+    };
+    if input(gmn, 0) != output(fln)
+        || input(unn, 0) != output(gmn)
+        || !only_reader(output(fln), gmn)
+        || !only_reader(output(gmn), unn)
+    {
+        return Err(format!(
+            "`{flatten}` → `{gemm}` → `{unflatten}` are not a chain read only along itself"
+        ));
+    }
+    let (Some(x), Some(b), Some(y), Some(mid)) =
+        (input(fln, 0), input(gmn, 1), output(unn), output(gmn))
+    else {
+        return Err(format!("`{gemm}` lacks an input or an output"));
+    };
+    let name = |v: ValueId| model.value(v).name.clone();
+    let product = fresh_name(&format!("{}_3d", name(mid)), taken);
+    let node = |op: &str, node_name: String, inputs: Vec<String>, out: String| {
+        crate::model::proto::NodeProto {
+            input: inputs,
+            output: vec![out],
+            name: Some(node_name),
+            op_type: Some(op.to_string()),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    let nodes = match input(gmn, 2) {
+        Some(c) => vec![
+            node(
+                "MatMul",
+                gemm.to_string(),
+                vec![name(x), name(b)],
+                product.clone(),
+            ),
+            node(
+                "Add",
+                format!("{gemm}/bias"),
+                vec![product, name(c)],
+                name(y),
+            ),
+        ],
+        None => vec![node(
+            "MatMul",
+            gemm.to_string(),
+            vec![name(x), name(b)],
+            name(y),
+        )],
+    };
+    let edit = plan.graphs.entry(g).or_default();
+    if edit.replace.contains_key(&gmn.index)
+        || edit.remove.contains(&fln.index)
+        || edit.remove.contains(&unn.index)
+        || edit.inputs.contains_key(&unn.index)
+        || edit.inputs.contains_key(&fln.index)
+    {
+        return Err(format!("another fix already edits `{gemm}`"));
+    }
+    edit.replace.insert(gmn.index, nodes);
+    edit.remove.insert(fln.index);
+    edit.remove.insert(unn.index);
+    // The shape inputs of both views lose their reader: their chains go when nothing else reads
+    // them. `x` is read by the MatMul instead of the first view: its uses do not change.
+    for (n, v) in [(fl, input(fln, 1)), (un, input(unn, 1))] {
+        if let Some(v) = v {
+            replaced.push((n, 1, v));
+        }
+    }
+    Ok(())
+}
+
+/// The graph named `graph` (its id) and its node named `node`, each unique.
+fn find_node(model: &Model, graph: &str, node: &str) -> Result<(u32, NodeId), String> {
+    let mut named = model.graphs.iter().filter(|g| g.name == graph);
+    let (Some(g), None) = (named.next(), named.next()) else {
+        return Err(format!(
+            "the model has no graph, or several graphs, named `{graph}`"
+        ));
+    };
+    let mut matches = g
+        .nodes
+        .iter()
+        .copied()
+        .filter(|&n| model.node(n).name == node);
+    let (Some(id), None) = (matches.next(), matches.next()) else {
+        return Err(format!(
+            "graph `{graph}` has no node, or several nodes, named `{node}`"
+        ));
+    };
+    Ok((g.id.0, id))
+}
+
+/// Plans input `input` of node `id` (of graph `g`) to read a new int64 initializer of `values`.
+#[allow(clippy::too_many_arguments)]
+fn replace_with_constant(
+    model: &Model,
+    plan: &mut Plan,
+    replaced: &mut Vec<(NodeId, usize, ValueId)>,
+    taken: &mut HashSet<String>,
+    g: u32,
+    id: NodeId,
+    input: usize,
+    values: &[i64],
+) -> Result<(), String> {
+    let node = &model.node(id).name;
+    if model.proto.ir_version() < 4 {
+        return Err("IR version below 4: initializers must also be graph inputs".into());
+    }
+    if values.len() > MAX_CONSTANT {
+        return Err(format!("the constant has {} elements", values.len()));
+    }
+    let Some(Some(old)) = model.node(id).inputs.get(input).copied() else {
+        return Err(format!("node `{node}` has no input {input}"));
+    };
+    let edit = plan.graphs.entry(g).or_default();
+    if edit.remove.contains(&model.node(id).index) {
+        return Err(format!("another fix already removes `{node}`"));
+    }
+    let slot = edit.inputs.entry(model.node(id).index).or_default();
+    if slot.contains_key(&input) {
+        return Err(format!(
+            "another fix already replaces input {input} of `{node}`"
+        ));
+    }
+    let name = fresh_name(&format!("{}_const", model.value(old).name), taken);
+    slot.insert(input, name.clone());
+    let mut raw = Vec::with_capacity(values.len() * 8);
+    for v in values {
+        raw.extend_from_slice(&v.to_le_bytes());
+    }
+    let tensor = TensorProto {
+        dims: vec![values.len() as i64],
+        data_type: Some(tensor_proto::DataType::Int64 as i32),
+        name: Some(name),
+        raw_data: Some(raw.into()),
+        ..Default::default()
+    };
+    edit.initializers.push(tensor.encode_to_vec());
+    replaced.push((id, input, old));
+    Ok(())
 }
 
 fn function_key(domain: &str, name: &str) -> (String, String) {
@@ -274,13 +478,18 @@ fn fresh_name(base: &str, taken: &mut HashSet<String>) -> String {
 
 /// Nodes that the replacements leave without any consumer, transitively: none of their outputs
 /// is read (by a node, a subgraph or as a graph output) any more. Only nodes of the graph that
-/// defines the value are removed.
-fn dead_nodes(model: &Model, replaced: &[(NodeId, usize, ValueId)]) -> Vec<NodeId> {
+/// defines the value are removed; a value in `new_uses` is read once more than the model says.
+fn dead_nodes(
+    model: &Model,
+    replaced: &[(NodeId, usize, ValueId)],
+    new_uses: &[ValueId],
+) -> Vec<NodeId> {
     // Remaining uses of each value touched so far; a use from another graph counts forever.
     let mut uses: HashMap<ValueId, usize> = HashMap::new();
     let count = |v: ValueId| -> usize {
         let value = model.value(v);
-        let mut n = usize::from(value.is_graph_output) * usize::MAX / 2;
+        let mut n = usize::from(value.is_graph_output) * usize::MAX / 2
+            + new_uses.iter().filter(|&&u| u == v).count();
         for &c in &value.consumers {
             let node = model.node(c);
             if node.graph != value.graph {
@@ -435,6 +644,12 @@ fn rewrite_graph(
         let this = index;
         index += 1;
         if edit.remove.contains(&this) {
+            continue;
+        }
+        if let Some(nodes) = edit.replace.get(&this) {
+            for n in nodes {
+                wire::put_bytes(&mut out, 1, n);
+            }
             continue;
         }
         let inputs = edit.inputs.get(&this);

@@ -43,6 +43,19 @@ pub fn describe(fix: &Fix) -> String {
             values,
             ..
         } => format!("replace input {input} of `{node}` with the constant {values:?}"),
+        Fix::CollapseReshape {
+            node, data, values, ..
+        } => format!(
+            "make `{node}` read `{data}` (skipping the views between) with the constant shape {values:?}"
+        ),
+        Fix::UnflattenGemm {
+            flatten,
+            gemm,
+            unflatten,
+            ..
+        } => format!(
+            "replace `{flatten}` → `{gemm}` → `{unflatten}` (Reshape → Gemm → Reshape) by a MatMul and an Add on the unflattened input"
+        ),
         Fix::SetFunctionOpsetImport {
             function,
             domain,

@@ -97,10 +97,24 @@ pub fn infer_session(
     session: &mut Session,
     table: &KernelTable,
 ) -> Vec<(usize, usize, SchemaError)> {
+    if session.graphs.is_empty() {
+        return Vec::new();
+    }
+    let order = topological_order(session, 0);
+    infer_session_in(session, table, &order)
+}
+
+/// [`infer_session`] with the main graph's Kahn order given (inference changes no edge, so a
+/// caller that needs the order again, for shapes, builds it once).
+pub fn infer_session_in(
+    session: &mut Session,
+    table: &KernelTable,
+    order: &[usize],
+) -> Vec<(usize, usize, SchemaError)> {
     let versions = domain_versions(session, table);
     let mut failures = Vec::new();
     if !session.graphs.is_empty() {
-        infer_graph(session, table, &versions, 0, &mut failures);
+        infer_graph(session, table, &versions, 0, Some(order), &mut failures);
     }
     failures
 }
@@ -110,9 +124,14 @@ fn infer_graph(
     table: &KernelTable,
     versions: &HashMap<String, i64>,
     gi: usize,
+    order: Option<&[usize]>,
     failures: &mut Vec<(usize, usize, SchemaError)>,
 ) {
-    for ni in topological_order(session, gi) {
+    let order = match order {
+        Some(o) => o.to_vec(),
+        None => topological_order(session, gi),
+    };
+    for ni in order {
         let node = &session.graphs[gi].nodes[ni];
         let schema = resolve_schema(table, versions, &node.domain, &node.op);
         let input_types: Vec<Option<Type>> = node
@@ -130,7 +149,7 @@ fn infer_graph(
         let subs: Vec<usize> = node.subgraphs.iter().map(|(_, s)| *s).collect();
         type_subgraph_inputs(session, gi, ni, &input_types);
         for sg in &subs {
-            infer_graph(session, table, versions, *sg, failures);
+            infer_graph(session, table, versions, *sg, None, failures);
         }
         let node = &session.graphs[gi].nodes[ni];
         let since = schema.as_ref().ok().map(|s| s.since);

@@ -181,6 +181,31 @@ const BROADCAST: &[&str] = &[
     "PRelu",
 ];
 
+/// The shape of the concatenation of `xs` along `axis`: one rank, the axis dims summed
+/// (unknown when one is), every other dim the first known one.
+fn concat_shapes(xs: &[Shape], axis: i64) -> Option<Shape> {
+    let rank = xs.first()?.len();
+    if xs.iter().any(|x| x.len() != rank) {
+        return None;
+    }
+    let axis = usize::try_from(if axis < 0 { axis + rank as i64 } else { axis }).ok()?;
+    if axis >= rank {
+        return None;
+    }
+    Some(
+        (0..rank)
+            .map(|d| {
+                if d == axis {
+                    xs.iter()
+                        .try_fold(0i64, |acc, x| x[d].and_then(|v| acc.checked_add(v)))
+                } else {
+                    xs.iter().find_map(|x| x[d])
+                }
+            })
+            .collect(),
+    )
+}
+
 /// Output shapes of `node` from its input shapes and the constant values of its inputs.
 pub fn infer_node(
     node: &SNode,
@@ -225,8 +250,25 @@ pub fn infer_node(
                 | "SkipLayerNormalization"
                 | "FastGelu"
                 | "BiasGelu"
+                | "QuantizeLinear"
+                | "DequantizeLinear"
+                | "QLinearSigmoid"
+                | "QLinearLeakyRelu"
+                | "QLinearSoftmax"
         ) {
             *first = s(0);
+        }
+        // The quantized binary ops broadcast A (input 0) and B (input 3), as their contrib
+        // schemas' inference does.
+        if matches!(node.op.as_str(), "QLinearAdd" | "QLinearMul")
+            && let (Some(a), Some(b)) = (s(0), s(3))
+        {
+            *first = Some(broadcast(&[&a, &b]));
+        }
+        // QLinearConcat: Y's scale and zero point, then (X, scale, zero point) per input.
+        if node.op == "QLinearConcat" {
+            let xs: Option<Vec<Shape>> = (2..node.inputs.len()).step_by(3).map(s).collect();
+            *first = xs.and_then(|xs| concat_shapes(&xs, node.attr_i("axis")?));
         }
         if node.domain == "com.microsoft" {
             *first = first.take().or_else(|| contrib_shape(node, &s));
@@ -234,6 +276,13 @@ pub fn infer_node(
         return out;
     }
     let op = node.op.as_str();
+    if op == "DynamicQuantizeLinear" {
+        // y like x; y_scale and y_zero_point scalars.
+        for (k, slot) in out.iter_mut().enumerate() {
+            *slot = if k == 0 { s(0) } else { Some(Vec::new()) };
+        }
+        return out;
+    }
     if SAME_AS_INPUT0.contains(&op) {
         *first = s(0);
         if op == "BatchNormalization" {
@@ -807,7 +856,13 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
 
 /// Infers shapes for every node of graph `gi` (and its subgraphs) in topological order.
 pub fn infer_graph(session: &mut Session, gi: usize, values: &mut Values) {
-    for ni in super::topological_order(session, gi) {
+    let order = super::topological_order(session, gi);
+    infer_graph_in(session, gi, values, &order);
+}
+
+/// [`infer_graph`] with graph `gi`'s Kahn order given.
+pub fn infer_graph_in(session: &mut Session, gi: usize, values: &mut Values, order: &[usize]) {
+    for &ni in order {
         let subs: Vec<usize> = session.graphs[gi].nodes[ni]
             .subgraphs
             .iter()

@@ -147,7 +147,7 @@ impl Symbols<'_> {
                 }
                 out
             }
-            "MatMul" | "FusedMatMul" => {
+            "MatMul" | "FusedMatMul" | "MatMulInteger" => {
                 let (a, b) = (n.inputs.first()?, n.inputs.get(1)?);
                 let (ra, rb) = (rank(a)?, rank(b)?);
                 if i + 1 == out_rank {
@@ -260,7 +260,8 @@ impl Symbols<'_> {
             | "SkipSimplifiedLayerNormalization"
             | "Identity"
             | "Dropout"
-            | "BiasSoftmax" => from(n.inputs.first()?, i),
+            | "BiasSoftmax"
+            | "DynamicQuantizeLinear" => from(n.inputs.first()?, i),
             _ => None,
         };
         self.memo.borrow_mut().insert((key(v), i), sym.clone());

@@ -25,6 +25,15 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     if depth > MAX_DEPTH || gi >= session.graphs.len() {
         return false;
     }
+    // Nothing to do in a graph without a DequantizeLinear or a subgraph: skipped before its
+    // order is built.
+    if !session.graphs[gi].live_nodes().any(|(_, n)| {
+        !n.subgraphs.is_empty()
+            || (n.op == "DequantizeLinear"
+                && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft"))
+    }) {
+        return false;
+    }
     let mut modified = false;
     let order = crate::session::order::ort_topological_order(session, gi);
     let mut names: Option<NameGen> = None;

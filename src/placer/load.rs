@@ -13,35 +13,42 @@ use crate::session::Session;
 /// Input 1 has rank 1 != 2`.
 pub fn concat_rank_conflict(session: &Session) -> Option<((usize, usize), String)> {
     for gi in 0..session.graphs.len() {
+        // The order only decides which conflict comes first: built when there is one.
+        if !(0..session.graphs[gi].nodes.len()).any(|ni| conflict(session, gi, ni).is_some()) {
+            continue;
+        }
         for ni in crate::infer::topological_order(session, gi) {
-            let Some(n) = session.graphs[gi].nodes.get(ni) else {
-                continue;
-            };
-            if n.removed || n.op != "Concat" || n.domain != crate::tables::ONNX_DOMAIN {
-                continue;
-            }
-            let ranks: Option<Vec<usize>> = n
-                .inputs
-                .iter()
-                .map(|name| {
-                    (!name.is_empty())
-                        .then(|| session.shape_of(gi, name).map(Vec::len))
-                        .flatten()
-                })
-                .collect();
-            let Some(ranks) = ranks else { continue };
-            let Some(&rank) = ranks.first() else { continue };
-            if let Some((i, r)) = ranks.iter().enumerate().find(|(_, r)| **r != rank) {
-                return Some((
-                    (gi, ni),
-                    format!(
-                        "load: Node ({}) Op (Concat) [ShapeInferenceError] All inputs to Concat \
-                         must have same rank. Input {i} has rank {r} != {rank}",
-                        n.name
-                    ),
-                ));
+            if let Some(found) = conflict(session, gi, ni) {
+                return Some(found);
             }
         }
     }
     None
+}
+
+/// Node `ni`'s Concat rank conflict, if it is a Concat with one.
+fn conflict(session: &Session, gi: usize, ni: usize) -> Option<((usize, usize), String)> {
+    let n = session.graphs[gi].nodes.get(ni)?;
+    if n.removed || n.op != "Concat" || n.domain != crate::tables::ONNX_DOMAIN {
+        return None;
+    }
+    let ranks: Vec<usize> = n
+        .inputs
+        .iter()
+        .map(|name| {
+            (!name.is_empty())
+                .then(|| session.shape_of(gi, name).map(Vec::len))
+                .flatten()
+        })
+        .collect::<Option<_>>()?;
+    let &rank = ranks.first()?;
+    let (i, r) = ranks.iter().enumerate().find(|(_, r)| **r != rank)?;
+    Some((
+        (gi, ni),
+        format!(
+            "load: Node ({}) Op (Concat) [ShapeInferenceError] All inputs to Concat must have \
+             same rank. Input {i} has rank {r} != {rank}",
+            n.name
+        ),
+    ))
 }

@@ -21,9 +21,11 @@ mod fusions;
 pub use crate::session as ir;
 mod kernel;
 mod load;
+mod matmul_integer_to_float;
 mod nchwc_transformer;
 mod nhwc_transformer;
 mod optimize;
+mod qdq_transformer;
 pub mod registry;
 mod transpose;
 
@@ -200,7 +202,13 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         return placement;
     }
     let mut session = Session::from_model(model);
-    let failures = infer::infer_session(&mut session, table);
+    // The main graph's Kahn order, for type and shape inference (neither changes an edge).
+    let order = if session.graphs.is_empty() {
+        Vec::new()
+    } else {
+        crate::session::order::topological_order(&session, 0)
+    };
+    let failures = infer::infer_session_in(&mut session, table, &order);
     let local_functions: Vec<(String, String)> = model
         .proto
         .functions
@@ -247,7 +255,10 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     }
     // ONNX shape inference runs at load, whatever the level; its rank errors fail the load.
     let mut values = infer::shapes::Values::default();
-    infer::shapes::infer_graph(&mut session, 0, &mut values);
+    if !session.graphs.is_empty() {
+        infer::shapes::infer_graph_in(&mut session, 0, &mut values, &order);
+    }
+    drop(order);
     if let Some((at, fail)) = load::concat_rank_conflict(&session) {
         placement.outcome = Outcome::LoadFail(fail);
         placement.failed_node = Some(at);
@@ -281,7 +292,9 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
             return placement;
         }
     }
+    matmul_integer_to_float::run(&mut session, options.level);
     fusions::run(&mut session, table, options.level);
+    qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
     nchwc_transformer::run(&mut session, table, options.level);
     nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);

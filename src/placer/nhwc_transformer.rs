@@ -29,6 +29,11 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     }
     let mut changed = false;
     for gi in 0..session.graphs.len() {
+        // Wrapping a node never makes another one a candidate: a graph without one is skipped
+        // before its order is built.
+        if !(0..session.graphs[gi].nodes.len()).any(|ni| candidate(session, gi, ni)) {
+            continue;
+        }
         let order = crate::session::order::ort_topological_order(session, gi);
         let mut names: Option<NameGen> = None;
         for ni in order {

@@ -74,7 +74,7 @@ use OptLevel::{All as L3, Basic as L1, Extended as L2};
 use Status::{NotSimulated as No, Simulated as Sim};
 
 const RULES: &str = "placer/optimize/rule_based_graph_transformer.rs";
-const QDQ: &str = "not simulated yet: of the QDQ pipeline only EnsureUniqueDQForNodeUnit is";
+const QDQ: &str = "not simulated yet: of the QDQ pipeline only EnsureUniqueDQForNodeUnit, DoubleQDQPairsRemover, QDQPropagationTransformer and QDQFinalCleanupTransformer are";
 
 /// Every transformer, level by level, in ORT's order (1.23–1.31 and main).
 pub static REGISTRY: &[Transformer] = &[
@@ -259,7 +259,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        No(QDQ),
+        Sim("placer/qdq_transformer/double_qdq_pairs_remover.rs"),
     ),
     t(
         "ConstantSharing",
@@ -335,7 +335,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        No(QDQ),
+        Sim("placer/qdq_transformer/qdq_propagation.rs"),
     ),
     t(
         "WeightBiasQuantization",
@@ -349,7 +349,7 @@ pub static REGISTRY: &[Transformer] = &[
         "EnsureUniqueDQForNodeUnit",
         "qdq_transformer/ensure_unique_dq_for_node_unit.cc",
         L1,
-        S,
+        T,
         ANY,
         Sim("placer/ensure_unique_dq_for_node_unit.rs"),
     ),
@@ -416,17 +416,17 @@ pub static REGISTRY: &[Transformer] = &[
         "MatMulIntegerToFloatFusion",
         "matmul_integer_to_float.cc",
         L2,
-        T,
+        S,
         CPU,
-        No("CPU only: never moves a node"),
+        Sim("placer/matmul_integer_to_float.rs"),
     ),
     t(
         "DynamicQuantizeMatMulFusion",
         "dynamic_quantize_matmul_fusion.cc",
         L2,
-        T,
+        S,
         CPU,
-        No("CPU only: never moves a node"),
+        Sim("placer/matmul_integer_to_float.rs"),
     ),
     t(
         "ConvActivationFusion",
@@ -602,9 +602,9 @@ pub static REGISTRY: &[Transformer] = &[
         "QDQFinalCleanupTransformer",
         "qdq_transformer/qdq_final_cleanup.cc",
         L2,
-        T,
+        S,
         ANY,
-        No(QDQ),
+        Sim("placer/qdq_transformer/qdq_final_cleanup.rs"),
     ),
     // Level 3: CPU layout transformers.
     t(

@@ -145,6 +145,12 @@ impl Dim {
         self.0.values().all(|&c| c >= 0)
     }
 
+    /// Whether the dim involves a symbol the analysis made up (an unnamed or lost dim): what
+    /// it stands for is unknown.
+    pub fn opaque(&self) -> bool {
+        self.0.keys().flatten().any(|s| s.starts_with('?'))
+    }
+
     /// Whether the dim has a sum of terms (printed in parentheses inside a product).
     fn is_sum(&self) -> bool {
         self.0.len() > 1
@@ -745,15 +751,28 @@ fn node_infos(sh: &Shapes, gi: usize, node: &SNode) -> Vec<Info> {
                     .and_then(|k| x.get(a)?.div_exact(&Dim::konst(k)))
                     .map(|d| vec![d; n]),
             };
+            // A split integer vector (ORT's GatherToSplitFusion splits a `Shape`) keeps its
+            // elements, piece by piece.
+            let whole = value(0).filter(|v| x.len() == 1 && v.len() <= MAX_VALUE_LEN);
+            // Where the next piece starts; lost at the first piece of unknown length.
+            let mut at = Some(0usize);
             match sizes.filter(|s| s.len() == n) {
                 Some(sizes) => sizes
                     .into_iter()
                     .map(|d| {
+                        let start = at;
+                        let end = start.zip(d.as_const().and_then(|k| usize::try_from(k).ok()));
+                        at = end.and_then(|(s, len)| s.checked_add(len));
+                        let piece = whole
+                            .as_ref()
+                            .zip(start.zip(at))
+                            .and_then(|(v, (s, e))| v.get(s..e))
+                            .map(<[Dim]>::to_vec);
                         let mut o = x.clone();
                         o[a] = d;
                         Info {
                             shape: Some(o),
-                            value: None,
+                            value: piece,
                         }
                     })
                     .collect(),

@@ -234,7 +234,12 @@ impl Session {
         };
         let values = g.input.len() + g.initializer.len() + g.node.len() * 2;
         graph.nodes.reserve(g.node.len());
-        graph.initializers.reserve(g.initializer.len());
+        // `Constant` nodes become initializers too: sized once for all of them.
+        let constants = g.node.iter().filter(|n| n.op_type() == "Constant").count();
+        graph
+            .initializers
+            .reserve(g.initializer.len() + g.sparse_initializer.len() + constants);
+        graph.init_order.reserve(graph.initializers.capacity());
         graph.types.reserve(values);
         graph.shapes.reserve(values);
         for t in &g.initializer {
@@ -286,7 +291,7 @@ impl Session {
             {
                 let name = np.output.first().cloned().unwrap_or_default();
                 graph.init_order.push(name.clone());
-                graph.initializers.insert(name, init_of(&t, false));
+                graph.initializers.insert(name, init_owning(t, false));
                 removed = true;
             }
             let attrs = np
@@ -419,11 +424,16 @@ impl Session {
 }
 
 pub(crate) fn init_of(t: &TensorProto, overridable: bool) -> Init {
+    init_owning(t.clone(), overridable)
+}
+
+/// [`init_of`] for a tensor the caller already owns (no second copy).
+pub(crate) fn init_owning(t: TensorProto, overridable: bool) -> Init {
     Init {
         dims: t.dims.clone(),
         elem: t.data_type(),
         overridable,
-        tensor: t.clone(),
+        tensor: t,
     }
 }
 

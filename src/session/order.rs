@@ -33,6 +33,9 @@ pub fn topological_order_by(
     let mut indegree = vec![0u32; g.nodes.len()];
     let mut edges: Vec<(usize, usize)> = Vec::with_capacity(g.nodes.len() * 2);
     let mut deps: Vec<usize> = Vec::new();
+    // Whether every node's producers come before it: then the lowest-index-first order is the
+    // index order (exporters write sorted graphs; most graphs are until a fusion appends).
+    let mut sorted = true;
     for (i, n) in g.live_nodes() {
         deps.clear();
         deps.extend(
@@ -44,10 +47,15 @@ pub fn topological_order_by(
         );
         deps.sort_unstable();
         deps.dedup();
+        // (A removed producer, which a stale index may give, holds its reader back: not sorted.)
+        sorted &= deps.iter().all(|&d| d < i && !g.nodes[d].removed);
         for &d in &deps {
             indegree[i] += 1;
             edges.push((d, i));
         }
+    }
+    if sorted {
+        return g.live_nodes().map(|(i, _)| i).collect();
     }
     let mut start = vec![0usize; g.nodes.len() + 1];
     for &(d, _) in &edges {

@@ -411,8 +411,12 @@ impl KernelTable {
     /// Whether this table's release is `major.minor` or later (ORT changes behaviour between
     /// minor releases; patch releases never did for anything the placer simulates).
     pub fn release_at_least(&self, major: u64, minor: u64) -> bool {
-        parse_version(&self.release.ort)
-            .is_some_and(|v| (v.first().copied(), v.get(1).copied()) >= (Some(major), Some(minor)))
+        // Asked per node by some transformers: parsed without allocating.
+        let mut parts = self.release.ort.split('.').map(|c| c.parse::<u64>().ok());
+        let (Some(Some(a)), Some(Some(b))) = (parts.next(), parts.next()) else {
+            return false;
+        };
+        parts.all(|c| c.is_some()) && (a, b) >= (major, minor)
     }
 
     /// Highest opset ORT accepts for `domain` (`""` and `ai.onnx` both mean ONNX).

@@ -439,6 +439,260 @@ fn replacing_a_shape_chain_with_its_constant_removes_the_cpu_nodes() {
     assert_same_outputs(&path, &fixtures().join("shape_chain.op17.fixed.onnx"));
 }
 
+/// OL301's fixes of fixture `name` at 1.24.4 and `level` (the `zero-cost` group enabled), read
+/// back from the lint JSON.
+fn ol301_fixes(name: &str, level: &str) -> Vec<Fix> {
+    let lint = bin(
+        &fixtures(),
+        &[
+            "--ort",
+            "1.24.4",
+            "--opt-level",
+            level,
+            "--warn",
+            "zero-cost",
+            "--no-cache",
+            "--format",
+            "json",
+            name,
+        ],
+    );
+    let record: Value = match serde_json::from_str(&lint.stdout).unwrap() {
+        Value::Array(mut a) => a.remove(0),
+        one => one,
+    };
+    let text = |f: &Value, k: &str| f[k].as_str().unwrap().to_string();
+    record["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "OL301")
+        .map(|f| {
+            let f = &f["fix"];
+            let values = || {
+                f["values"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_i64().unwrap())
+                    .collect()
+            };
+            let safety = if f["safety"] == "safe" {
+                FixSafety::Safe
+            } else {
+                FixSafety::Unsafe
+            };
+            match f["kind"].as_str() {
+                Some("collapse-reshape") => Fix::CollapseReshape {
+                    graph: text(f, "graph"),
+                    node: text(f, "node"),
+                    data: text(f, "data"),
+                    values: values(),
+                    safety,
+                },
+                Some("unflatten-gemm") => Fix::UnflattenGemm {
+                    graph: text(f, "graph"),
+                    flatten: text(f, "flatten"),
+                    gemm: text(f, "gemm"),
+                    unflatten: text(f, "unflatten"),
+                    safety,
+                },
+                Some("replace-input-with-constant") => Fix::ReplaceInputWithConstant {
+                    graph: text(f, "graph"),
+                    node: text(f, "node"),
+                    input: f["input"].as_u64().unwrap() as usize,
+                    values: values(),
+                    safety,
+                },
+                _ => panic!("{name}: an OL301 finding without a fix: {f}"),
+            }
+        })
+        .collect()
+}
+
+/// collapse-reshape: transformers' padding mask as TorchScript exports it. The mask indexed by
+/// `batch_idx * seq + kv_idx` is `[batch, 1, 1, seq, 1]`, flattened by `Reshape(-1)` and viewed
+/// back as `[batch, 1, 1, seq]` from a `Shape`: no constant splits `batch·seq`, but the view can
+/// read the `Gather` directly with `[0, 1, 1, 0]`. The flattening Reshape and the shape chain go.
+#[test]
+fn collapsing_the_padding_mask_view_reads_the_gather_directly() {
+    let name = "padding_mask.op17.onnx";
+    let path = fixtures().join(name);
+    let bytes = std::fs::read(&path).unwrap();
+    let model = onnx_lint::model::load(&path).unwrap();
+    let fix = Fix::CollapseReshape {
+        graph: "main_graph".into(),
+        node: "/m/model/Reshape_1".into(),
+        data: "/m/model/Gather_3_output_0".into(),
+        values: vec![0, 1, 1, 0],
+        safety: FixSafety::Safe,
+    };
+    for level in ["disable", "all"] {
+        assert_eq!(ol301_fixes(name, level), vec![fix.clone()], "{level}");
+    }
+    let applied = onnx_lint::fix::apply(&bytes, &model, std::slice::from_ref(&fix)).unwrap();
+    assert_eq!(applied.applied, vec![fix]);
+    assert_eq!(
+        applied.removed_nodes,
+        [
+            "/m/model/Shape_3",
+            "/m/model/Constant_13",
+            "/m/model/Reshape",
+            "/m/model/Concat"
+        ]
+    );
+    let after = ModelProto::decode(applied.bytes.as_slice()).unwrap();
+    insta::assert_snapshot!(
+        "diff_padding_mask",
+        onnx_lint::fix::text_diff(&model.proto, &after, name)
+    );
+    check_fixed("padding_mask.op17.fixed.onnx", &applied.bytes);
+    let (before, after) = check_truth(name, "padding_mask.op17.fixed.onnx");
+    assert!(after <= before, "copies {before} → {after}");
+    assert_same_outputs(&path, &fixtures().join("padding_mask.op17.fixed.onnx"));
+}
+
+/// replace-input-with-constant at `all`: Llama's `repeat_kv`, whose four `Shape → Gather`s ORT
+/// fuses into one `Split` (GatherSliceToSplitFusion); the split pieces keep the shape's
+/// elements, so the Expand's and the Reshape's constants are proven there too.
+#[test]
+fn repeat_kv_constants_are_proven_through_ort_split_fusion() {
+    let name = "repeat_kv.op17.onnx";
+    let path = fixtures().join(name);
+    let bytes = std::fs::read(&path).unwrap();
+    let model = onnx_lint::model::load(&path).unwrap();
+    let fixes = ol301_fixes(name, "all");
+    let scope = "/m/model/layers.0/self_attn";
+    assert_eq!(
+        fixes,
+        vec![
+            Fix::ReplaceInputWithConstant {
+                graph: "main_graph".into(),
+                node: format!("{scope}/Expand"),
+                input: 1,
+                values: vec![1, 2, 2, 1, 8],
+                safety: FixSafety::Safe,
+            },
+            // `-1` beside a `0` that copies the batch: unsafe (an empty batch), see OL301.
+            Fix::ReplaceInputWithConstant {
+                graph: "main_graph".into(),
+                node: format!("{scope}/Reshape_1"),
+                input: 1,
+                values: vec![0, 4, -1, 8],
+                safety: FixSafety::Unsafe,
+            },
+        ]
+    );
+    let applied = onnx_lint::fix::apply(&bytes, &model, &fixes).unwrap();
+    assert_eq!(applied.applied.len(), 2, "{:?}", applied.skipped);
+    assert!(
+        applied
+            .removed_nodes
+            .iter()
+            .any(|n| n.ends_with("/Shape_4")),
+        "{:?}",
+        applied.removed_nodes
+    );
+    let after = ModelProto::decode(applied.bytes.as_slice()).unwrap();
+    insta::assert_snapshot!(
+        "diff_repeat_kv",
+        onnx_lint::fix::text_diff(&model.proto, &after, name)
+    );
+    check_fixed("repeat_kv.op17.fixed.onnx", &applied.bytes);
+    let (before, after) = check_truth(name, "repeat_kv.op17.fixed.onnx");
+    assert!(after <= before, "copies {before} → {after}");
+    assert_same_outputs(&path, &fixtures().join("repeat_kv.op17.fixed.onnx"));
+}
+
+/// unflatten-gemm: GPT-2's `Conv1D` (`view(-1, k)`, `Gemm`, `view(bsz, q_len, n)`). The
+/// second view has no constant; the rewrite to `MatMul` + `Add` on the 3-D input removes both
+/// views and the chains. It is `unsafe` (ORT's CPU Gemm adds the bias into the first K-block of
+/// the product: identical sums up to K = 256, different in the last bits beyond), so `--fix`
+/// alone applies only the first view's constant and `--unsafe-fixes` the rewrite; at K = 16 the
+/// outputs stay bit-identical.
+#[test]
+fn unflattening_a_gemm_removes_the_view_no_constant_can_give() {
+    let name = "gpt2_conv1d.op17.onnx";
+    let path = fixtures().join(name);
+    let bytes = std::fs::read(&path).unwrap();
+    let model = onnx_lint::model::load(&path).unwrap();
+    let scope = "/m/transformer/h.0/mlp/c_fc";
+    let rewrite = Fix::UnflattenGemm {
+        graph: "main_graph".into(),
+        flatten: format!("{scope}/Reshape"),
+        gemm: format!("{scope}/Gemm"),
+        unflatten: format!("{scope}/Reshape_1"),
+        safety: FixSafety::Unsafe,
+    };
+    let fixes = ol301_fixes(name, "all");
+    assert!(fixes.contains(&rewrite), "{fixes:?}");
+    // Both fixes at once: the rewrite goes first and the first view's constant, whose node it
+    // removes, is skipped with the reason.
+    let applied = onnx_lint::fix::apply(&bytes, &model, &fixes).unwrap();
+    assert_eq!(applied.applied, vec![rewrite.clone()]);
+    assert!(
+        applied.skipped[0].1.contains("already removes"),
+        "{:?}",
+        applied.skipped
+    );
+    let after = ModelProto::decode(applied.bytes.as_slice()).unwrap();
+    let ops: Vec<&str> = after
+        .graph
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .map(|n| n.op_type())
+        .collect();
+    assert_eq!(ops, ["MatMul", "Add"], "only the projection is left");
+    insta::assert_snapshot!(
+        "diff_gpt2_conv1d",
+        onnx_lint::fix::text_diff(&model.proto, &after, name)
+    );
+    check_fixed("gpt2_conv1d.op17.fixed.onnx", &applied.bytes);
+    let (before, after) = check_truth(name, "gpt2_conv1d.op17.fixed.onnx");
+    assert!(after <= before, "copies {before} → {after}");
+    assert_same_outputs(&path, &fixtures().join("gpt2_conv1d.op17.fixed.onnx"));
+    // Through the command line: the rewrite only with --unsafe-fixes.
+    let (dir, local) = copy_fixture(name);
+    let args = [
+        "--ort",
+        "1.24.4",
+        "--warn",
+        "zero-cost",
+        "--no-cache",
+        "--format",
+        "json",
+    ];
+    let run = bin(dir.path(), &[&args[..], &["--fix", name]].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let record: Value = serde_json::from_str(&run.stdout).unwrap();
+    let left: Vec<&Value> = record[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "OL301")
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["fix"]["kind"], "unflatten-gemm");
+    let run = bin(
+        dir.path(),
+        &[&args[..], &["--fix", "--unsafe-fixes", name]].concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let record: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(
+        !record[0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "OL301"),
+        "{}",
+        run.stdout
+    );
+    assert_same_outputs(&path, &local);
+}
+
 /// `-o/--output` has two meanings: without `--fix`/`--diff` it is the lint report's file (the
 /// model is only read); with `--fix` it is the fixed model's path (the report goes to stdout).
 #[test]

@@ -127,9 +127,15 @@ impl Fuser {
             let bias_at = (0..2).find(|&k| {
                 let b = &an.inputs[k];
                 let x = &an.inputs[1 - k];
-                session
-                    .initializer(self.gi, b)
-                    .is_some_and(|i| !i.overridable && i.dims.len() == 1)
+                // The biased value comes from a MatMul (not, say, the scale `Mul` of a
+                // dynamically quantized MatMul: `tests/fixtures/realworld/qdyn.*` at 1.31.1).
+                let from_matmul = self
+                    .producer_of(session, x)
+                    .is_some_and(|p| g.nodes[p].op == "MatMul");
+                from_matmul
+                    && session
+                        .initializer(self.gi, b)
+                        .is_some_and(|i| !i.overridable && i.dims.len() == 1)
                     && matches!((session.shape_of(self.gi, x), session.shape_of(self.gi, b)),
                         (Some(xs), Some(bs)) if xs.len() == 3 && bs.len() == 1
                             && xs[2].is_some() && xs[2] == bs[0])

@@ -43,7 +43,10 @@ impl Optimizer<'_> {
         let mut attrs: Vec<_> = node.attrs.iter().collect();
         attrs.sort_by(|a, b| a.name().cmp(b.name()));
         for a in attrs {
-            key.extend_from_slice(&a.encode_to_vec());
+            // Encoded straight into the key (a `Vec` grows: encoding cannot fail).
+            if a.encode(&mut key).is_err() {
+                return false;
+            }
             key.push(2);
         }
         match seen.get(&key) {

@@ -21,27 +21,30 @@ impl Optimizer<'_> {
         if session.graphs[gi].parent.is_some() {
             return false;
         }
-        let mut seen: HashSet<&str> = HashSet::default();
-        let mut order: Vec<String> = Vec::new();
         let g = &session.graphs[gi];
+        let mut seen: HashSet<&str> =
+            HashSet::with_capacity_and_hasher(g.initializers.len(), Default::default());
+        let mut order: Vec<&str> = Vec::with_capacity(g.initializers.len());
         for name in g.init_order.iter().rev() {
             if g.initializers.contains_key(name) && seen.insert(name.as_str()) {
-                order.push(name.clone());
+                order.push(name.as_str());
             }
         }
         if order.len() < g.initializers.len() {
-            let mut rest: Vec<&String> = g
+            let mut rest: Vec<&str> = g
                 .initializers
                 .keys()
-                .filter(|k| !seen.contains(k.as_str()))
+                .map(String::as_str)
+                .filter(|k| !seen.contains(k))
                 .collect();
             rest.sort_unstable();
-            order.extend(rest.into_iter().cloned());
+            order.extend(rest);
         }
         // Who reads each value, from one scan of the graph: (read by a live node, read by one
         // through a subgraph). The merges are applied in one pass at the end, so the pass stays
         // linear when one node reads many initializers (a `Sum` of 80,000 equal constants).
-        let mut reads: FxMap<&str, (bool, bool)> = FxMap::default();
+        let mut reads: FxMap<&str, (bool, bool)> =
+            FxMap::with_capacity_and_hasher(2 * g.nodes.len(), Default::default());
         for (_, n) in g.live_nodes() {
             for i in n.inputs.iter().filter(|i| !i.is_empty()) {
                 reads.entry(i.as_str()).or_default().0 = true;
@@ -53,7 +56,7 @@ impl Optimizer<'_> {
         let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), usize> = FxMap::default();
         let mut renames: FxMap<String, String> = FxMap::default();
         for k in 0..order.len() {
-            let name = order[k].as_str();
+            let name = order[k];
             let Some(init) = g.initializers.get(name) else {
                 continue;
             };
@@ -89,7 +92,7 @@ impl Optimizer<'_> {
                     slot.insert(k);
                 }
                 std::collections::hash_map::Entry::Occupied(rep) => {
-                    renames.insert(name.to_string(), order[*rep.get()].clone());
+                    renames.insert(name.to_string(), order[*rep.get()].to_string());
                 }
             }
         }

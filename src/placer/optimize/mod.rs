@@ -72,11 +72,25 @@ pub fn run(
     let passes: Vec<Option<Pass>> = registry::simulated(OptLevel::Basic)
         .map(|t| Pass::of(t.name))
         .collect();
-    for _ in 0..MAX_STEPS {
+    for step in 0..MAX_STEPS {
         let mut changed = false;
         for pass in &passes {
             changed |= match pass {
-                Some(Pass::Transpose) => opt.transpose(session, 0),
+                // `ShouldOnlyApplyOnce`: the TransposeOptimizer runs in the first step only.
+                Some(Pass::Transpose) => step == 0 && opt.transpose(session, 0),
+                Some(Pass::DoubleQdq) => opt.edited(
+                    session,
+                    0,
+                    crate::placer::qdq_transformer::double_qdq_pairs_remover::run,
+                ),
+                Some(Pass::QdqPropagation) => opt.edited(
+                    session,
+                    0,
+                    crate::placer::qdq_transformer::qdq_propagation::run,
+                ),
+                Some(Pass::UniqueDq) => opt.edited(session, 0, |s, gi| {
+                    crate::placer::ensure_unique_dq_for_node_unit::run(s, gi, 0)
+                }),
                 Some(pass) => opt.pass(session, 0, *pass),
                 None => false,
             };
@@ -98,6 +112,12 @@ enum Pass {
     MatMulAdd,
     ReshapeFusion,
     Transpose,
+    /// `DoubleQDQPairsRemover` (`placer/qdq_transformer/`).
+    DoubleQdq,
+    /// `QDQPropagationTransformer` (`placer/qdq_transformer/`).
+    QdqPropagation,
+    /// `EnsureUniqueDQForNodeUnit`, again among the level-1 transformers.
+    UniqueDq,
 }
 
 impl Pass {
@@ -111,6 +131,9 @@ impl Pass {
             "MatMulAddFusion" => Pass::MatMulAdd,
             "ReshapeFusion" => Pass::ReshapeFusion,
             "TransposeOptimizer" => Pass::Transpose,
+            "DoubleQDQPairsRemover" => Pass::DoubleQdq,
+            "QDQPropagationTransformer" => Pass::QdqPropagation,
+            "EnsureUniqueDQForNodeUnit" => Pass::UniqueDq,
             _ => return None,
         })
     }
@@ -291,7 +314,11 @@ impl Optimizer<'_> {
                     d
                 }
                 Pass::MatMulAdd => self.matmul_add_fusion(session, gi, ni, &mut idx, &mut names),
-                Pass::Sharing | Pass::Transpose => false,
+                Pass::Sharing
+                | Pass::Transpose
+                | Pass::DoubleQdq
+                | Pass::QdqPropagation
+                | Pass::UniqueDq => false,
             };
             changed |= did;
         }
@@ -304,19 +331,46 @@ impl Optimizer<'_> {
         changed
     }
 
+    /// A transformer that edits the session graph itself (`placer/qdq_transformer/`): the
+    /// indices of every graph are rebuilt when it changed anything.
+    fn edited(
+        &mut self,
+        session: &mut Session,
+        gi: usize,
+        transformer: impl Fn(&mut Session, usize) -> bool,
+    ) -> bool {
+        let changed = transformer(session, gi);
+        if changed {
+            self.indices.clear();
+        }
+        changed
+    }
+
     /// The `TransposeOptimizer` over graph `gi`, then over the subgraphs of its nodes.
     fn transpose(&mut self, session: &mut Session, gi: usize) -> bool {
-        let order = ort_topological_order(session, gi);
-        let mut changed = transpose::run(
-            session,
-            gi,
-            self.table,
-            &self.versions,
-            &mut self.values,
-            &order,
-        );
+        // The order is only built for a graph the optimizer has work in (`transpose::run` does
+        // nothing without a Transpose), and the subgraph walk only where there are subgraphs.
+        let g = &session.graphs[gi];
+        let has_transpose = g.live_nodes().any(|(_, n)| n.op == "Transpose");
+        let mut changed = has_transpose && {
+            let order = ort_topological_order(session, gi);
+            transpose::run(
+                session,
+                gi,
+                self.table,
+                &self.versions,
+                &mut self.values,
+                &order,
+            )
+        };
         if changed {
             self.indices.remove(&gi);
+        }
+        if session.graphs[gi]
+            .live_nodes()
+            .all(|(_, n)| n.subgraphs.is_empty())
+        {
+            return changed;
         }
         let subs: Vec<usize> = ort_topological_order(session, gi)
             .into_iter()

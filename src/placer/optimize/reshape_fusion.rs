@@ -72,11 +72,11 @@ impl Optimizer<'_> {
                 let root = sn.inputs.first()?;
                 let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
                 let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
-                // From 1.25 on the Shape may read the Reshape's input through a DQ or a DQ copy
-                // (`EnsureUniqueDQForNodeUnit`). Oracle: 1.31.1 fuses so, 1.23.2 and 1.24.4 do not;
-                // the release in between is assumed to be 1.25, as for the Reshape-19 gate.
+                // From 1.29 on the Shape may read the Reshape's input through a DQ or a DQ copy
+                // (`EnsureUniqueDQForNodeUnit`). Oracle on the real-world QDQ models: 1.29.0,
+                // 1.30.0, 1.31.0 and 1.31.1 fuse so; 1.23.2, 1.24.4, 1.25.1 and 1.28.0 do not.
                 let same = root == &data
-                    || (self.table.release_at_least(1, 25)
+                    || (self.table.release_at_least(1, 29)
                         && crate::placer::ensure_unique_dq_for_node_unit::same_shape_through_dq(
                             session,
                             gi,
@@ -215,11 +215,12 @@ impl Optimizer<'_> {
 }
 
 /// `Match_Shape` when the Shape reads another value than the Reshape: up to 1.28 the two
-/// values' whole shapes must agree (`CompareShape`), from 1.29 on only dim `index` (oracle:
+/// values' whole shapes must be the same known values (`CompareShape`), from 1.29 on only
+/// dim `index` must agree (oracle:
 /// 1.29.0, 1.30.0 and 1.31.x fuse CodeGen's and GPT-NeoX's first `Reshape` of the fused QKV
 /// projection, whose Shape reads the LayerNorm output `[batch, sequence, 64]` against
-/// `[batch, sequence, 192]`; 1.23.2 to 1.28.0 do not). A dim agrees when both are the same known value or both carry
-/// the same `dim_param`; an unknown dim agrees with nothing.
+/// `[batch, sequence, 192]`; 1.23.2 to 1.28.0 do not). From 1.29 a dim agrees when both are
+/// the same known value or both carry the same `dim_param`; an unknown dim agrees with nothing.
 fn same_dims(
     table: &KernelTable,
     session: &Session,
@@ -257,6 +258,8 @@ fn same_dims(
     if table.release_at_least(1, 29) {
         usize::try_from(index).is_ok_and(dim_agrees)
     } else {
-        sa.len() == sb.len() && (0..sa.len()).all(dim_agrees)
+        // Known values only: 1.24.4 and 1.28.0 keep `tests/fixtures/fix/shape_chain`'s chain,
+        // whose two shapes are the same `[batch, seq, 32]`.
+        sa.len() == sb.len() && sa.iter().zip(sb).all(|(x, y)| x.is_some() && x == y)
     }
 }

@@ -15,10 +15,27 @@ impl Opt<'_> {
     }
 
     pub(super) fn value_cost(&self, input: &str, perm: &[i64]) -> i32 {
-        if self.is_constant(input) {
+        if self.is_constant(input) || self.const_dq(input).is_some() {
             return 0;
         }
-        if let Some(p) = self.producer(input)
+        // Look past a DQ (and a Squeeze under it when a Transpose is above that) for the
+        // Transpose, as `TransposeInput` does.
+        let mut producer = self.producer(input);
+        if let Some(dq) = self.dq_producer(input)
+            && let Some(above) = self.node(dq).inputs.first().and_then(|v| self.producer(v))
+        {
+            let a = self.node(above);
+            if a.op == "Squeeze" {
+                if let Some(t) = a.inputs.first().and_then(|v| self.producer(v))
+                    && self.node(t).op == "Transpose"
+                {
+                    producer = Some(t);
+                }
+            } else {
+                producer = Some(above);
+            }
+        }
+        if let Some(p) = producer
             && self.is_transpose(p)
             && let Some(perm2) = self.perm_of(p)
         {

@@ -8,8 +8,8 @@
 //! named `GenerateNodeName(<op>)` (`Transpose`, `Transpose_token_7`, ...), their outputs
 //! `<node>_out0`, a node whose output moves to a new node gets `GenerateNodeArgName(<node name>)`
 //! (`_token_4` for an unnamed node), new initializers `const_transpose_optimizer...`; all draw on
-//! the graph's one `_token_<k>` counter. The QDQ-specific parts (looking past `DequantizeLinear`,
-//! the QDQ fix-up pass) are not simulated: a `DequantizeLinear` output counts as a plain value.
+//! the graph's one `_token_<k>` counter. Its QDQ handling (looking past a `DequantizeLinear`,
+//! `MakeQDQNodeUnit`) is in `qdq.rs`.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -27,6 +27,7 @@ mod handlers;
 use handlers::permute_1d;
 mod perm;
 use perm::*;
+mod qdq;
 
 /// How a node's inputs are chosen and handled (ORT's `HandlerInfo`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -208,11 +209,13 @@ pub fn run(
 ) -> bool {
     let opset = versions.get("ai.onnx").copied().unwrap_or(0);
     let mut changed = false;
-    if (MIN_OPSET..=max_supported_opset(table)).contains(&opset)
-        && session.graphs[gi]
-            .live_nodes()
-            .any(|(_, n)| n.op == "Transpose")
-    {
+    // Without a Transpose nothing moves; with a DQ the QDQ fix-up pass still runs.
+    let (mut transposes, mut have_dq) = (false, false);
+    for (_, n) in session.graphs[gi].live_nodes() {
+        transposes |= n.op == "Transpose";
+        have_dq |= n.op == "DequantizeLinear";
+    }
+    if (MIN_OPSET..=max_supported_opset(table)).contains(&opset) && (transposes || have_dq) {
         let mut opt = Opt {
             gi,
             table,
@@ -227,7 +230,10 @@ pub fn run(
             session,
         };
         opt.index();
-        changed = opt.optimize(order);
+        changed = transposes && opt.optimize(order);
+        if have_dq {
+            changed |= opt.fix_qdq_node_units();
+        }
         let g = &mut opt.session.graphs[gi];
         if let Some(names) = &opt.names {
             g.name_counter = names.counter;
@@ -506,12 +512,17 @@ impl Opt<'_> {
     /// ORT's `ApiGraph::AddNode`: a node named `GenerateNodeName(op)` with outputs
     /// `GenerateNodeArgName(<name>_out<i>)`, appended to the graph.
     fn add_node(&mut self, op: &str, inputs: &[&str], outputs: usize) -> usize {
+        self.add_node_in("ai.onnx", op, inputs, outputs)
+    }
+
+    /// [`Self::add_node`] in `domain`.
+    fn add_node_in(&mut self, domain: &str, op: &str, inputs: &[&str], outputs: usize) -> usize {
         let name = self.names().node(op);
         self.generated.push(name.clone());
         let outs: Vec<String> = (0..outputs)
             .map(|i| self.names().value(&format!("{name}_out{i}")))
             .collect();
-        let since = infer::resolve_schema(self.table, self.versions, "ai.onnx", op)
+        let since = infer::resolve_schema(self.table, self.versions, domain, op)
             .ok()
             .map(|s| s.since);
         let index = self.session.graphs[self.gi].nodes.len();
@@ -524,7 +535,7 @@ impl Opt<'_> {
         self.session.graphs[self.gi].nodes.push(SNode {
             name,
             op: op.to_string(),
-            domain: "ai.onnx".into(),
+            domain: domain.into(),
             since,
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
             outputs: outs,
@@ -590,20 +601,43 @@ impl Opt<'_> {
         if input.is_empty() {
             return;
         }
-        let constant = self
+        let mut constant = self
             .local_constant(&input)
             .map(|c| (c.dims.clone(), c.elements()));
+        // Look past a DQ of a constant initializer: the initializer is changed in place.
+        let mut const_dq: Option<(usize, String)> = None;
+        if constant.is_none()
+            && let Some(dq) = self.const_dq(&input)
+        {
+            let dq_input = self.node(dq).inputs[0].clone();
+            constant = self
+                .local_constant(&dq_input)
+                .map(|c| (c.dims.clone(), c.elements()));
+            if constant.is_some() {
+                self.set_input(dq, 0, "");
+                const_dq = Some((dq, dq_input));
+            }
+        }
         self.set_input(node, i, "");
-        let (consumers, comprehensive) = self.consumers(&input);
+        let target = const_dq
+            .as_ref()
+            .map_or_else(|| input.clone(), |(_, v)| v.clone());
+        let (consumers, comprehensive) = self.consumers(&target);
         // Case 1: a constant initializer is transposed in place.
         if let Some((dims, elements)) = constant
             && comprehensive
         {
+            let reconnect_dq = |s: &mut Self| {
+                if let Some((dq, v)) = &const_dq {
+                    s.set_input(*dq, 0, v);
+                }
+            };
             if elements == Some(1) {
+                reconnect_dq(self);
                 self.set_input(node, i, &input);
                 return;
             }
-            if dims.len() == 1 && dims[0] == perm.len() as i64 {
+            if const_dq.is_none() && dims.len() == 1 && dims[0] == perm.len() as i64 {
                 // Permute1DConstant: a new, permuted initializer.
                 let Some(v) = self.values.get(self.session, self.gi, &input) else {
                     self.set_input(node, i, &input);
@@ -621,38 +655,64 @@ impl Opt<'_> {
                 return;
             }
             if !consumers.is_empty() {
-                let t = self.make_transpose(&input, perm_inv);
+                let t = self.make_transpose(&target, perm_inv);
                 let out = self.node(t).outputs[0].clone();
-                self.copy_value_info(&input, &out);
-                self.replace_references(&consumers, &input, &out);
+                self.copy_value_info(&target, &out);
+                self.replace_references(&consumers, &target, &out);
             }
-            self.transpose_initializer(&input, perm);
+            self.transpose_initializer(&target, perm);
+            if let Some((dq, v)) = &const_dq {
+                self.set_dq_input(*dq, v);
+            }
             self.set_input(node, i, &input);
             return;
         }
-        // Case 2: the input is a Transpose: cancel or compose.
-        if let Some(p) = self.producer(&input)
+        if let Some((dq, v)) = &const_dq {
+            self.set_input(*dq, 0, v);
+        }
+        let (consumers, comprehensive) = self.consumers(&input);
+        // Case 2: the input is a Transpose (looking past a DQ): cancel or compose.
+        let mut inp_node = self.producer(&input);
+        let mut look_past: Option<usize> = None;
+        let mut above = (consumers.clone(), comprehensive);
+        if let Some(dq) = self.dq_producer(&input)
+            && self.dq_mode_supported(dq)
+        {
+            look_past = Some(dq);
+            let dq_input = self.node(dq).inputs.first().cloned().unwrap_or_default();
+            inp_node = self.producer(&dq_input);
+            above = self.consumers(&dq_input);
+        }
+        if let Some(p) = inp_node
             && let Some(perm2) = self.perm_of(p)
             && perm2.len() == perm.len()
         {
             let pre = self.node(p).inputs.first().cloned().unwrap_or_default();
             if perm2 == perm_inv {
-                self.set_input(node, i, &pre);
-                if comprehensive && consumers.is_empty() {
+                match look_past {
+                    Some(dq) => {
+                        self.set_dq_input(dq, &pre);
+                        self.set_input(node, i, &input);
+                    }
+                    None => self.set_input(node, i, &pre),
+                }
+                if above.1 && above.0.len() == usize::from(look_past.is_some()) {
                     self.remove_node(p);
                 }
                 return;
             }
-            let combined = compose(&perm2, perm);
-            let t = self.make_transpose(&pre, &combined);
-            let out = self.node(t).outputs[0].clone();
-            self.copy_value_info(&input, &out);
-            self.permute_dims(&out, perm);
-            if comprehensive && consumers.is_empty() {
-                self.remove_node(p);
+            if look_past.is_none() {
+                let combined = compose(&perm2, perm);
+                let t = self.make_transpose(&pre, &combined);
+                let out = self.node(t).outputs[0].clone();
+                self.copy_value_info(&input, &out);
+                self.permute_dims(&out, perm);
+                if comprehensive && consumers.is_empty() {
+                    self.remove_node(p);
+                }
+                self.set_input(node, i, &out);
+                return;
             }
-            self.set_input(node, i, &out);
-            return;
         }
         // Case 3: a Transpose with the same perm already reads the input.
         for &c in &consumers {
@@ -662,12 +722,15 @@ impl Opt<'_> {
                 return;
             }
         }
-        // Case 4: a new Transpose.
+        // Case 4: a new Transpose, kept in a QDQ node unit after a DQ.
         let t = self.make_transpose(&input, perm);
         let out = self.node(t).outputs[0].clone();
         self.copy_value_info(&input, &out);
         self.permute_dims(&out, perm);
         self.set_input(node, i, &out);
+        if let Some(dq) = self.dq_producer(&input) {
+            self.make_qdq_node_unit(dq);
+        }
     }
 
     fn transpose_inputs(&mut self, node: usize, perm: &[i64], indices: &[usize]) {

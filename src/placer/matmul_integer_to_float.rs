@@ -1,0 +1,248 @@
+//! ORT's `MatMulIntegerToFloatFusion` (`onnxruntime/core/optimizer/matmul_integer_to_float.cc`)
+//! and `DynamicQuantizeMatMulFusion` (`dynamic_quantize_matmul_fusion.cc`), level-2
+//! transformers of the CPU provider (and DML/ACL), in that order: what `quantize_dynamic` writes
+//! for a MatMul becomes one `com.microsoft` node on the CPU.
+//!
+//! - `MatMulInteger -> Cast -> Mul(., Mul(a_scale, b_scale))`, each of the three with one output
+//!   edge and no graph output, the outer `Mul` (7/13/14, not float16) on the CPU, and, when that
+//!   `Mul` has one output edge into an `Add` with a constant bias (1-D, or leading 1s, last dim
+//!   above 1; the second input, else the first), the `Add` too: one `MatMulIntegerToFloat`
+//!   named after the `MatMulInteger` (its name reused, no name generated), on the `Mul`'s
+//!   provider.
+//! - a `MatMulIntegerToFloat` on the CPU with constant `B`, `b_scale` (and zero point and bias)
+//!   whose input comes from a `DynamicQuantizeLinear` with exactly three output edges (its three
+//!   outputs into this node): both become one `DynamicQuantizeMatMul` named after the node.
+//!
+//! Names as the released builds make them (measured with the CPU wheels on
+//! `tests/fixtures/realworld/qdyn.*`: the fused node keeps the `MatMulInteger`'s name). Nodes are
+//! visited in topological order; subgraphs first.
+
+use crate::placer::OptLevel;
+use crate::placer::qdq_transformer::{Edges, MAX_DEPTH};
+use crate::session::{SNode, Session};
+use crate::tables::Ep;
+
+const MS: &str = "com.microsoft";
+
+/// Applies both transformers at level `extended` and above; whether they changed anything.
+pub fn run(session: &mut Session, level: OptLevel) -> bool {
+    if level < OptLevel::Extended || session.graphs.is_empty() {
+        return false;
+    }
+    let mut changed = run_at(session, 0, 0, matmul_integer_to_float);
+    changed |= run_at(session, 0, 0, dynamic_quantize_matmul);
+    changed
+}
+
+type Fusion = fn(&mut Session, usize, &Edges, usize) -> bool;
+
+fn run_at(session: &mut Session, gi: usize, depth: usize, fusion: Fusion) -> bool {
+    if depth > MAX_DEPTH || gi >= session.graphs.len() {
+        return false;
+    }
+    let order = crate::session::order::ort_topological_order(session, gi);
+    let mut changed = false;
+    let mut edges: Option<Edges> = None;
+    for ni in order {
+        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+            .subgraphs
+            .iter()
+            .map(|(_, s)| *s)
+            .collect();
+        for s in subs {
+            changed |= run_at(session, s, depth + 1, fusion);
+        }
+        if session.graphs[gi].nodes[ni].removed {
+            continue;
+        }
+        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
+        if fusion(session, gi, e, ni) {
+            changed = true;
+            edges = None;
+        }
+    }
+    changed
+}
+
+/// `FirstParentByType`: the producer, of type `op`, of the first input that has one.
+fn first_parent(session: &Session, gi: usize, e: &Edges, n: &SNode, op: &str) -> Option<usize> {
+    n.existing_inputs()
+        .filter_map(|(_, i)| e.producer.get(i).map(|&(p, _)| p))
+        .find(|&p| session.graphs[gi].nodes[p].op == op)
+}
+
+/// `CheckOutputEdges(node, n)`: exactly `n` output edges and no graph output.
+fn output_edges(e: &Edges, n: &SNode, count: usize) -> bool {
+    !e.produces_graph_output(n) && e.node_output_edges(n) == count
+}
+
+fn is_constant(session: &Session, gi: usize, name: &str) -> bool {
+    !name.is_empty()
+        && session
+            .initializer(gi, name)
+            .is_some_and(|i| !i.overridable)
+}
+
+fn fused(
+    name: String,
+    op: &str,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    ep: Option<Ep>,
+) -> SNode {
+    SNode {
+        name,
+        op: op.into(),
+        domain: MS.into(),
+        since: Some(1),
+        inputs,
+        outputs,
+        attrs: Vec::new(),
+        subgraphs: Vec::new(),
+        implicit_inputs: Vec::new(),
+        ep,
+        kernel: None,
+        origin: None,
+        removed: false,
+    }
+}
+
+fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usize) -> bool {
+    let g = &session.graphs[gi];
+    let m = &g.nodes[mul];
+    let float16 = m.inputs.first().and_then(|i| session.type_of(gi, i))
+        == Some(&crate::infer::Type::Tensor(
+            crate::model::DataType::Float16 as i32,
+        ));
+    if m.op != "Mul"
+        || m.domain != "ai.onnx"
+        || !matches!(m.since, Some(7 | 13 | 14))
+        || m.ep != Some(Ep::Cpu)
+        || float16
+    {
+        return false;
+    }
+    let Some(cast) = first_parent(session, gi, e, m, "Cast") else {
+        return false;
+    };
+    let Some(mmi) = first_parent(session, gi, e, &g.nodes[cast], "MatMulInteger") else {
+        return false;
+    };
+    let Some(right) = first_parent(session, gi, e, m, "Mul") else {
+        return false;
+    };
+    let (c, mi, r) = (&g.nodes[cast], &g.nodes[mmi], &g.nodes[right]);
+    if !output_edges(e, c, 1) || !output_edges(e, mi, 1) || !output_edges(e, r, 1) {
+        return false;
+    }
+    // The bias Add, when the Mul feeds only it.
+    let mut add: Option<(usize, usize)> = None;
+    if output_edges(e, m, 1)
+        && let Some(&(a, _)) = m
+            .outputs
+            .first()
+            .and_then(|o| e.consumers.get(o))
+            .and_then(|c| c.first())
+        && g.nodes[a].op == "Add"
+    {
+        let bias_shaped = |k: usize| {
+            g.nodes[a].inputs.get(k).is_some_and(|b| {
+                is_constant(session, gi, b)
+                    && session.initializer(gi, b).is_some_and(|i| {
+                        i.dims
+                            .split_last()
+                            .is_some_and(|(last, lead)| *last > 1 && lead.iter().all(|&d| d == 1))
+                    })
+            })
+        };
+        // The released builds take the bias from either input (measured: `quantize_dynamic`
+        // writes `Add(bias, x)` for the torch exports of `tests/fixtures/realworld/qdyn.*`).
+        add = [1, 0].into_iter().find(|&k| bias_shaped(k)).map(|k| (a, k));
+    }
+    let mut inputs = vec![
+        mi.inputs.first().cloned().unwrap_or_default(),
+        mi.inputs.get(1).cloned().unwrap_or_default(),
+        r.inputs.first().cloned().unwrap_or_default(),
+        r.inputs.get(1).cloned().unwrap_or_default(),
+        mi.inputs.get(2).cloned().unwrap_or_default(),
+        mi.inputs.get(3).cloned().unwrap_or_default(),
+    ];
+    let outputs = match add {
+        Some((a, k)) => {
+            inputs.push(g.nodes[a].inputs[k].clone());
+            g.nodes[a].outputs.clone()
+        }
+        None => m.outputs.clone(),
+    };
+    while inputs.last().is_some_and(String::is_empty) {
+        inputs.pop();
+    }
+    let node = fused(
+        mi.name.clone(),
+        "MatMulIntegerToFloat",
+        inputs,
+        outputs,
+        m.ep,
+    );
+    let g = &mut session.graphs[gi];
+    for k in [
+        Some(mmi),
+        Some(cast),
+        Some(right),
+        Some(mul),
+        add.map(|(a, _)| a),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        g.nodes[k].removed = true;
+    }
+    g.nodes.push(node);
+    true
+}
+
+fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usize) -> bool {
+    let g = &session.graphs[gi];
+    let n = &g.nodes[ni];
+    if n.op != "MatMulIntegerToFloat" || n.domain != MS || n.ep != Some(Ep::Cpu) {
+        return false;
+    }
+    let at = |k: usize| n.inputs.get(k).cloned().unwrap_or_default();
+    if !is_constant(session, gi, &at(1)) || !is_constant(session, gi, &at(3)) {
+        return false;
+    }
+    for k in [5, 6] {
+        let v = at(k);
+        if !v.is_empty() && !is_constant(session, gi, &v) {
+            return false;
+        }
+    }
+    let Some(dql) = first_parent(session, gi, e, n, "DynamicQuantizeLinear") else {
+        return false;
+    };
+    if !output_edges(e, &g.nodes[dql], 3) {
+        return false;
+    }
+    let mut inputs = vec![
+        g.nodes[dql].inputs.first().cloned().unwrap_or_default(),
+        at(1),
+        at(3),
+        at(5),
+        at(6),
+    ];
+    while inputs.last().is_some_and(String::is_empty) {
+        inputs.pop();
+    }
+    let node = fused(
+        n.name.clone(),
+        "DynamicQuantizeMatMul",
+        inputs,
+        n.outputs.clone(),
+        n.ep,
+    );
+    let g = &mut session.graphs[gi];
+    g.nodes[dql].removed = true;
+    g.nodes[ni].removed = true;
+    g.nodes.push(node);
+    true
+}

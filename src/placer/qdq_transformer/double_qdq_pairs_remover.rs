@@ -1,0 +1,94 @@
+//! ORT's `DoubleQDQPairsRemover` (`onnxruntime/core/optimizer/double_qdq_pairs_remover.cc`),
+//! a level-1 transformer on every provider, unless the session option
+//! `session.disable_double_qdq_remover` is set (it is not by default).
+//!
+//! In a chain `Q1 -> DQ1 -> Q2 -> DQ2` where `DQ1` has one input edge and one output edge, `Q2`
+//! and `Q1` one output edge each, none of them produces a graph output, both pairs have
+//! explicit constant scalar scales and zero points that agree within the pair, and `DQ1`'s zero
+//! point is `uint8` or `int8`: `DQ1` and `Q2` are removed and `DQ2` reads `Q1`'s output (the
+//! outer pair's scale and zero point are recomputed, which moves no node). Visited in the
+//! topological order of the graph as it was when the pass began; subgraphs are not visited
+//! (ORT's pass does not recurse).
+
+use super::{Edges, is_qdq_pair_supported};
+use crate::model::DataType as D;
+use crate::session::Session;
+
+/// Applies the transformer to graph `gi`; whether it removed anything.
+pub fn run(session: &mut Session, gi: usize) -> bool {
+    if gi >= session.graphs.len() {
+        return false;
+    }
+    let order = crate::session::order::ort_topological_order(session, gi);
+    let mut edges = Edges::build(session, gi);
+    let mut modified = false;
+    for s in order {
+        let Some((parent, child, grandchild)) = removable(session, gi, &edges, s) else {
+            continue;
+        };
+        let g = &mut session.graphs[gi];
+        let Some(src) = g.nodes[parent].outputs.first().cloned() else {
+            continue;
+        };
+        if let Some(slot) = g.nodes[grandchild].inputs.get_mut(0) {
+            *slot = src;
+        }
+        g.nodes[s].removed = true;
+        g.nodes[child].removed = true;
+        modified = true;
+        edges = Edges::build(session, gi);
+    }
+    modified
+}
+
+/// `IsNodeRemovable`: (parent Q, child Q, grandchild DQ) when DQ node `s` sits removable in
+/// the middle of two QDQ pairs.
+fn removable(session: &Session, gi: usize, e: &Edges, s: usize) -> Option<(usize, usize, usize)> {
+    let g = &session.graphs[gi];
+    let me = g.nodes.get(s)?;
+    if me.removed
+        || me.op != "DequantizeLinear"
+        || e.node_input_edges(me) != 1
+        || e.node_output_edges(me) != 1
+        || e.produces_graph_output(me)
+    {
+        return None;
+    }
+    let out = me.outputs.first()?;
+    let &(child, _) = e.consumers.get(out)?.first()?;
+    let c = &g.nodes[child];
+    if c.op != "QuantizeLinear" || e.node_output_edges(c) != 1 || e.produces_graph_output(c) {
+        return None;
+    }
+    let (parent, _) = *e.producer.get(me.inputs.first()?)?;
+    let p = &g.nodes[parent];
+    if e.node_output_edges(p) != 1 || p.op != "QuantizeLinear" || e.produces_graph_output(p) {
+        return None;
+    }
+    let &(grandchild, _) = e.consumers.get(c.outputs.first()?)?.first()?;
+    let gc = &g.nodes[grandchild];
+    if gc.op != "DequantizeLinear" {
+        return None;
+    }
+    if !is_qdq_pair_supported(session, gi, p, me) || !is_qdq_pair_supported(session, gi, c, gc) {
+        return None;
+    }
+    let zp = super::zero_point_elem(session, gi, me)?;
+    if zp != D::Uint8 as i32 && zp != D::Int8 as i32 {
+        return None;
+    }
+    // `FindNewZeroPointAndScale`: pairs with other initializers need float scales and zero
+    // points of one type.
+    let same_names = me.inputs.get(1) == c.inputs.get(1) && me.inputs.get(2) == c.inputs.get(2);
+    if !same_names {
+        let elem = |n: &str| session.initializer(gi, n).map(|i| i.elem);
+        let (s1, s2) = (elem(&me.inputs[1]), elem(&c.inputs[1]));
+        if s1 != Some(D::Float as i32)
+            || s2 != Some(D::Float as i32)
+            || elem(&c.inputs[2]) != Some(zp)
+        {
+            return None;
+        }
+    }
+    Some((parent, child, grandchild))
+}

@@ -1,0 +1,159 @@
+//! ORT's QDQ transformers (`onnxruntime/core/optimizer/qdq_transformer/`, and
+//! `double_qdq_pairs_remover.cc` next to it), one file each, and what they share: matching
+//! `QuantizeLinear`/`DequantizeLinear` nodes (`qdq_util.cc`), their constant scalar scales and
+//! zero points, and the edges of a graph as ORT counts them (one per consumer input slot, one
+//! per subgraph that reads a value).
+//!
+//! The session script runs them where ORT does: `DoubleQDQPairsRemover` and
+//! `QDQPropagationTransformer` among the level-1 transformers (`optimize::run`, in the
+//! registry's order), `QDQFinalCleanupTransformer` last of level 2 (`fusions::run`).
+
+pub mod double_qdq_pairs_remover;
+pub mod qdq_final_cleanup;
+pub mod qdq_propagation;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::infer::eval::Tensor;
+use crate::session::{SNode, Session};
+
+/// Subgraph nesting the QDQ transformers follow; deeper graphs (only a hostile model has them)
+/// are left as they are.
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// `QDQ::MatchQNode`: a `QuantizeLinear` of ai.onnx or com.microsoft.
+pub(crate) fn is_q(n: &SNode) -> bool {
+    !n.removed
+        && n.op == "QuantizeLinear"
+        && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+}
+
+/// `QDQ::MatchDQNode`: a `DequantizeLinear` of ai.onnx or com.microsoft.
+pub(crate) fn is_dq(n: &SNode) -> bool {
+    !n.removed
+        && n.op == "DequantizeLinear"
+        && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+}
+
+/// The constant initializer `name` (seen from graph `gi`), decoded; `None` when it is not a
+/// constant initializer or cannot be decoded.
+fn constant(session: &Session, gi: usize, name: &str) -> Option<Tensor> {
+    if name.is_empty() {
+        return None;
+    }
+    let init = session.initializer(gi, name).filter(|i| !i.overridable)?;
+    Tensor::from_proto(&init.tensor)
+}
+
+/// A scalar: rank 0, or one dimension of size 1 (`optimizer_utils::IsScalar`).
+fn is_scalar(t: &Tensor) -> bool {
+    t.dims.is_empty() || (t.dims.len() == 1 && t.dims[0] == 1)
+}
+
+/// `QDQ::QOrDQNodeHasConstantScalarScaleAndZeroPoint`: `Some(has_zero_point)` when the scale
+/// (and the zero point, if given) are constant scalar initializers.
+pub(crate) fn constant_scalar_scale_and_zp(
+    session: &Session,
+    gi: usize,
+    n: &SNode,
+) -> Option<bool> {
+    let scale = constant(session, gi, n.inputs.get(1)?)?;
+    if !is_scalar(&scale) {
+        return None;
+    }
+    match n.inputs.get(2).filter(|z| !z.is_empty()) {
+        None => Some(false),
+        Some(z) => {
+            let zp = constant(session, gi, z)?;
+            is_scalar(&zp).then_some(true)
+        }
+    }
+}
+
+/// `QDQ::IsQDQPairSupported`: a `QuantizeLinear` and a `DequantizeLinear` with explicit,
+/// constant, scalar scales and zero points of the same types and values.
+pub(crate) fn is_qdq_pair_supported(session: &Session, gi: usize, q: &SNode, dq: &SNode) -> bool {
+    if q.inputs.len() < 3 || dq.inputs.len() < 3 {
+        return false;
+    }
+    let get = |n: &SNode, i: usize| constant(session, gi, &n.inputs[i]).filter(is_scalar);
+    let (Some(qs), Some(qz), Some(ds), Some(dz)) = (get(q, 1), get(q, 2), get(dq, 1), get(dq, 2))
+    else {
+        return false;
+    };
+    qs.elem == ds.elem
+        && qz.elem == dz.elem
+        && qs.as_f64() == ds.as_f64()
+        && qz.as_i64() == dz.as_i64()
+}
+
+/// The element type of the zero point of `n` (its input 2), when it is an initializer.
+pub(crate) fn zero_point_elem(session: &Session, gi: usize, n: &SNode) -> Option<i32> {
+    let z = n.inputs.get(2).filter(|z| !z.is_empty())?;
+    session.initializer(gi, z).map(|i| i.elem)
+}
+
+/// One graph's edges as ORT's graph holds them: the producer of each value, and per value the
+/// consumers' (node, input slot) in ORT's edge order (consumer index, then slot), plus the
+/// nodes whose subgraphs read it.
+pub(crate) struct Edges {
+    pub producer: FxHashMap<String, (usize, usize)>,
+    pub consumers: FxHashMap<String, Vec<(usize, usize)>>,
+    pub implicit: FxHashMap<String, Vec<usize>>,
+    pub outputs: FxHashSet<String>,
+}
+
+impl Edges {
+    pub fn build(session: &Session, gi: usize) -> Edges {
+        let g = &session.graphs[gi];
+        let mut e = Edges {
+            producer: FxHashMap::default(),
+            consumers: FxHashMap::default(),
+            implicit: FxHashMap::default(),
+            outputs: g.outputs.iter().cloned().collect(),
+        };
+        for (ni, n) in g.live_nodes() {
+            for (slot, o) in n.existing_outputs() {
+                e.producer.insert(o.to_string(), (ni, slot));
+            }
+            for (slot, i) in n.existing_inputs() {
+                e.consumers
+                    .entry(i.to_string())
+                    .or_default()
+                    .push((ni, slot));
+            }
+            for i in &n.implicit_inputs {
+                e.implicit.entry(i.clone()).or_default().push(ni);
+            }
+        }
+        e
+    }
+
+    /// ORT's output edge count of value `v` (explicit input slots and subgraph reads), only
+    /// from nodes: a graph input or initializer has none.
+    pub fn edge_count(&self, v: &str) -> usize {
+        self.consumers.get(v).map_or(0, Vec::len) + self.implicit.get(v).map_or(0, Vec::len)
+    }
+
+    /// A node's output edge count over all its outputs (`Node::GetOutputEdgesCount`).
+    pub fn node_output_edges(&self, n: &SNode) -> usize {
+        n.existing_outputs().map(|(_, o)| self.edge_count(o)).sum()
+    }
+
+    /// Whether a node produces a graph output (`Graph::NodeProducesGraphOutput`).
+    pub fn produces_graph_output(&self, n: &SNode) -> bool {
+        n.existing_outputs().any(|(_, o)| self.outputs.contains(o))
+    }
+
+    /// The input edge count of a node (`Node::GetInputEdgesCount`): inputs another node of the
+    /// graph produces.
+    pub fn node_input_edges(&self, n: &SNode) -> usize {
+        n.existing_inputs()
+            .filter(|(_, i)| self.producer.contains_key(*i))
+            .count()
+            + n.implicit_inputs
+                .iter()
+                .filter(|i| self.producer.contains_key(*i))
+                .count()
+    }
+}

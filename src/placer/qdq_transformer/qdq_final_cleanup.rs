@@ -1,0 +1,117 @@
+//! ORT's `QDQFinalCleanupTransformer` (`qdq_transformer/qdq_final_cleanup.cc`), the last
+//! level-2 transformer, on nodes of every provider.
+//!
+//! A `DequantizeLinear` whose one output edge (no graph output) goes to a `QuantizeLinear` with
+//! the same explicit constant scalar scale and zero point is removed with it; the `Q`'s
+//! consumers read the `DQ`'s input. When the `Q` produces a graph output (and has no
+//! consumers), the `DQ`'s source node produces it instead, or, for a graph input or
+//! initializer, an `Identity` named `QDQFinalCleanupTransformer` (name generator) on the `Q`'s
+//! provider does. The `Q -> DQ` clean-up is off unless the session option
+//! `session.enable_quant_qdq_cleanup` is `1` (default `0`, in every bundled release), so it is
+//! not simulated. Topological order of the graph when the pass began; subgraphs first.
+
+use super::{Edges, MAX_DEPTH, is_dq, is_q, is_qdq_pair_supported};
+use crate::placer::OptLevel;
+use crate::session::{SNode, Session};
+
+/// Applies the transformer to every graph at level `extended` and above; whether it removed
+/// anything.
+pub fn run(session: &mut Session, level: OptLevel) -> bool {
+    if level < OptLevel::Extended || session.graphs.is_empty() {
+        return false;
+    }
+    run_at(session, 0, 0)
+}
+
+fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
+    if depth > MAX_DEPTH || gi >= session.graphs.len() {
+        return false;
+    }
+    let order = crate::session::order::ort_topological_order(session, gi);
+    let mut modified = false;
+    let mut edges: Option<Edges> = None;
+    for ni in order {
+        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+            .subgraphs
+            .iter()
+            .map(|(_, s)| *s)
+            .collect();
+        for s in subs {
+            modified |= run_at(session, s, depth + 1);
+            edges = None;
+        }
+        if !is_dq(&session.graphs[gi].nodes[ni]) {
+            continue;
+        }
+        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
+        if clean_up(session, gi, e, ni) {
+            modified = true;
+            edges = None;
+        }
+    }
+    modified
+}
+
+/// `CleanUpNodeSequence(DQ_Q, ...)` from DQ node `first`.
+fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
+    let g = &session.graphs[gi];
+    let dq = &g.nodes[first];
+    if e.produces_graph_output(dq) || e.node_output_edges(dq) != 1 {
+        return false;
+    }
+    let Some(out) = dq.outputs.first() else {
+        return false;
+    };
+    let Some(&(second, _)) = e.consumers.get(out).and_then(|c| c.first()) else {
+        return false;
+    };
+    let q = &g.nodes[second];
+    if !is_q(q) || !is_qdq_pair_supported(session, gi, q, dq) {
+        return false;
+    }
+    let Some(q_out) = q.outputs.first().cloned() else {
+        return false;
+    };
+    let produces_output = e.produces_graph_output(q);
+    if produces_output && e.node_output_edges(q) > 0 {
+        return false;
+    }
+    let Some(src_value) = dq.inputs.first().cloned() else {
+        return false;
+    };
+    let src = e.producer.get(&src_value).copied();
+    let q_ep = q.ep;
+    let readers = e.consumers.get(&q_out).cloned().unwrap_or_default();
+    let g = &mut session.graphs[gi];
+    if !produces_output {
+        for (c, slot) in readers {
+            if let Some(i) = g.nodes.get_mut(c).and_then(|n| n.inputs.get_mut(slot)) {
+                *i = src_value.clone();
+            }
+        }
+    } else if let Some((s, slot)) = src {
+        if let Some(o) = g.nodes.get_mut(s).and_then(|n| n.outputs.get_mut(slot)) {
+            *o = q_out.clone();
+        }
+    } else {
+        let name = g.generate_node_name("QDQFinalCleanupTransformer");
+        g.nodes.push(SNode {
+            name,
+            op: "Identity".into(),
+            domain: "ai.onnx".into(),
+            since: None,
+            inputs: vec![src_value],
+            outputs: vec![q_out],
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: q_ep,
+            kernel: None,
+            origin: None,
+            removed: false,
+        });
+    }
+    g.nodes[first].removed = true;
+    g.nodes[second].removed = true;
+    true
+}
