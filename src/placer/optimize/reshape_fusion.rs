@@ -94,10 +94,14 @@ impl Optimizer<'_> {
             }
             // `Is_One_Element_Input`: a part whose inferred shape holds exactly one element
             // stands for a -1 (CPU wheels 1.23.2, 1.24.4, 1.31.1: a torch detector's
-            // `Reshape(grid, Concat(Shape(grid), [1]))`).
-            let one = session
-                .shape_of(gi, p)
-                .is_some_and(|s| s.iter().all(|d| *d == Some(1)));
+            // `Reshape(grid, Concat(Shape(grid), [1]))`). Only for parts an Unsqueeze does not
+            // produce: for an unmatched Unsqueeze(Gather(Shape)) ORT gives a -1 too, but where
+            // this simulation matches those differs from ORT (GQA `repeat_kv` probes at 1.31.1),
+            // and a -1 there would fuse what ORT keeps.
+            let one = un.op != "Unsqueeze"
+                && session
+                    .shape_of(gi, p)
+                    .is_some_and(|s| s.iter().all(|d| *d == Some(1)));
             if !one {
                 return false;
             }
