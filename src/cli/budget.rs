@@ -18,14 +18,28 @@ use crate::model::LoadError;
 /// input should end within 20 s. Debug builds (tests) run about ten times slower and get more.
 pub const DEFAULT_TIME_LIMIT_SECS: f64 = if cfg!(debug_assertions) { 300.0 } else { 15.0 };
 
-/// The time limit: `ONNX_LINT_TIME_LIMIT` (seconds, fractions allowed; 0 = none), else the
-/// default.
-pub fn time_limit() -> Option<Duration> {
-    let secs = std::env::var("ONNX_LINT_TIME_LIMIT")
-        .ok()
+/// Seconds added to the default limit per MiB of model file: a big model is a legitimate input
+/// that its size justifies (a million-node decoder is a 355 MB file and takes about 14 s in a
+/// release build on an idle machine), a small file that runs long is not.
+pub const TIME_LIMIT_SECS_PER_FILE_MIB: f64 = 0.1;
+
+/// The time limit for a model file of `file_len` bytes: `ONNX_LINT_TIME_LIMIT` (seconds,
+/// fractions allowed; 0 = none), else the default plus [`TIME_LIMIT_SECS_PER_FILE_MIB`] per
+/// MiB of the file.
+pub fn time_limit(file_len: u64) -> Option<Duration> {
+    limit_for(
+        file_len,
+        std::env::var("ONNX_LINT_TIME_LIMIT").ok().as_deref(),
+    )
+}
+
+fn limit_for(file_len: u64, setting: Option<&str>) -> Option<Duration> {
+    let by_size = DEFAULT_TIME_LIMIT_SECS
+        + TIME_LIMIT_SECS_PER_FILE_MIB * (file_len as f64 / f64::from(1u32 << 20));
+    let secs = setting
         .and_then(|s| s.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
-        .unwrap_or(DEFAULT_TIME_LIMIT_SECS);
+        .unwrap_or(by_size);
     (secs > 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)))
 }
 
@@ -55,7 +69,8 @@ pub fn bounded<T: Send + 'static>(
             path: path.to_path_buf(),
             source: e,
         })?;
-    let received = match time_limit() {
+    let file_len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let received = match time_limit(file_len) {
         Some(limit) => match rx.recv_timeout(limit) {
             Ok(v) => Ok(v),
             Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -76,5 +91,29 @@ pub fn bounded<T: Send + 'static>(
             Err(payload) => std::panic::resume_unwind(payload),
             Ok(()) => Err(too_large("its analysis stopped without a result".into())),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_grows_with_the_file_unless_set() {
+        let mib = 1u64 << 20;
+        let small = limit_for(mib, None).map(|d| d.as_secs_f64());
+        let big = limit_for(355 * mib, None).map(|d| d.as_secs_f64());
+        assert_eq!(small, Some(DEFAULT_TIME_LIMIT_SECS + 0.1));
+        assert_eq!(big, Some(DEFAULT_TIME_LIMIT_SECS + 35.5));
+        assert_eq!(
+            limit_for(355 * mib, Some("2.5")),
+            Some(Duration::from_secs_f64(2.5))
+        );
+        assert_eq!(limit_for(355 * mib, Some("0")), None);
+        // An unreadable setting falls back to the size rule.
+        assert_eq!(
+            limit_for(0, Some("soon")).map(|d| d.as_secs_f64()),
+            Some(DEFAULT_TIME_LIMIT_SECS)
+        );
     }
 }
