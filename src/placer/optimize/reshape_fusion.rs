@@ -216,7 +216,7 @@ impl Optimizer<'_> {
 
 /// `Match_Shape` when the Shape reads another value than the Reshape: up to 1.28 the two
 /// values' whole shapes must be the same known values (`CompareShape`), from 1.29 on only
-/// dim `index` must agree (oracle:
+/// the ranks and dim `index` must agree (oracle:
 /// 1.29.0, 1.30.0 and 1.31.x fuse CodeGen's and GPT-NeoX's first `Reshape` of the fused QKV
 /// projection, whose Shape reads the LayerNorm output `[batch, sequence, 64]` against
 /// `[batch, sequence, 192]`; 1.23.2 to 1.28.0 do not). From 1.29 a dim agrees when both are
@@ -256,7 +256,9 @@ fn same_dims(
         _ => false,
     };
     if table.release_at_least(1, 29) {
-        usize::try_from(index).is_ok_and(dim_agrees)
+        // Same rank too: 1.31.1 keeps the `Reshape(Expand(Unsqueeze(k)), [b, 1, t, 1])` of a
+        // GQA `repeat_kv` (probes), whose Shape reads the rank-4 `k`.
+        sa.len() == sb.len() && usize::try_from(index).is_ok_and(dim_agrees)
     } else {
         // Known values only: 1.24.4 and 1.28.0 keep `tests/fixtures/fix/shape_chain`'s chain,
         // whose two shapes are the same `[batch, seq, 32]`.
