@@ -20,7 +20,7 @@
 //! `ONNX_LINT_BENCH_MAX` (nodes, default 1000000) caps the decoder sizes,
 //! `ONNX_LINT_BENCH_ORT_MAX` (default 100000) the sizes ORT is run on (its `DISABLE_ALL` session
 //! grows super-linearly: minutes at 100k). Real TorchScript exports of 2,000 nodes or more in
-//! `$ONNX_LINT_TSDECODERS` (default `/work/tsdecoders`) are compared whole-process too.
+//! `$ONNX_LINT_TSDECODERS` (default `target/tsdecoders`, where `tools/tsexport/export.py target/tsdecoders llama:64 qwen2:32` writes them) are compared whole-process too.
 //! `speed --gen NODES PATH` writes the decoder, to profile it outside the bench.
 
 use std::path::{Path, PathBuf};
@@ -564,9 +564,9 @@ fn main() {
             );
         }
         // Real TorchScript exports (torch.onnx.export, dynamo=False) of several thousand nodes:
-        // `$ONNX_LINT_TSDECODERS` (default /work/tsdecoders), when it exists.
+        // `$ONNX_LINT_TSDECODERS` (default target/tsdecoders), when it exists.
         let ts =
-            std::env::var("ONNX_LINT_TSDECODERS").unwrap_or_else(|_| "/work/tsdecoders".into());
+            std::env::var("ONNX_LINT_TSDECODERS").unwrap_or_else(|_| "target/tsdecoders".into());
         let mut exports: Vec<PathBuf> = std::fs::read_dir(&ts)
             .map(|d| {
                 d.filter_map(|e| e.ok().map(|e| e.path()))

@@ -26,7 +26,7 @@ the differential test reports it apart.
 adds only the unseen quantized models (`unseen()`, listed in `unseen.txt`): quantization settings
 and sources the QDQ work of issue 16 was not tuned on (per-channel/reduce-range QDQ, QDQ of MatMul
 only, QOperator with int8 activations, per-channel dynamic quantization; TorchScript decoders of
-/work/tsdecoders and probes not quantized before). The test reports them as a third tally.
+the TorchScript decoders of tools/tsexport/export.py and probes not quantized before). The test reports them as a third tally.
 """
 import hashlib
 import os
@@ -358,7 +358,7 @@ def main():
     if sys.argv[1] == "--unseen":
         here = os.path.dirname(os.path.abspath(__file__))
         shared = sys.argv[3] if len(sys.argv) > 3 else os.path.join(here, "../../../shared")
-        unseen(sys.argv[2], shared, sys.argv[4] if len(sys.argv) > 4 else "/work/tsdecoders")
+        unseen(sys.argv[2], shared, sys.argv[4] if len(sys.argv) > 4 else "target/tsdecoders")
         return
     out = sys.argv[1]
     shared = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "../../../shared")

@@ -2,11 +2,13 @@
 """The unseen corpus (tests/fixtures/realworld/unseen/): models made after the CPU-only
 transformers were written, never tuned on, to measure `--ep cpu` and the CUDA placement honestly.
 
-  # 1. torch exports (torch 2.15, torch.onnx.export(dynamo=False), opset 17), in the torch venv
-  /work/torch-venv/bin/python tools/realworld/unseen.py export tests/fixtures/realworld/unseen
-  # 2. fp16 conversion and ORT's transformer optimizer (of /work/tsdecoders, made by
-  #    tools/tsexport/export.py), with onnx 1.23.2 + onnxruntime 1.31.1 + onnxconverter-common
-  /work/realworld-venv/bin/python tools/realworld/unseen.py derive tests/fixtures/realworld/unseen /work/tsdecoders
+  # 1. torch exports (torch 2.15, torch.onnx.export(dynamo=False), opset 17), in a venv with
+  #    tools/tsexport/requirements.txt
+  python tools/realworld/unseen.py export tests/fixtures/realworld/unseen
+  # 2. fp16 conversion and ORT's transformer optimizer (of the decoders that
+  #    `tools/tsexport/export.py target/tsdecoders` writes), with onnx 1.23.2 + onnxruntime 1.31.1 +
+  #    onnxconverter-common
+  python tools/realworld/unseen.py derive tests/fixtures/realworld/unseen target/tsdecoders
   # 3. truth: tools/realworld/record_unseen.sh (stubbed GPU) and cpu_truth.py (CPU wheels)
 
 Models (seeded, small):
@@ -17,7 +19,7 @@ Models (seeded, small):
   unet.*     an encoder/decoder with AveragePool, Resize (nearest, asymmetric, floor), skip Concats,
              depthwise and grouped convolutions, GlobalAveragePool + Linear
   fp16-io32.* / fp16.*  onnxconverter_common.float16 (keep_io_types True/False), of the above and
-             of the gpt_neox TorchScript decoder of /work/tsdecoders
+             of the gpt_neox TorchScript decoder of tools/tsexport/export.py
   ortopt.*   onnxruntime.transformers.optimizer.optimize_model(model_type="gpt2") of its gpt2 decoder
 (The plain TorchScript decoders are tests/fixtures/tsdecoders/, tuned on by another branch.)
 """
