@@ -6,6 +6,9 @@
 //!   CPU nodes: two more `MemcpyToHost` (60, not 58).
 //! - `qdyn.tsd.falcon`: on CUDA, `x` of the erf-Gelu comes from the dequantizing `Mul`, which
 //!   ORT's GeluFusion takes for the `x·0.5` branch and fails on: the Gelu stays unfused.
+//! - `qops8.tsd.gemma`: a DQ -> Q pair left by a removed float Cast, whose DQ is a copy made by
+//!   `EnsureUniqueDQForNodeUnit` and whose Q feeds QLinearMul and QLinearAdd, is kept (four more
+//!   copies: 77, not 73).
 //!
 //! Each session must agree with ORT exactly: the copies per graph, and every node of the
 //! prediction's placement by name and provider.
@@ -86,5 +89,20 @@ fn falcon_gelu_after_a_dequantizing_mul_stays_unfused_on_cuda() {
             "at {ort}"
         );
         assert_agrees(ort, "qdyn.tsd.falcon.L2.onnx");
+    }
+}
+
+#[test]
+fn gemma_copied_dq_before_a_shared_q_keeps_its_pair() {
+    for ort in ["1.23.2", "1.24.4", "1.31.1"] {
+        let (mine, _) = session(ort, "qops8.tsd.gemma.L2.onnx");
+        let placement = mine["placement"].as_object().unwrap();
+        assert_eq!(
+            placement["/m/model/layers.0/input_layernorm/Cast_output_0_QuantizeLinear"],
+            "CUDAExecutionProvider",
+            "the DQ -> Q pair stays at {ort}"
+        );
+        assert_eq!(mine["memcpy"]["main_graph"], 77, "at {ort}");
+        assert_agrees(ort, "qops8.tsd.gemma.L2.onnx");
     }
 }
