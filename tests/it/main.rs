@@ -16,6 +16,7 @@ mod fuzz;
 mod load;
 mod packaging;
 mod placement;
+mod qdq_misses;
 mod realworld;
 mod robust;
 mod rules;

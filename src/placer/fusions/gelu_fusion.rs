@@ -80,7 +80,16 @@ impl Fuser {
             let half = |v: &str| is_const(session, g, v, 0.5);
             let mut fused = vec![ni, erf, add];
             let last = if *other == x {
-                // (x · (1 + erf)) · 0.5
+                // (x · (1 + erf)) · 0.5. ORT looks for `x · 0.5` first, among the Mul's input
+                // nodes: when `x` itself comes from a `Mul` (a dequantizing scale, say), that
+                // one is taken and fails (it feeds the Div too), and the fusion gives up
+                // (measured: `qdyn.tsd.falcon` on CUDA, every release).
+                if self
+                    .producer_of(session, &x)
+                    .is_some_and(|p| session.graphs[g].nodes[p].op == "Mul")
+                {
+                    continue;
+                }
                 let Some(m2) = self.next(session, mn, "Mul") else {
                     continue;
                 };

@@ -86,6 +86,8 @@ impl Opt<'_> {
             Handler::Broadcast => (0..n.inputs.len())
                 .filter(|&i| self.shape(&n.inputs[i]).is_none_or(|s| !s.is_empty()))
                 .collect(),
+            Handler::QLinearBinary => [0, 3].into_iter().filter(|&i| i < n.inputs.len()).collect(),
+            Handler::QLinearConcat => (2..n.inputs.len()).step_by(3).collect(),
             _ => vec![0],
         }
     }

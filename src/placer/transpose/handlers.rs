@@ -72,8 +72,10 @@ impl Opt<'_> {
         let rank = perm.len();
         match h {
             Handler::Simple | Handler::FirstInput => self.simple(node, perm, inv, indices, false),
-            Handler::Broadcast => self.simple(node, perm, inv, indices, true),
-            Handler::Concat | Handler::Split => {
+            Handler::Broadcast | Handler::QLinearBinary => {
+                self.simple(node, perm, inv, indices, true)
+            }
+            Handler::Concat | Handler::Split | Handler::QLinearConcat => {
                 let default = (h == Handler::Split).then_some(0);
                 let Some(axis) = self.node(node).attr_i("axis").or(default) else {
                     return false;

@@ -52,6 +52,10 @@ enum Handler {
     SoftMax,
     QuantDequant,
     Reshape,
+    /// `com.microsoft` `QLinearAdd`/`QLinearMul`: inputs A (0) and B (3), broadcasting.
+    QLinearBinary,
+    /// `com.microsoft` `QLinearConcat`: the data inputs (2, 5, 8, ...), with its axis.
+    QLinearConcat,
     /// A handler that exists but never pushes at level 1 (provider-dependent ones such as
     /// `MaxPool`/`Resize`, which need a CPU assignment, and the QLinear contrib ops).
     Never,
@@ -61,21 +65,20 @@ impl Handler {
     fn of(domain: &str, op: &str) -> Option<Handler> {
         use Handler::*;
         if domain == "com.microsoft" {
-            return matches!(
-                op,
+            // ORT's `OrtExtendedHandlers`: the QLinear binary ops, Concat and unary ops push
+            // whatever their provider; the rest never do here.
+            return match op {
+                "QLinearAdd" | "QLinearMul" => Some(QLinearBinary),
+                "QLinearConcat" => Some(QLinearConcat),
+                "QLinearLeakyRelu" | "QLinearSigmoid" => Some(FirstInput),
                 "QuantizeLinear"
-                    | "DequantizeLinear"
-                    | "QLinearAdd"
-                    | "QLinearAveragePool"
-                    | "QLinearConcat"
-                    | "QLinearGlobalAveragePool"
-                    | "QLinearLeakyRelu"
-                    | "QLinearMul"
-                    | "QLinearReduceMean"
-                    | "QLinearSigmoid"
-                    | "QLinearSoftmax"
-            )
-            .then_some(Never);
+                | "DequantizeLinear"
+                | "QLinearAveragePool"
+                | "QLinearGlobalAveragePool"
+                | "QLinearReduceMean"
+                | "QLinearSoftmax" => Some(Never),
+                _ => None,
+            };
         }
         if domain != "ai.onnx" {
             return None;
