@@ -307,6 +307,17 @@ fn special_output_type(
                 .or(zp)
                 .or(Some(Type::Tensor(D::Uint8 as i32))))
         }
+        // QGemm's Y: quantized like `y_zero_point` when the output is quantized, else float
+        // (its contrib schema's inference).
+        ("com.microsoft", "QGemm") => {
+            let y_scale = node.inputs.get(7).is_some_and(|n| !n.is_empty());
+            let zp = inputs.get(8).cloned().flatten();
+            one(if y_scale {
+                zp
+            } else {
+                Some(Type::Tensor(D::Float as i32))
+            })
+        }
         ("ai.onnx", "SequenceEmpty") => one(Some(Type::Seq(Box::new(Type::Tensor(
             dtype("dtype", Some(1)).unwrap_or(1),
         ))))),

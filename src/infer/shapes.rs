@@ -897,6 +897,24 @@ fn contrib_shape(node: &SNode, s: &dyn Fn(usize) -> Option<Shape>) -> Option<Sha
             };
             Some(vec![x[0], x[1], hidden])
         }
+        // QGemm: A (input 0) and B (input 3), each of rank 2, transposed as `transA`/`transB` say.
+        "QGemm" => {
+            let (a, b) = (s(0)?, s(3)?);
+            if a.len() != 2 || b.len() != 2 {
+                return None;
+            }
+            let m = if node.attr_i("transA").unwrap_or(0) != 0 {
+                a[1]
+            } else {
+                a[0]
+            };
+            let n = if node.attr_i("transB").unwrap_or(0) != 0 {
+                b[0]
+            } else {
+                b[1]
+            };
+            Some(vec![m, n])
+        }
         "EmbedLayerNormalization" => {
             let ids = s(0)?;
             if ids.len() != 2 {
@@ -946,6 +964,22 @@ mod tests {
             &[None, None],
         );
         assert_eq!(out[0], Some(vec![Some(2), None, Some(5)]));
+    }
+
+    #[test]
+    fn qgemm_reads_a_and_b() {
+        let mut n = node(
+            "QGemm",
+            1,
+            &["a", "as", "az", "b", "bs", "bz", "", "ys", "yz"],
+            1,
+        );
+        n.domain = "com.microsoft".into();
+        let mut shapes: Vec<Option<Shape>> = vec![Some(Vec::new()); 9];
+        shapes[0] = Some(vec![None, Some(10)]);
+        shapes[3] = Some(vec![Some(10), Some(5)]);
+        let out = infer_node(&n, &shapes, &[None; 9]);
+        assert_eq!(out[0], Some(vec![None, Some(5)]));
     }
 
     #[test]
