@@ -355,23 +355,7 @@ pub fn infer_node(
                 }
                 Some(o)
             }
-            "Gemm" => {
-                let (a, b) = (s(0)?, s(1)?);
-                if a.len() != 2 || b.len() != 2 {
-                    return None;
-                }
-                let m = if node.attr_i("transA").unwrap_or(0) != 0 {
-                    a[1]
-                } else {
-                    a[0]
-                };
-                let n = if node.attr_i("transB").unwrap_or(0) != 0 {
-                    b[0]
-                } else {
-                    b[1]
-                };
-                Some(vec![m, n])
-            }
+            "Gemm" => gemm_shape(node, s(0)?, s(1)?),
             "Reshape" => {
                 let x = s(0);
                 let target = if since >= 5 {
@@ -880,6 +864,23 @@ pub fn infer_graph_in(session: &mut Session, gi: usize, values: &mut Values, ord
 /// the batch and sequence of its input with the value hidden size (`qkv_hidden_sizes[2]`, else a
 /// third of the bias or weight width); `EmbedLayerNormalization` gives the ids' shape plus the
 /// word embedding's width.
+/// `Gemm`'s (and `QGemm`'s) output: `[M, N]` from the rank-2 `a` and `b`, transposed as
+/// `transA`/`transB` say.
+fn gemm_shape(node: &SNode, a: Shape, b: Shape) -> Option<Shape> {
+    if a.len() != 2 || b.len() != 2 {
+        return None;
+    }
+    let pick = |t: &Shape, trans: &str, if_set: usize| {
+        let k = if node.attr_i(trans).unwrap_or(0) != 0 {
+            if_set
+        } else {
+            1 - if_set
+        };
+        t[k]
+    };
+    Some(vec![pick(&a, "transA", 1), pick(&b, "transB", 0)])
+}
+
 fn contrib_shape(node: &SNode, s: &dyn Fn(usize) -> Option<Shape>) -> Option<Shape> {
     match node.op.as_str() {
         "Attention" => {
@@ -898,23 +899,7 @@ fn contrib_shape(node: &SNode, s: &dyn Fn(usize) -> Option<Shape>) -> Option<Sha
             Some(vec![x[0], x[1], hidden])
         }
         // QGemm: A (input 0) and B (input 3), each of rank 2, transposed as `transA`/`transB` say.
-        "QGemm" => {
-            let (a, b) = (s(0)?, s(3)?);
-            if a.len() != 2 || b.len() != 2 {
-                return None;
-            }
-            let m = if node.attr_i("transA").unwrap_or(0) != 0 {
-                a[1]
-            } else {
-                a[0]
-            };
-            let n = if node.attr_i("transB").unwrap_or(0) != 0 {
-                b[0]
-            } else {
-                b[1]
-            };
-            Some(vec![m, n])
-        }
+        "QGemm" => gemm_shape(node, s(0)?, s(3)?),
         "EmbedLayerNormalization" => {
             let ids = s(0)?;
             if ids.len() != 2 {
