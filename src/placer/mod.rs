@@ -292,6 +292,12 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
             return placement;
         }
     }
+    qdq_transformer::qdq_s8_to_u8::run(&mut session, options.level);
+    qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(
+        &mut session,
+        table,
+        options.level,
+    );
     matmul_integer_to_float::run(&mut session, options.level);
     fusions::run(&mut session, table, options.level);
     qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);

@@ -6,11 +6,14 @@
 //!
 //! The session script runs them where ORT does: `DoubleQDQPairsRemover` and
 //! `QDQPropagationTransformer` among the level-1 transformers (`optimize::run`, in the
-//! registry's order), `QDQFinalCleanupTransformer` last of level 2 (`fusions::run`).
+//! registry's order), `QDQS8ToU8Transformer` and `QDQSelectorActionTransformer` first of level 2
+//! (the session script, after partitioning), `QDQFinalCleanupTransformer` last of level 2.
 
 pub mod double_qdq_pairs_remover;
 pub mod qdq_final_cleanup;
 pub mod qdq_propagation;
+pub mod qdq_s8_to_u8;
+pub mod selectors_actions;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
