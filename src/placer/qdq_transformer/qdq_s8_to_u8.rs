@@ -60,9 +60,19 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
         else {
             continue;
         };
-        if is_dq(&session.graphs[gi].nodes[dq]) && convert(session, gi, ni, dq) {
+        if !is_dq(&session.graphs[gi].nodes[dq]) {
+            continue;
+        }
+        let (q_before, dq_before) = (
+            session.graphs[gi].nodes[ni].clone(),
+            session.graphs[gi].nodes[dq].clone(),
+        );
+        if convert(session, gi, ni, dq) {
             changed = true;
-            edges = None;
+            e.remove_node(ni, &q_before);
+            e.remove_node(dq, &dq_before);
+            e.add_node(ni, &session.graphs[gi].nodes[ni]);
+            e.add_node(dq, &session.graphs[gi].nodes[dq]);
         }
     }
     changed

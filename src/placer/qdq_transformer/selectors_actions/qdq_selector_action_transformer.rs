@@ -9,7 +9,7 @@
 
 use crate::placer::OptLevel;
 use crate::placer::qdq_transformer::{Edges, MAX_DEPTH};
-use crate::session::Session;
+use crate::session::{SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
 use super::qdq_actions;
@@ -69,9 +69,35 @@ fn run_at(
                 Some(schema.since)
             }
         };
+        // The edges follow the action: its members as they were are forgotten, then recorded
+        // as they are, with the node it added (rebuilding them per group would walk the graph
+        // once per fused group).
+        let mut members: Vec<usize> = group
+            .dq
+            .iter()
+            .chain(std::iter::once(&group.target))
+            .chain(&group.q)
+            .copied()
+            .collect();
+        members.sort_unstable();
+        members.dedup();
+        let snapshot: Vec<SNode> = members
+            .iter()
+            .map(|&k| session.graphs[gi].nodes[k].clone())
+            .collect();
+        let before = session.graphs[gi].nodes.len();
         qdq_actions::run(session, gi, e, rule, &group, since);
+        let g = &session.graphs[gi];
+        for (&k, n) in members.iter().zip(&snapshot) {
+            e.remove_node(k, n);
+        }
+        for &k in &members {
+            e.add_node(k, &g.nodes[k]);
+        }
+        for (k, n) in g.nodes.iter().enumerate().skip(before) {
+            e.add_node(k, n);
+        }
         changed = true;
-        edges = None;
     }
     changed
 }
