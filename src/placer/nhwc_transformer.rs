@@ -11,8 +11,9 @@
 //! the node's output moved to it (`GenerateNodeArgName(<node name>)`), the node copied as the new
 //! op (`GenerateNodeName(<node name>)`, output `<new name>_out0`), and its output moved again.
 //!
-//! Not simulated: ORT's transpose optimizer pass over the CPU nodes that follows (it can cancel
-//! the Transposes of two channels-last nodes that a CPU `MaxPool` separates).
+//! Then, where it wrapped a node, ORT's transpose optimizer runs for the CPU provider over the
+//! graph (`transpose::run_cpu_graph`): Transposes cancel between channels-last nodes, and an
+//! 8-bit CPU `MaxPool` between them becomes `NhwcMaxPool`.
 
 use crate::infer::Type;
 use crate::model::DataType as D;
@@ -20,10 +21,10 @@ use crate::model::proto::AttributeProto;
 use crate::model::proto::attribute_proto::AttributeType;
 use crate::placer::OptLevel;
 use crate::placer::ir::{NameGen, SNode, Session};
-use crate::tables::Ep;
+use crate::tables::{Ep, KernelTable};
 
 /// Applies the transformer to every graph. Returns whether it changed anything.
-pub fn run(session: &mut Session, level: OptLevel) -> bool {
+pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool {
     if level < OptLevel::All {
         return false;
     }
@@ -44,6 +45,11 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
             wrap(session, gi, ni, names);
             session.graphs[gi].name_counter = names.counter;
             changed = true;
+        }
+        // Then ORT's transpose optimizer for the CPU provider over the graph: Transposes
+        // cancelled between channels-last nodes, 8-bit `MaxPool`s to `NhwcMaxPool`.
+        if names.is_some() {
+            super::transpose::run_cpu_graph(session, gi, table);
         }
     }
     changed

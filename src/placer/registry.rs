@@ -384,9 +384,9 @@ pub static REGISTRY: &[Transformer] = &[
         "TransposeOptimizer (CPU)",
         "transpose_optimizer.cc",
         L2,
-        T,
+        S,
         CPU,
-        No("CPU-EP-specific layout rewrites: they move no node between providers"),
+        Sim("placer/transpose/mod.rs"),
     ),
     t(
         "QDQS8ToU8Transformer",
