@@ -194,3 +194,72 @@ fn wrap(session: &mut Session, gi: usize, ni: usize, names: &mut NameGen) {
     });
     g.nodes.push(transpose(t_out, moved, y, to_first));
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::placer::{self, OptLevel, Options};
+    use crate::tables::Ep;
+
+    /// QDQ Conv -> MaxPool -> Conv on the CPU at `all`: both convolutions channels-last, the
+    /// Transposes between them cancelled, the uint8 MaxPool between them `NhwcMaxPool` named
+    /// from its old name; one Transpose left at each end.
+    #[test]
+    fn qdq_conv_maxpool_conv_goes_channels_last_once() {
+        let text = r#"
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,1,8,8] X) => (float[1,1,4,4] Y)
+<float s = {0.1}, uint8 z = {128}, int8[1,1,1,1] w = {100}, float ws = {0.02}, int8 wz = {0}>
+{
+    [q0] x0 = QuantizeLinear (X, s, z)
+    [d0] x1 = DequantizeLinear (x0, s, z)
+    [dw0] w0 = DequantizeLinear (w, ws, wz)
+    [conv0] c0 = Conv (x1, w0)
+    [q1] c1 = QuantizeLinear (c0, s, z)
+    [d1] c2 = DequantizeLinear (c1, s, z)
+    [pool] p0 = MaxPool <kernel_shape = [2,2], strides = [2,2]> (c2)
+    [q2] p1 = QuantizeLinear (p0, s, z)
+    [d2] p2 = DequantizeLinear (p1, s, z)
+    [dw1] w1 = DequantizeLinear (w, ws, wz)
+    [conv1] c3 = Conv (p2, w1)
+    [q3] c4 = QuantizeLinear (c3, s, z)
+    [d3] Y = DequantizeLinear (c4, s, z)
+}
+"#;
+        let proto = crate::model::text::parse_model(text).expect("parses");
+        let model = crate::model::Model::from_proto(std::path::Path::new("n.onnx"), 0, proto)
+            .expect("loads");
+        let table = crate::tables::resolve("1.31.1").expect("bundled").table();
+        let options = Options {
+            eps: vec![Ep::Cpu],
+            level: OptLevel::All,
+        };
+        let p = placer::place(&model, table, &options);
+        assert_eq!(p.outcome, placer::Outcome::Ok);
+        let mut ops: Vec<String> = p.session.graphs[0]
+            .live_nodes()
+            .map(|(_, n)| format!("{}:{}", n.domain, n.op))
+            .collect();
+        ops.sort();
+        assert_eq!(
+            ops,
+            [
+                "ai.onnx:DequantizeLinear",
+                "ai.onnx:QuantizeLinear",
+                "ai.onnx:Transpose",
+                "ai.onnx:Transpose",
+                "com.microsoft:NhwcMaxPool",
+                "com.microsoft:QLinearConv",
+                "com.microsoft:QLinearConv",
+            ]
+        );
+        let pool = p.session.graphs[0]
+            .live_nodes()
+            .find(|(_, n)| n.op == "NhwcMaxPool")
+            .map(|(_, n)| n.name.clone());
+        assert!(
+            pool.as_deref()
+                .is_some_and(|n| n.starts_with("pool_token_")),
+            "{pool:?}"
+        );
+    }
+}
