@@ -292,11 +292,18 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
             return placement;
         }
     }
+    transpose::run_cpu(&mut session, table, options.level);
+    qdq_transformer::qdq_s8_to_u8::run(&mut session, options.level);
+    qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(
+        &mut session,
+        table,
+        options.level,
+    );
     matmul_integer_to_float::run(&mut session, options.level);
     fusions::run(&mut session, table, options.level);
     qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
     nchwc_transformer::run(&mut session, table, options.level);
-    nhwc_transformer::run(&mut session, options.level);
+    nhwc_transformer::run(&mut session, table, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {
@@ -318,7 +325,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     if fuse_initializers_transformer::run(&mut session, options.level) {
         fusions::run(&mut session, table, options.level);
         nchwc_transformer::run(&mut session, table, options.level);
-        nhwc_transformer::run(&mut session, options.level);
+        nhwc_transformer::run(&mut session, table, options.level);
     }
     let unassigned = unassigned_nodes(&session).min();
     if let Some((gi, ni)) = unassigned {

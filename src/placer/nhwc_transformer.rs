@@ -11,8 +11,9 @@
 //! the node's output moved to it (`GenerateNodeArgName(<node name>)`), the node copied as the new
 //! op (`GenerateNodeName(<node name>)`, output `<new name>_out0`), and its output moved again.
 //!
-//! Not simulated: ORT's transpose optimizer pass over the CPU nodes that follows (it can cancel
-//! the Transposes of two channels-last nodes that a CPU `MaxPool` separates).
+//! Then, where it wrapped a node, ORT's transpose optimizer runs for the CPU provider over the
+//! graph (`transpose::run_cpu_graph`): Transposes cancel between channels-last nodes, and an
+//! 8-bit CPU `MaxPool` between them becomes `NhwcMaxPool`.
 
 use crate::infer::Type;
 use crate::model::DataType as D;
@@ -20,10 +21,10 @@ use crate::model::proto::AttributeProto;
 use crate::model::proto::attribute_proto::AttributeType;
 use crate::placer::OptLevel;
 use crate::placer::ir::{NameGen, SNode, Session};
-use crate::tables::Ep;
+use crate::tables::{Ep, KernelTable};
 
 /// Applies the transformer to every graph. Returns whether it changed anything.
-pub fn run(session: &mut Session, level: OptLevel) -> bool {
+pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool {
     if level < OptLevel::All {
         return false;
     }
@@ -44,6 +45,11 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
             wrap(session, gi, ni, names);
             session.graphs[gi].name_counter = names.counter;
             changed = true;
+        }
+        // Then ORT's transpose optimizer for the CPU provider over the graph: Transposes
+        // cancelled between channels-last nodes, 8-bit `MaxPool`s to `NhwcMaxPool`.
+        if names.is_some() {
+            super::transpose::run_cpu_graph(session, gi, table);
         }
     }
     changed
@@ -187,4 +193,73 @@ fn wrap(session: &mut Session, gi: usize, ni: usize, names: &mut NameGen) {
         ..node
     });
     g.nodes.push(transpose(t_out, moved, y, to_first));
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::placer::{self, OptLevel, Options};
+    use crate::tables::Ep;
+
+    /// QDQ Conv -> MaxPool -> Conv on the CPU at `all`: both convolutions channels-last, the
+    /// Transposes between them cancelled, the uint8 MaxPool between them `NhwcMaxPool` named
+    /// from its old name; one Transpose left at each end.
+    #[test]
+    fn qdq_conv_maxpool_conv_goes_channels_last_once() {
+        let text = r#"
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,1,8,8] X) => (float[1,1,4,4] Y)
+<float s = {0.1}, uint8 z = {128}, int8[1,1,1,1] w = {100}, float ws = {0.02}, int8 wz = {0}>
+{
+    [q0] x0 = QuantizeLinear (X, s, z)
+    [d0] x1 = DequantizeLinear (x0, s, z)
+    [dw0] w0 = DequantizeLinear (w, ws, wz)
+    [conv0] c0 = Conv (x1, w0)
+    [q1] c1 = QuantizeLinear (c0, s, z)
+    [d1] c2 = DequantizeLinear (c1, s, z)
+    [pool] p0 = MaxPool <kernel_shape = [2,2], strides = [2,2]> (c2)
+    [q2] p1 = QuantizeLinear (p0, s, z)
+    [d2] p2 = DequantizeLinear (p1, s, z)
+    [dw1] w1 = DequantizeLinear (w, ws, wz)
+    [conv1] c3 = Conv (p2, w1)
+    [q3] c4 = QuantizeLinear (c3, s, z)
+    [d3] Y = DequantizeLinear (c4, s, z)
+}
+"#;
+        let proto = crate::model::text::parse_model(text).expect("parses");
+        let model = crate::model::Model::from_proto(std::path::Path::new("n.onnx"), 0, proto)
+            .expect("loads");
+        let table = crate::tables::resolve("1.31.1").expect("bundled").table();
+        let options = Options {
+            eps: vec![Ep::Cpu],
+            level: OptLevel::All,
+        };
+        let p = placer::place(&model, table, &options);
+        assert_eq!(p.outcome, placer::Outcome::Ok);
+        let mut ops: Vec<String> = p.session.graphs[0]
+            .live_nodes()
+            .map(|(_, n)| format!("{}:{}", n.domain, n.op))
+            .collect();
+        ops.sort();
+        assert_eq!(
+            ops,
+            [
+                "ai.onnx:DequantizeLinear",
+                "ai.onnx:QuantizeLinear",
+                "ai.onnx:Transpose",
+                "ai.onnx:Transpose",
+                "com.microsoft:NhwcMaxPool",
+                "com.microsoft:QLinearConv",
+                "com.microsoft:QLinearConv",
+            ]
+        );
+        let pool = p.session.graphs[0]
+            .live_nodes()
+            .find(|(_, n)| n.op == "NhwcMaxPool")
+            .map(|(_, n)| n.name.clone());
+        assert!(
+            pool.as_deref()
+                .is_some_and(|n| n.starts_with("pool_token_")),
+            "{pool:?}"
+        );
+    }
 }

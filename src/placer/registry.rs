@@ -74,7 +74,7 @@ use OptLevel::{All as L3, Basic as L1, Extended as L2};
 use Status::{NotSimulated as No, Simulated as Sim};
 
 const RULES: &str = "placer/optimize/rule_based_graph_transformer.rs";
-const QDQ: &str = "not simulated yet: of the QDQ pipeline only EnsureUniqueDQForNodeUnit, DoubleQDQPairsRemover, QDQPropagationTransformer and QDQFinalCleanupTransformer are";
+const QDQ: &str = "not simulated yet: of the QDQ pipeline only EnsureUniqueDQForNodeUnit, DoubleQDQPairsRemover, QDQPropagationTransformer, QDQS8ToU8Transformer, QDQSelectorActionTransformer and QDQFinalCleanupTransformer are";
 
 /// Every transformer, level by level, in ORT's order (1.23–1.31 and main).
 pub static REGISTRY: &[Transformer] = &[
@@ -384,25 +384,25 @@ pub static REGISTRY: &[Transformer] = &[
         "TransposeOptimizer (CPU)",
         "transpose_optimizer.cc",
         L2,
-        T,
+        S,
         CPU,
-        No("CPU-EP-specific layout rewrites: they move no node between providers"),
+        Sim("placer/transpose/mod.rs"),
     ),
     t(
         "QDQS8ToU8Transformer",
         "qdq_transformer/qdq_s8_to_u8.cc",
         L2,
-        T,
+        S,
         CPU,
-        No(QDQ),
+        Sim("placer/qdq_transformer/qdq_s8_to_u8.rs"),
     ),
     t(
         "QDQSelectorActionTransformer",
-        "qdq_transformer/qdq_selector_action_transformer.cc",
+        "qdq_transformer/selectors_actions/qdq_selector_action_transformer.cc",
         L2,
-        T,
+        S,
         CPU,
-        No(QDQ),
+        Sim("placer/qdq_transformer/selectors_actions/qdq_selector_action_transformer.rs"),
     ),
     t(
         "GemmActivationFusion",

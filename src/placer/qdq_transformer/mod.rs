@@ -6,11 +6,14 @@
 //!
 //! The session script runs them where ORT does: `DoubleQDQPairsRemover` and
 //! `QDQPropagationTransformer` among the level-1 transformers (`optimize::run`, in the
-//! registry's order), `QDQFinalCleanupTransformer` last of level 2 (`fusions::run`).
+//! registry's order), `QDQS8ToU8Transformer` and `QDQSelectorActionTransformer` first of level 2
+//! (the session script, after partitioning), `QDQFinalCleanupTransformer` last of level 2.
 
 pub mod double_qdq_pairs_remover;
 pub mod qdq_final_cleanup;
 pub mod qdq_propagation;
+pub mod qdq_s8_to_u8;
+pub mod selectors_actions;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -129,6 +132,46 @@ impl Edges {
         e
     }
 
+    /// Forgets node `ni` (as it is now): before a pass edits or removes it.
+    pub fn remove_node(&mut self, ni: usize, n: &SNode) {
+        for (_, o) in n.existing_outputs() {
+            if self.producer.get(o).is_some_and(|&(p, _)| p == ni) {
+                self.producer.remove(o);
+            }
+        }
+        for (slot, i) in n.existing_inputs() {
+            if let Some(c) = self.consumers.get_mut(i) {
+                c.retain(|&e| e != (ni, slot));
+            }
+        }
+        for i in &n.implicit_inputs {
+            if let Some(v) = self.implicit.get_mut(i) {
+                v.retain(|&k| k != ni);
+            }
+        }
+    }
+
+    /// Records live node `ni` (as it is now), keeping each consumer list in ORT's edge order:
+    /// after a pass edited or added it.
+    pub fn add_node(&mut self, ni: usize, n: &SNode) {
+        if n.removed {
+            return;
+        }
+        for (slot, o) in n.existing_outputs() {
+            self.producer.insert(o.to_string(), (ni, slot));
+        }
+        for (slot, i) in n.existing_inputs() {
+            let c = self.consumers.entry(i.to_string()).or_default();
+            let at = c.partition_point(|&e| e < (ni, slot));
+            c.insert(at, (ni, slot));
+        }
+        for i in &n.implicit_inputs {
+            let v = self.implicit.entry(i.clone()).or_default();
+            let at = v.partition_point(|&k| k < ni);
+            v.insert(at, ni);
+        }
+    }
+
     /// ORT's output edge count of value `v` (explicit input slots and subgraph reads), only
     /// from nodes: a graph input or initializer has none.
     pub fn edge_count(&self, v: &str) -> usize {
@@ -155,5 +198,62 @@ impl Edges {
                 .iter()
                 .filter(|i| self.producer.contains_key(*i))
                 .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Edges;
+
+    fn sorted(e: &Edges) -> Vec<String> {
+        let mut v: Vec<String> = e
+            .producer
+            .iter()
+            .map(|(k, p)| format!("p {k} {p:?}"))
+            .chain(
+                e.consumers
+                    .iter()
+                    .filter(|(_, c)| !c.is_empty())
+                    .map(|(k, c)| format!("c {k} {c:?}")),
+            )
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Edges kept up to date node by node (in any order, with a node forgotten and recorded
+    /// again) are the edges built from scratch, consumer order included.
+    #[test]
+    fn incremental_edges_match_a_rebuild() {
+        let text = r#"
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] A) => (float[4] Y)
+{
+    [a] b = Relu (A)
+    [m] c = Mul (b, b)
+    [s] d = Add (c, b)
+    [t] Y = Sub (d, c)
+}
+"#;
+        let proto = crate::model::text::parse_model(text).expect("parses");
+        let model = crate::model::Model::from_proto(std::path::Path::new("e.onnx"), 0, proto)
+            .expect("loads");
+        let session = crate::session::Session::from_model(&model);
+        let built = Edges::build(&session, 0);
+        let g = &session.graphs[0];
+        let mut e = Edges {
+            producer: Default::default(),
+            consumers: Default::default(),
+            implicit: Default::default(),
+            outputs: g.outputs.iter().cloned().collect(),
+        };
+        for (ni, n) in g.nodes.iter().enumerate().rev() {
+            e.add_node(ni, n);
+        }
+        e.remove_node(1, &g.nodes[1]);
+        assert_ne!(sorted(&e), sorted(&built));
+        e.add_node(1, &g.nodes[1]);
+        assert_eq!(sorted(&e), sorted(&built));
+        assert_eq!(e.consumers["b"], vec![(1, 0), (1, 1), (2, 1)]);
     }
 }

@@ -61,6 +61,15 @@ impl Opt<'_> {
             return true;
         }
         let n = self.node(node);
+        // `OrtEPCostCheck`: for the CPU provider a CPU `MaxPool` is always pushed through
+        // (`HandleMaxPool` decides whether it can be).
+        if self.provider.is_some()
+            && n.ep == self.provider
+            && n.op == "MaxPool"
+            && n.domain == "ai.onnx"
+        {
+            return true;
+        }
         let mut cost: i32 = indices
             .iter()
             .map(|&j| self.value_cost(&n.inputs[j], perm))

@@ -229,7 +229,72 @@ impl Opt<'_> {
                 true
             }
             Handler::Never => false,
+            Handler::MaxPool => self.handle_max_pool(node, perm, inv),
         }
+    }
+
+    /// ORT's `HandleMaxPool` (`ort_transpose_optimization.cc`): a CPU `MaxPool` of uint8/int8
+    /// data, without its indices output, under a channels-last-to-first Transpose becomes
+    /// `com.microsoft` `NhwcMaxPool` (`SwapNodeOpTypeDomainAndSinceVersion`: a copy named
+    /// `GenerateNodeName(<name>)` without `storage_order`, the outputs moved to it), its input
+    /// and output transposed.
+    fn handle_max_pool(&mut self, node: usize, perm: &[i64], inv: &[i64]) -> bool {
+        use crate::model::DataType as D;
+        let cpu = Some(crate::tables::Ep::Cpu);
+        let n = self.node(node);
+        if self.provider != cpu || n.ep != cpu || n.outputs.get(1).is_some_and(|o| !o.is_empty()) {
+            return false;
+        }
+        let eight_bit = n
+            .inputs
+            .first()
+            .and_then(|i| self.session.type_of(self.gi, i))
+            .is_some_and(|t| {
+                *t == Type::Tensor(D::Uint8 as i32) || *t == Type::Tensor(D::Int8 as i32)
+            });
+        let rank = perm.len() as i64;
+        let to_first: Vec<i64> = [0, rank - 1].into_iter().chain(1..rank - 1).collect();
+        if !eight_bit || rank < 3 || perm != to_first.as_slice() {
+            return false;
+        }
+        let (old, inputs, outputs) = (n.name.clone(), n.inputs.clone(), n.outputs.len());
+        let origin = n.origin;
+        let attrs: Vec<AttributeProto> = n
+            .attrs
+            .iter()
+            .filter(|a| a.name() != "storage_order")
+            .cloned()
+            .collect();
+        let name = self.names().node(&old);
+        self.generated.push(name.clone());
+        let index = self.session.graphs[self.gi].nodes.len();
+        for i in inputs.iter().filter(|i| !i.is_empty()) {
+            self.uses.entry(i.to_string()).or_default().push(index);
+        }
+        self.session.graphs[self.gi].nodes.push(SNode {
+            name,
+            op: "NhwcMaxPool".into(),
+            domain: "com.microsoft".into(),
+            since: Some(1),
+            inputs,
+            outputs: Vec::new(),
+            attrs,
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: self.provider,
+            kernel: None,
+            origin,
+            removed: false,
+        });
+        for j in 0..outputs {
+            if !self.node(node).outputs[j].is_empty() {
+                self.move_output(node, j, index, j);
+            }
+        }
+        self.remove_node(node);
+        self.transpose_inputs(index, inv, &[0]);
+        self.transpose_outputs(index, perm);
+        true
     }
 
     /// `HandleSimpleNodeBase`.

@@ -56,6 +56,9 @@ enum Handler {
     QLinearBinary,
     /// `com.microsoft` `QLinearConcat`: the data inputs (2, 5, 8, ...), with its axis.
     QLinearConcat,
+    /// `MaxPool` (`HandleMaxPool`): for the CPU provider only, an 8-bit one becomes
+    /// `com.microsoft` `NhwcMaxPool`; never at level 1.
+    MaxPool,
     /// A handler that exists but never pushes at level 1 (provider-dependent ones such as
     /// `MaxPool`/`Resize`, which need a CPU assignment, and the QLinear contrib ops).
     Never,
@@ -109,7 +112,8 @@ impl Handler {
             "Softmax" | "Hardmax" | "LogSoftmax" => SoftMax,
             "QuantizeLinear" | "DequantizeLinear" => QuantDequant,
             "Reshape" => Reshape,
-            "MaxPool" | "Resize" => Never,
+            "MaxPool" => MaxPool,
+            "Resize" => Never,
             _ => return None,
         })
     }
@@ -198,6 +202,9 @@ struct Opt<'s> {
     producer: HashMap<String, usize>,
     uses: HashMap<String, Vec<usize>>,
     outputs: HashSet<String>,
+    /// ORT's `provider_type`: at level 2 the optimizer runs for the CPU provider, over the
+    /// nodes assigned to it, and assigns it the nodes it adds (`None` at level 1).
+    provider: Option<crate::tables::Ep>,
 }
 
 /// Runs the transpose optimizer over graph `gi` and, afterwards, its subgraphs (as ORT's
@@ -209,6 +216,56 @@ pub fn run(
     versions: &HashMap<String, i64>,
     values: &mut Values,
     order: &[usize],
+) -> bool {
+    run_for(session, gi, table, versions, values, order, None)
+}
+
+/// ORT's level-2 `TransposeOptimizer` for the CPU provider (registered with
+/// `kCpuExecutionProvider`; once, in the first step of level 2, `ShouldOnlyApplyOnce`): after
+/// partitioning, over the main graph's CPU nodes, before the QDQ selector/action fusions. Measured
+/// with the CPU wheels: QDQ GPT-2's K Transposes, which level 1 leaves after a Q, are pushed again
+/// (`Transpose_token_<k>` renamed, their new DQ and Q then dropped by the QDQ selectors).
+pub fn run_cpu(session: &mut Session, table: &KernelTable, level: crate::placer::OptLevel) -> bool {
+    if level < crate::placer::OptLevel::Extended || session.graphs.is_empty() {
+        return false;
+    }
+    run_cpu_graph(session, 0, table)
+}
+
+/// The optimizer for the CPU provider over graph `gi` (ORT's `Optimize(graph, CPU, ...)`, as
+/// the level-2 pass and the `NhwcTransformer` call it): only CPU nodes are visited, and
+/// 8-bit `MaxPool`s become `NhwcMaxPool`.
+pub fn run_cpu_graph(session: &mut Session, gi: usize, table: &KernelTable) -> bool {
+    let cpu = crate::tables::Ep::Cpu;
+    if gi >= session.graphs.len()
+        || !session.graphs[gi]
+            .live_nodes()
+            .any(|(_, n)| n.ep == Some(cpu))
+    {
+        return false;
+    }
+    let versions = infer::domain_versions(session, table);
+    let order = crate::session::order::ort_topological_order(session, gi);
+    let mut values = Values::default();
+    run_for(
+        session,
+        gi,
+        table,
+        &versions,
+        &mut values,
+        &order,
+        Some(cpu),
+    )
+}
+
+fn run_for(
+    session: &mut Session,
+    gi: usize,
+    table: &KernelTable,
+    versions: &HashMap<String, i64>,
+    values: &mut Values,
+    order: &[usize],
+    provider: Option<crate::tables::Ep>,
 ) -> bool {
     let opset = versions.get("ai.onnx").copied().unwrap_or(0);
     let mut changed = false;
@@ -230,6 +287,7 @@ pub fn run(
             producer: HashMap::default(),
             uses: HashMap::default(),
             outputs: session.graphs[gi].outputs.iter().cloned().collect(),
+            provider,
             session,
         };
         opt.index();
@@ -545,7 +603,7 @@ impl Opt<'_> {
             attrs: Vec::new(),
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
-            ep: None,
+            ep: self.provider,
             kernel: None,
             origin: None,
             removed: false,
@@ -902,7 +960,7 @@ impl Opt<'_> {
         };
         let mut changed = false;
         for &k in order {
-            if self.node(k).removed {
+            if self.node(k).removed || self.provider.is_some_and(|p| self.node(k).ep != Some(p)) {
                 continue;
             }
             let inputs = self.node(k).inputs.clone();

@@ -109,7 +109,8 @@ impl Opt<'_> {
         let mut changed = false;
         for k in order {
             let n = self.node(k);
-            if n.removed || n.ep.is_some() {
+            // Nodes of another provider than the one the optimizer runs for (level 1: none).
+            if n.removed || (n.ep.is_some() && n.ep != self.provider) {
                 continue;
             }
             if n.op == "QuantizeLinear" {

@@ -1,0 +1,139 @@
+//! ORT's `QDQS8ToU8Transformer` (`qdq_transformer/qdq_s8_to_u8.cc`): a level-2 transformer of
+//! the CPU provider that ORT registers where int8 QDQ activations are not allowed
+//! (`QDQIsInt8Allowed()`: every x86-64 build), just before `QDQSelectorActionTransformer`. A
+//! `QuantizeLinear` on the CPU whose only output edge goes to a `DequantizeLinear`, both with
+//! constant scalar int8 zero points of the same value, becomes a uint8 pair: a new zero-point
+//! initializer `qdq_s8_to_u8_zp_conversion` and a new value `qdq_s8_to_u8_quant` between them
+//! (both names from the graph's generator, so the `_token_<k>` counter moves as ORT's does).
+//!
+//! Not simulated: the conversion of a lone DQ's constant int8 weight to uint8
+//! (`ConvertS8WeightToU8`, `<weight>_s8_2_u8`): no node name or selection of the CPU rules
+//! depends on the weight's signedness when activations are uint8, and an int8 activation is
+//! never fused on x86-64 whatever its weight.
+
+use crate::infer::Type;
+use crate::infer::eval::Tensor;
+use crate::model::DataType as D;
+use crate::model::proto::TensorProto;
+use crate::placer::OptLevel;
+use crate::placer::qdq_transformer::{Edges, MAX_DEPTH, is_dq, is_q};
+use crate::session::{Init, NameGen, Session};
+use crate::tables::Ep;
+
+/// Applies the transformer at level `extended` and above; whether it changed anything.
+pub fn run(session: &mut Session, level: OptLevel) -> bool {
+    if level < OptLevel::Extended || session.graphs.is_empty() {
+        return false;
+    }
+    run_at(session, 0, 0)
+}
+
+fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
+    if depth > MAX_DEPTH || gi >= session.graphs.len() {
+        return false;
+    }
+    let order = crate::session::order::ort_topological_order(session, gi);
+    let mut changed = false;
+    let mut edges: Option<Edges> = None;
+    for ni in order {
+        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+            .subgraphs
+            .iter()
+            .map(|(_, s)| *s)
+            .collect();
+        for s in subs {
+            changed |= run_at(session, s, depth + 1);
+        }
+        let n = &session.graphs[gi].nodes[ni];
+        if !is_q(n) || n.ep != Some(Ep::Cpu) {
+            continue;
+        }
+        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
+        if e.produces_graph_output(n) || e.node_output_edges(n) != 1 {
+            continue;
+        }
+        let Some(&(dq, _)) = n
+            .outputs
+            .first()
+            .and_then(|o| e.consumers.get(o))
+            .and_then(|c| c.first())
+        else {
+            continue;
+        };
+        if !is_dq(&session.graphs[gi].nodes[dq]) {
+            continue;
+        }
+        let (q_before, dq_before) = (
+            session.graphs[gi].nodes[ni].clone(),
+            session.graphs[gi].nodes[dq].clone(),
+        );
+        if convert(session, gi, ni, dq) {
+            changed = true;
+            e.remove_node(ni, &q_before);
+            e.remove_node(dq, &dq_before);
+            e.add_node(ni, &session.graphs[gi].nodes[ni]);
+            e.add_node(dq, &session.graphs[gi].nodes[dq]);
+        }
+    }
+    changed
+}
+
+/// The constant int8 scalar zero point of a Q or DQ (its input 2).
+fn int8_zero_point(session: &Session, gi: usize, name: &str) -> Option<i64> {
+    let init = session.initializer(gi, name).filter(|i| !i.overridable)?;
+    let t = Tensor::from_proto(&init.tensor)?;
+    (t.elem == D::Int8 as i32 && t.len() == 1).then(|| t.as_i64().first().copied())?
+}
+
+/// `QDQ_S8_to_U8` on one pair.
+fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
+    let g = &session.graphs[gi];
+    let (qn, dqn) = (&g.nodes[q], &g.nodes[dq]);
+    if qn.inputs.len() != 3 || dqn.inputs.len() != 3 {
+        return false;
+    }
+    let (Some(qz), Some(dz)) = (
+        int8_zero_point(session, gi, &qn.inputs[2]),
+        int8_zero_point(session, gi, &dqn.inputs[2]),
+    ) else {
+        return false;
+    };
+    if qz != dz {
+        return false;
+    }
+    let old = qn.outputs.first().cloned().unwrap_or_default();
+    let shape = session.shape_of(gi, &old).cloned();
+    let zp_value = u8::try_from(qz + 128).unwrap_or(0);
+    let g = &mut session.graphs[gi];
+    let mut names = NameGen::new(g);
+    let zp = names.value("qdq_s8_to_u8_zp_conversion");
+    let quant = names.value("qdq_s8_to_u8_quant");
+    g.name_counter = names.counter;
+    let tensor = TensorProto {
+        name: Some(zp.clone()),
+        data_type: Some(D::Uint8 as i32),
+        raw_data: Some(vec![zp_value].into()),
+        ..Default::default()
+    };
+    g.initializers.insert(
+        zp.clone(),
+        Init {
+            dims: Vec::new(),
+            elem: D::Uint8 as i32,
+            overridable: false,
+            tensor,
+        },
+    );
+    g.init_order.push(zp.clone());
+    g.types.insert(zp.clone(), Type::Tensor(D::Uint8 as i32));
+    g.shapes.insert(zp.clone(), Vec::new());
+    g.types.insert(quant.clone(), Type::Tensor(D::Uint8 as i32));
+    if let Some(s) = shape {
+        g.shapes.insert(quant.clone(), s);
+    }
+    g.nodes[q].outputs[0] = quant.clone();
+    g.nodes[q].inputs[2] = zp.clone();
+    g.nodes[dq].inputs[0] = quant;
+    g.nodes[dq].inputs[2] = zp;
+    true
+}

@@ -1,0 +1,270 @@
+//! ORT's QDQ actions (`qdq_transformer/selectors_actions/qdq_actions.cc`, on the generic
+//! `MergeIntoTarget`/`ReplaceWithNew` of `core/optimizer/selectors_actions/actions.cc`): what a
+//! selected group becomes.
+//!
+//! - Dropping Q/DQ (`MergeIntoTarget`): the target reads the DQ's quantized input and writes the
+//!   Q's output; the DQ and the Q go.
+//! - Replacing (`ReplaceWithNew`): a new node named after the target (its name reused, no name
+//!   generated), with the target's attributes, on the CPU, its inputs in the order of the
+//!   action's moves; the DQs, the target and the Qs go (each only when nothing outside the group
+//!   still reads it). A Q or DQ without a zero point gets ORT's fixed-name default
+//!   (`SetOptionalZeroPoint`).
+
+use crate::model::DataType as D;
+use crate::model::proto::{AttributeProto, TensorProto, attribute_proto::AttributeType};
+use crate::placer::qdq_transformer::Edges;
+use crate::session::{Init, SNode, Session};
+use crate::tables::Ep;
+
+use super::qdq_selectors::{Group, Rule, elem};
+
+const MS: &str = "com.microsoft";
+const ONNX: &str = "ai.onnx";
+const ZP_U8: &str = "init_optional_zero_point_uint8_b33f88f7-c464-43e3-8692-97ac832bb14a";
+const ZP_S8: &str = "init_optional_zero_point_int8_b33fd0fa-cd7b-4b10-ae5a-df64cabfe1f8";
+
+/// The op (domain, type) a replacing rule makes of `target`; `None` for the rules that keep it.
+pub(crate) fn replacement(
+    rule: Rule,
+    target: &SNode,
+    group: &Group,
+) -> Option<(&'static str, String)> {
+    Some(match rule {
+        Rule::DropQdq { .. } | Rule::DropDq => return None,
+        Rule::Split => (ONNX, "Split".to_string()),
+        Rule::Unary | Rule::Binary | Rule::Variadic | Rule::Where => {
+            (MS, format!("QLinear{}", target.op))
+        }
+        Rule::Conv => (ONNX, "QLinearConv".to_string()),
+        Rule::MatMul if group.q.is_empty() => (MS, "MatMulIntegerToFloat".to_string()),
+        Rule::MatMul => (ONNX, "QLinearMatMul".to_string()),
+        Rule::Gemm => (MS, "QGemm".to_string()),
+    })
+}
+
+/// Runs the action of `rule` on a selected group. `since` is the new node's schema version.
+pub(crate) fn run(
+    session: &mut Session,
+    gi: usize,
+    e: &Edges,
+    rule: Rule,
+    group: &Group,
+    since: Option<i64>,
+) {
+    let Some((domain, op)) = replacement(rule, &session.graphs[gi].nodes[group.target], group)
+    else {
+        merge_into_target(session, gi, group);
+        return;
+    };
+    // SetOptionalZeroPoint: every Q and DQ of the group gets an explicit zero point.
+    for &k in group.dq.iter().chain(&group.q) {
+        set_optional_zero_point(session, gi, k);
+    }
+    let g = &session.graphs[gi];
+    let t = &g.nodes[group.target];
+    let all = |k: usize| g.nodes[k].inputs.clone();
+    let input = |k: usize, i: usize| g.nodes[k].inputs.get(i).cloned().unwrap_or_default();
+    let q_params = |v: &mut Vec<String>| {
+        if let Some(&q) = group.q.first() {
+            v.push(input(q, 1));
+            v.push(input(q, 2));
+        }
+    };
+    let mut inputs: Vec<String> = Vec::new();
+    match rule {
+        Rule::Unary | Rule::Binary => {
+            for &d in &group.dq {
+                inputs.extend(all(d));
+            }
+            q_params(&mut inputs);
+        }
+        Rule::Variadic => {
+            q_params(&mut inputs);
+            for &d in &group.dq {
+                inputs.extend(all(d));
+            }
+        }
+        Rule::Conv => {
+            inputs.extend(all(group.dq[0]));
+            inputs.extend(all(group.dq[1]));
+            q_params(&mut inputs);
+            if let Some(&b) = group.dq.get(2) {
+                inputs.push(input(b, 0));
+            }
+        }
+        Rule::Where => {
+            inputs.push(t.inputs.first().cloned().unwrap_or_default());
+            inputs.extend(all(group.dq[0]));
+            inputs.extend(all(group.dq[1]));
+            q_params(&mut inputs);
+        }
+        Rule::MatMul if group.q.is_empty() => {
+            let (a, b) = (group.dq[0], group.dq[1]);
+            for i in 0..3 {
+                inputs.push(input(a, i));
+                inputs.push(input(b, i));
+            }
+        }
+        Rule::MatMul => {
+            inputs.extend(all(group.dq[0]));
+            inputs.extend(all(group.dq[1]));
+            q_params(&mut inputs);
+        }
+        Rule::Gemm => {
+            inputs.extend(all(group.dq[0]));
+            inputs.extend(all(group.dq[1]));
+            if let Some(&b) = group.dq.get(2) {
+                inputs.push(input(b, 0));
+            } else if !group.q.is_empty() {
+                inputs.push(String::new());
+            }
+            q_params(&mut inputs);
+        }
+        Rule::Split => {
+            inputs.push(input(group.dq[0], 0));
+            if t.since.is_some_and(|v| v >= 13) && t.inputs.len() == 2 {
+                inputs.push(t.inputs[1].clone());
+            }
+        }
+        Rule::DropQdq { .. } | Rule::DropDq => {}
+    }
+    let outputs: Vec<String> = if group.q.is_empty() {
+        t.outputs.clone()
+    } else {
+        group
+            .q
+            .iter()
+            .flat_map(|&q| g.nodes[q].outputs.first().cloned())
+            .collect()
+    };
+    let mut attrs = t.attrs.clone();
+    if rule == Rule::Unary && t.op == "Softmax" {
+        attrs.push(int_attr("opset", t.since.unwrap_or(0)));
+    }
+    let node = SNode {
+        name: t.name.clone(),
+        op,
+        domain: domain.to_string(),
+        since,
+        inputs,
+        outputs,
+        attrs,
+        subgraphs: Vec::new(),
+        implicit_inputs: Vec::new(),
+        ep: Some(Ep::Cpu),
+        kernel: None,
+        origin: t.origin,
+        removed: false,
+    };
+    let members: Vec<usize> = group
+        .dq
+        .iter()
+        .chain(std::iter::once(&group.target))
+        .chain(&group.q)
+        .copied()
+        .collect();
+    let kept = kept_members(session, gi, e, &members, &node);
+    for &k in &members {
+        if !kept.contains(&k) {
+            session.graphs[gi].nodes[k].removed = true;
+        }
+    }
+    session.graphs[gi].nodes.push(node);
+}
+
+/// `MergeIntoTarget` (DQ input 0 to target input 0, Q output 0 to target output 0) and the
+/// removal of the DQ and the Q.
+fn merge_into_target(session: &mut Session, gi: usize, group: &Group) {
+    let g = &mut session.graphs[gi];
+    if let Some(&d) = group.dq.first()
+        && let Some(x) = g.nodes[d].inputs.first().cloned()
+        && let Some(slot) = g.nodes[group.target].inputs.first_mut()
+    {
+        *slot = x;
+        g.nodes[d].removed = true;
+    }
+    if let Some(&q) = group.q.first()
+        && let Some(y) = g.nodes[q].outputs.first().cloned()
+        && let Some(slot) = g.nodes[group.target].outputs.first_mut()
+    {
+        *slot = y;
+        g.nodes[q].removed = true;
+    }
+}
+
+/// `SafelyRemoveNodes`: members whose outputs something outside the group (or a graph output)
+/// still reads, once the new node has taken over the moved outputs.
+fn kept_members(
+    session: &Session,
+    gi: usize,
+    e: &Edges,
+    members: &[usize],
+    new: &SNode,
+) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    members
+        .iter()
+        .copied()
+        .filter(|&k| {
+            g.nodes[k].existing_outputs().any(|(_, o)| {
+                if new.outputs.iter().any(|x| x == o) {
+                    return false;
+                }
+                e.outputs.contains(o)
+                    || e.implicit.get(o).is_some_and(|v| !v.is_empty())
+                    || e.consumers
+                        .get(o)
+                        .is_some_and(|c| c.iter().any(|(n, _)| !members.contains(n)))
+            })
+        })
+        .collect()
+}
+
+fn int_attr(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.to_string()),
+        i: Some(v),
+        r#type: Some(AttributeType::Int as i32),
+        ..Default::default()
+    }
+}
+
+/// `SetOptionalZeroPoint::UpdateNodes` for one Q or DQ.
+fn set_optional_zero_point(session: &mut Session, gi: usize, k: usize) {
+    let n = &session.graphs[gi].nodes[k];
+    if n.inputs.get(2).is_some_and(|z| !z.is_empty()) || n.inputs.len() < 2 {
+        return;
+    }
+    let signed = n.op == "DequantizeLinear"
+        && n.inputs.first().and_then(|i| elem(session, gi, i)) == Some(D::Int8 as i32);
+    let (name, dt) = if signed {
+        (ZP_S8, D::Int8)
+    } else {
+        (ZP_U8, D::Uint8)
+    };
+    let g = &mut session.graphs[gi];
+    if !g.initializers.contains_key(name) {
+        let tensor = TensorProto {
+            name: Some(name.to_string()),
+            data_type: Some(dt as i32),
+            raw_data: Some(vec![0u8].into()),
+            ..Default::default()
+        };
+        g.initializers.insert(
+            name.to_string(),
+            Init {
+                dims: Vec::new(),
+                elem: dt as i32,
+                overridable: false,
+                tensor,
+            },
+        );
+        g.init_order.push(name.to_string());
+        g.types
+            .insert(name.to_string(), crate::infer::Type::Tensor(dt as i32));
+        g.shapes.insert(name.to_string(), Vec::new());
+    }
+    let inputs = &mut g.nodes[k].inputs;
+    inputs.resize(3, String::new());
+    inputs[2] = name.to_string();
+}

@@ -1,0 +1,336 @@
+//! ORT's QDQ node-group selectors (`qdq_transformer/selectors_actions/qdq_selectors.cc`, with
+//! `NodeGroup::CanCreateNodeGroup` of `core/framework/node_unit.cc`): given a target node on the
+//! CPU, the `DequantizeLinear` nodes feeding it and the `QuantizeLinear` nodes reading it, and
+//! whether they form a group its rule accepts (types, counts, edges, quantization parameters).
+//!
+//! Not simulated: the redundant `Relu`/`Clip` between a target and its `QuantizeLinear` (newer
+//! releases select it too; `ReluQuantFusion`/`ClipQuantFusion` have removed it before here in
+//! the models measured) and the 4-bit `DQMatMulToMatMulNBits` rule.
+
+use crate::infer::Type;
+use crate::model::DataType as D;
+use crate::placer::qdq_transformer::{Edges, constant_scalar_scale_and_zp, is_qdq_pair_supported};
+use crate::session::{SNode, Session};
+
+/// The rules of `qdq_selector_action_transformer.cc`, each with its selector's flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// `dropSplitQDQ`: `Split` between a DQ and Qs of the same quantization.
+    Split,
+    /// `drop*`: DQ -> data movement op -> Q becomes the op on quantized data.
+    DropQdq {
+        allow_16bit: bool,
+        allow_4bit: bool,
+        allow_nonpositive_scale: bool,
+    },
+    /// `dropDQ`: DQ -> ArgMax.
+    DropDq,
+    /// `1DQ`: DQ -> op -> Q becomes `com.microsoft` `QLinear<op>`.
+    Unary,
+    /// `2DQ`: `Add`/`Mul` to `QLinearAdd`/`QLinearMul`.
+    Binary,
+    /// `*DQ`: `Concat` to `QLinearConcat`.
+    Variadic,
+    /// `Conv` to `QLinearConv`.
+    Conv,
+    /// `MatMul` to `QLinearMatMul`, or to `MatMulIntegerToFloat` without a Q.
+    MatMul,
+    /// `Gemm` to `QGemm`.
+    Gemm,
+    /// `Where` to `QLinearWhere`.
+    Where,
+}
+
+/// The rule registered for an ONNX op at its since-version, if any.
+pub(crate) fn rule_for(op: &str, since: Option<i64>) -> Option<Rule> {
+    let drop = Rule::DropQdq {
+        allow_16bit: true,
+        allow_4bit: false,
+        allow_nonpositive_scale: true,
+    };
+    Some(match op {
+        "Split" => Rule::Split,
+        "Resize" => Rule::DropQdq {
+            allow_16bit: false,
+            allow_4bit: false,
+            allow_nonpositive_scale: true,
+        },
+        "MaxPool" if since == Some(12) => Rule::DropQdq {
+            allow_16bit: false,
+            allow_4bit: true,
+            allow_nonpositive_scale: false,
+        },
+        "ReduceMax" | "ReduceMin" => Rule::DropQdq {
+            allow_16bit: false,
+            allow_4bit: true,
+            allow_nonpositive_scale: false,
+        },
+        "Expand" | "Flatten" | "Gather" | "GatherElements" | "Reshape" | "Slice" | "Squeeze"
+        | "Tile" | "Transpose" | "Unsqueeze" => drop,
+        "ArgMax" => Rule::DropDq,
+        "AveragePool" | "LeakyRelu" | "GlobalAveragePool" | "Sigmoid" | "Softmax" => Rule::Unary,
+        "Add" | "Mul" => Rule::Binary,
+        "Concat" => Rule::Variadic,
+        "Conv" => Rule::Conv,
+        "MatMul" => Rule::MatMul,
+        "Gemm" => Rule::Gemm,
+        "Where" => Rule::Where,
+        _ => return None,
+    })
+}
+
+/// A selected group: the DQs (in the target's input order), the target, the Qs (in its output
+/// order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub dq: Vec<usize>,
+    pub target: usize,
+    pub q: Vec<usize>,
+}
+
+/// The element type of a tensor value.
+pub(crate) fn elem(session: &Session, gi: usize, name: &str) -> Option<i32> {
+    match session.type_of(gi, name)? {
+        Type::Tensor(e) => Some(*e),
+        _ => None,
+    }
+}
+
+fn is_16bit(t: Option<i32>) -> bool {
+    t == Some(D::Int16 as i32) || t == Some(D::Uint16 as i32)
+}
+
+fn is_4bit(t: Option<i32>) -> bool {
+    t == Some(D::Int4 as i32) || t == Some(D::Uint4 as i32)
+}
+
+const INT8: Option<i32> = Some(D::Int8 as i32);
+
+/// `FindParentsByType(node, "DequantizeLinear")`: in the order of the target's input slots.
+fn dq_parents(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    n.existing_inputs()
+        .filter_map(|(_, i)| e.producer.get(i).map(|&(p, _)| p))
+        .filter(|&p| g.nodes[p].op == "DequantizeLinear" && !g.nodes[p].removed)
+        .collect()
+}
+
+/// `FindChildrenByType(node, "QuantizeLinear")`: in the order of the target's outputs.
+fn q_children(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> {
+    let g = &session.graphs[gi];
+    n.existing_outputs()
+        .flat_map(|(_, o)| e.consumers.get(o).into_iter().flatten())
+        .map(|&(c, _)| c)
+        .filter(|&c| g.nodes[c].op == "QuantizeLinear" && !g.nodes[c].removed)
+        .collect()
+}
+
+/// `NodeGroup::CanCreateNodeGroup`: each DQ feeds only the target (and no graph output); each
+/// output of the target goes to Qs only or to no Q, and one that goes to Qs is no graph output.
+fn can_create_node_group(
+    session: &Session,
+    gi: usize,
+    e: &Edges,
+    target: usize,
+    dq: &[usize],
+    q: &[usize],
+) -> bool {
+    let g = &session.graphs[gi];
+    for &d in dq {
+        let n = &g.nodes[d];
+        if e.produces_graph_output(n) || e.node_output_edges(n) != 1 {
+            return false;
+        }
+        let to_target = n.existing_outputs().any(|(_, o)| {
+            e.consumers
+                .get(o)
+                .is_some_and(|c| c.iter().any(|&(ni, _)| ni == target))
+        });
+        if !to_target {
+            return false;
+        }
+    }
+    if q.is_empty() {
+        return true;
+    }
+    let t = &g.nodes[target];
+    for (_, o) in t.existing_outputs() {
+        let consumers = e.consumers.get(o).map(Vec::as_slice).unwrap_or(&[]);
+        let quantized = consumers
+            .iter()
+            .filter(|&&(c, _)| g.nodes[c].op == "QuantizeLinear")
+            .count();
+        let others = consumers.len() - quantized + e.implicit.get(o).map_or(0, Vec::len);
+        if quantized > 0 && (others > 0 || e.outputs.contains(o)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// `NodeGroupSelector::CheckQDQNodes`: `num_dq` DQs (`None`: one per existing input), a group
+/// ORT can make, and Qs on every output edge of the target (or none, where allowed).
+fn check_qdq_nodes(
+    session: &Session,
+    gi: usize,
+    e: &Edges,
+    group: &Group,
+    num_dq: Option<usize>,
+    empty_q_allowed: bool,
+) -> bool {
+    let t = &session.graphs[gi].nodes[group.target];
+    let num_dq = num_dq.unwrap_or_else(|| t.existing_inputs().count());
+    if num_dq != group.dq.len()
+        || !can_create_node_group(session, gi, e, group.target, &group.dq, &group.q)
+    {
+        return false;
+    }
+    if group.q.is_empty() {
+        return empty_q_allowed;
+    }
+    t.existing_outputs().count() == group.q.len()
+        && group.q.len() == e.node_output_edges(t)
+        && !e.produces_graph_output(t)
+}
+
+/// `BaseSelector::Select` for a CPU node: the group `rule` accepts around `target`, if any.
+pub(crate) fn select(
+    session: &Session,
+    gi: usize,
+    e: &Edges,
+    target: usize,
+    rule: Rule,
+) -> Option<Group> {
+    let g = &session.graphs[gi];
+    let t = &g.nodes[target];
+    let group = Group {
+        dq: dq_parents(session, gi, e, t),
+        target,
+        q: q_children(session, gi, e, t),
+    };
+    let dt_in = |k: usize| {
+        group
+            .dq
+            .get(k)
+            .and_then(|&d| g.nodes[d].inputs.first())
+            .and_then(|i| elem(session, gi, i))
+    };
+    let dt_out = |k: usize| {
+        group
+            .q
+            .get(k)
+            .and_then(|&q| g.nodes[q].outputs.first())
+            .and_then(|o| elem(session, gi, o))
+    };
+    let ok = match rule {
+        Rule::DropQdq {
+            allow_16bit,
+            allow_4bit,
+            allow_nonpositive_scale,
+        } => {
+            check_qdq_nodes(session, gi, e, &group, Some(1), false)
+                && dt_in(0) == dt_out(0)
+                && (allow_16bit || !is_16bit(dt_in(0)))
+                && (allow_4bit || !is_4bit(dt_in(0)))
+                && {
+                    let (dq, q) = (&g.nodes[group.dq[0]], &g.nodes[group.q[0]]);
+                    (allow_nonpositive_scale || positive_scale(session, gi, q))
+                        && is_qdq_pair_supported(session, gi, q, dq)
+                }
+        }
+        Rule::DropDq => {
+            group.dq.len() == 1
+                && can_create_node_group(session, gi, e, target, &group.dq, &group.q)
+                && !is_16bit(dt_in(0))
+                && !is_4bit(dt_in(0))
+                && constant_scalar_scale_and_zp(session, gi, &g.nodes[group.dq[0]]).is_some()
+        }
+        Rule::Unary => {
+            check_qdq_nodes(session, gi, e, &group, Some(1), false)
+                && dt_in(0) == dt_out(0)
+                && !is_16bit(dt_in(0))
+                && !is_4bit(dt_in(0))
+        }
+        Rule::Binary | Rule::Where => {
+            let num = if rule == Rule::Where { Some(2) } else { None };
+            check_qdq_nodes(session, gi, e, &group, num, false)
+                && group.dq.len() >= 2
+                && dt_in(0) == dt_in(1)
+                && dt_in(0) == dt_out(0)
+                && !is_16bit(dt_in(0))
+                && !is_4bit(dt_in(0))
+        }
+        Rule::Variadic => {
+            check_qdq_nodes(session, gi, e, &group, None, false)
+                && (0..group.dq.len()).all(|k| dt_in(k) == dt_in(0))
+                && (0..group.q.len()).all(|k| dt_out(k) == dt_out(0))
+                && dt_in(0) == dt_out(0)
+                && !is_16bit(dt_in(0))
+                && !is_4bit(dt_in(0))
+        }
+        Rule::Split => {
+            check_qdq_nodes(session, gi, e, &group, Some(1), false)
+                && !is_4bit(dt_in(0))
+                && (0..group.q.len()).all(|k| {
+                    dt_out(k) == dt_in(0)
+                        && is_qdq_pair_supported(
+                            session,
+                            gi,
+                            &g.nodes[group.q[k]],
+                            &g.nodes[group.dq[0]],
+                        )
+                })
+        }
+        Rule::Conv => {
+            check_qdq_nodes(session, gi, e, &group, None, false)
+                && group.dq.len() >= 2
+                && dt_in(0) == dt_out(0)
+                && !is_4bit(dt_in(1))
+                // `is_int8_allowed` is false on x86-64 (`QDQIsInt8Allowed`).
+                && dt_in(0) != INT8
+                && (group.dq.len() < 3 || dt_in(2) == Some(D::Int32 as i32))
+                && !is_16bit(dt_in(0))
+                && !is_16bit(dt_in(1))
+        }
+        Rule::MatMul => {
+            group.dq.len() == 2
+                && dt_in(0) != INT8
+                && !is_16bit(dt_in(0))
+                && !is_16bit(dt_in(1))
+                && !is_4bit(dt_in(0))
+                && !is_4bit(dt_in(1))
+                && (group.q.is_empty()
+                    || (check_qdq_nodes(session, gi, e, &group, None, false)
+                        && dt_in(0) == dt_out(0)))
+        }
+        Rule::Gemm => {
+            check_qdq_nodes(session, gi, e, &group, None, true)
+                && group.dq.len() >= 2
+                && (dt_in(0) != INT8 || dt_in(0) == dt_in(1))
+                && (group.q.is_empty() || dt_in(0) == dt_out(0))
+                && !is_16bit(dt_in(0))
+                && !is_16bit(dt_in(1))
+                && !is_4bit(dt_in(0))
+                && !is_4bit(dt_in(1))
+                && (group.dq.len() < 3
+                    || (t.attr("beta").is_none_or(|a| a.f() == 1.0)
+                        && dt_in(2) == Some(D::Int32 as i32)))
+        }
+    };
+    ok.then_some(group)
+}
+
+/// `IsQOrDQScalePositiveConstantScalar`.
+fn positive_scale(session: &Session, gi: usize, n: &SNode) -> bool {
+    let Some(name) = n.inputs.get(1) else {
+        return false;
+    };
+    let Some(init) = session.initializer(gi, name).filter(|i| !i.overridable) else {
+        return false;
+    };
+    let Some(t) = crate::infer::eval::Tensor::from_proto(&init.tensor) else {
+        return false;
+    };
+    let scalar = t.dims.is_empty() || (t.dims.len() == 1 && t.dims[0] == 1);
+    scalar && t.as_f64().first().is_some_and(|&v| v > 0.0)
+}
