@@ -8,6 +8,9 @@
 //! opt-level = "all"                  # disable | basic | extended | all
 //! dims = { batch = 1, sequence_length = 2048 }   # sizes of copies are evaluated here (else 1)
 //!
+//! [cpu]
+//! nchwc-block = 16                   # MLAS NCHWc block size: 16 (AVX-512F), 8 (other x86-64), 0 (none)
+//!
 //! [rules]                            # deny | warn | allow, by code or by name
 //! OL101 = "deny"
 //! shape-fed-reshape = "allow"
@@ -48,7 +51,10 @@ pub struct ConfigError {
 
 /// The configuration keys. A key added to `Raw` is added here too (unknown keys are reported
 /// with a suggestion before `Raw` is read).
-pub const KEYS: &[&str] = &["models", "ort", "ep", "opt-level", "dims", "rules"];
+pub const KEYS: &[&str] = &["models", "ort", "ep", "opt-level", "dims", "cpu", "rules"];
+
+/// The NCHWc block sizes `[cpu] nchwc-block` accepts.
+pub const NCHWC_BLOCKS: [i64; 3] = [16, 8, 0];
 
 /// The closest of `candidates` to `key` (case-insensitive Jaro-Winkler similarity of at least
 /// 0.8, as clap suggests flags), for "did you mean".
@@ -158,7 +164,15 @@ struct Raw {
     ep: Option<Spanned<String>>,
     opt_level: Option<Spanned<String>>,
     dims: Option<BTreeMap<Spanned<String>, Spanned<i64>>>,
+    cpu: Option<RawCpu>,
     rules: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+}
+
+/// `[cpu]`: the machine the CPU provider runs on.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawCpu {
+    nchwc_block: Option<Spanned<i64>>,
 }
 
 /// A validated configuration.
@@ -176,6 +190,8 @@ pub struct Config {
     pub rules: Vec<(String, Severity)>,
     /// Dim values that sizes of copies are evaluated at (`dims = { batch = 1 }`).
     pub dims: BTreeMap<String, u64>,
+    /// `[cpu] nchwc-block`: MLAS's NCHWc block size on the deployment machine.
+    pub nchwc_block: Option<u32>,
 }
 
 impl Config {
@@ -189,6 +205,7 @@ impl Config {
         self.opt_level = over.opt_level.or(self.opt_level);
         self.rules.extend(over.rules);
         self.dims.extend(over.dims);
+        self.nchwc_block = over.nchwc_block.or(self.nchwc_block);
         self.origin = over.origin.or(self.origin);
         self
     }
@@ -347,6 +364,26 @@ pub fn parse(
                 format!("dim `{key}` must be a non-negative integer"),
                 "negative",
                 None,
+            )),
+        }
+    }
+    if let Some(block) = raw.cpu.and_then(|c| c.nchwc_block) {
+        let span = block.span();
+        let v = block.into_inner();
+        match u32::try_from(v) {
+            Ok(b) if NCHWC_BLOCKS.contains(&v) => config.nchwc_block = Some(b),
+            _ => errors.push(*error(
+                path,
+                text,
+                span,
+                format!("unsupported nchwc-block `{v}`"),
+                "expected 16, 8 or 0",
+                Some(
+                    "MLAS's NCHWc block size: 16 on a CPU with AVX-512F, 8 on other x86-64 \
+                     CPUs, 0 where ORT has no NCHWc kernels (`cargo onnx-lint verify` prints \
+                     this machine's)"
+                        .into(),
+                ),
             )),
         }
     }

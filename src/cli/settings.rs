@@ -160,6 +160,9 @@ pub fn resolve(
     let mut options = Options {
         eps: vec![Ep::Cuda, Ep::Cpu],
         level: OptLevel::All,
+        nchwc_block: config
+            .nchwc_block
+            .unwrap_or(crate::placer::RECORDED_NCHWC_BLOCK),
     };
     match shared.ep {
         Some(EpArg::Cpu) => options.eps = vec![Ep::Cpu],

@@ -162,7 +162,7 @@ mod live {
                 EpArg::Cpu
             };
             for path in &group.targets {
-                let (code, record) = one(args, &lib, path, ep, o.level);
+                let (code, record) = one(args, &lib, path, ep, o.level, o.nchwc_block);
                 exit = exit.max(code);
                 records.extend(record);
             }
@@ -180,6 +180,7 @@ mod live {
         path: &Path,
         ep: EpArg,
         level: OptLevel,
+        configured_block: u32,
     ) -> (u8, Option<Value>) {
         let Library {
             located,
@@ -261,7 +262,27 @@ mod live {
         }
         let cuda_checked = live.cuda && device.is_some();
 
-        // The prediction for the providers the live session really had.
+        // The prediction for the providers the live session really had, with this machine's
+        // NCHWc block size (the CPU's level-`all` graph depends on it).
+        let block = placer::machine_nchwc_block().unwrap_or(configured_block);
+        if level == OptLevel::All {
+            match placer::machine_nchwc_block() {
+                Some(b) if b != configured_block => notes.push(format!(
+                    "this machine's MLAS NCHWc block size is {b} ({}); predicted with {b}, not \
+                     the configured {configured_block} (`[cpu] nchwc-block`)",
+                    if b == 16 {
+                        "AVX-512F"
+                    } else {
+                        "x86-64 without AVX-512F"
+                    }
+                )),
+                Some(_) => {}
+                None => notes.push(format!(
+                    "this machine's MLAS NCHWc block size is unknown (not x86-64): predicted \
+                     with the configured {configured_block} (`[cpu] nchwc-block`)"
+                )),
+            }
+        }
         let opts = Options {
             eps: if live.cuda {
                 vec![Ep::Cuda, Ep::Cpu]
@@ -269,6 +290,7 @@ mod live {
                 vec![Ep::Cpu]
             },
             level,
+            nchwc_block: block,
         };
         let p = placer::place(&m, bundled.table(), &opts);
         let predicted = Predicted::from_placement(&p);

@@ -93,7 +93,8 @@ impl Symbols<'_> {
     /// The symbolic dim (`dim_param`) ONNX shape inference gives dim `i` of `v`: declared on
     /// the graph's inputs, outputs and value_info, and carried through the ops transformer
     /// layers are made of (element-wise ops with broadcasting, MatMul, Transpose, Reshape's
-    /// copied 0 dims, normalisations, the fused nodes), as ORT's inference carries it.
+    /// copied 0 dims, normalisations, the fused nodes, Q/DQ and the QOperator `QLinearAdd`,
+    /// `QLinearMul`, `QLinearMatMul`), as ORT's inference carries it.
     pub(crate) fn dim(&self, v: &str, i: usize, depth: usize) -> Option<String> {
         if let Some(d) = self.params.get(v) {
             return d.get(i).cloned().flatten();
@@ -147,8 +148,36 @@ impl Symbols<'_> {
                 }
                 out
             }
-            "MatMul" | "FusedMatMul" | "MatMulInteger" => {
-                let (a, b) = (n.inputs.first()?, n.inputs.get(1)?);
+            "QLinearAdd" | "QLinearMul" => {
+                // (a, a_scale, a_zero_point, b, ...): broadcast of inputs 0 and 3.
+                let mut out: Option<String> = None;
+                for x in [n.inputs.first()?, n.inputs.get(3)?] {
+                    let r = rank(x)?;
+                    if i + r < out_rank {
+                        continue;
+                    }
+                    let j = i + r - out_rank;
+                    match self
+                        .session
+                        .shape_of(self.gi, x)
+                        .and_then(|s| s.get(j).copied())
+                    {
+                        Some(Some(1)) => continue,
+                        Some(Some(_)) => return None,
+                        _ => {}
+                    }
+                    let s = self.dim(x, j, depth + 1)?;
+                    if out.as_ref().is_some_and(|o| *o != s) {
+                        return None;
+                    }
+                    out = Some(s);
+                }
+                out
+            }
+            "MatMul" | "FusedMatMul" | "MatMulInteger" | "QLinearMatMul" => {
+                // QLinearMatMul: (a, a_scale, a_zero_point, b, ...).
+                let b_at = if n.op == "QLinearMatMul" { 3 } else { 1 };
+                let (a, b) = (n.inputs.first()?, n.inputs.get(b_at)?);
                 let (ra, rb) = (rank(a)?, rank(b)?);
                 if i + 1 == out_rank {
                     from(b, rb.checked_sub(1)?)
@@ -261,7 +290,9 @@ impl Symbols<'_> {
             | "Identity"
             | "Dropout"
             | "BiasSoftmax"
-            | "DynamicQuantizeLinear" => from(n.inputs.first()?, i),
+            | "DynamicQuantizeLinear"
+            | "QuantizeLinear"
+            | "DequantizeLinear" => from(n.inputs.first()?, i),
             _ => None,
         };
         self.memo.borrow_mut().insert((key(v), i), sym.clone());

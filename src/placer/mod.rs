@@ -23,6 +23,9 @@ mod kernel;
 mod load;
 mod matmul_integer_to_float;
 mod nchwc_transformer;
+pub use nchwc_transformer::{
+    RECORDED_BLOCK as RECORDED_NCHWC_BLOCK, machine_block as machine_nchwc_block,
+};
 mod nhwc_transformer;
 mod optimize;
 mod qdq_transformer;
@@ -68,6 +71,12 @@ pub struct Options {
     /// Providers in registration order; CPU is always last (ORT adds it implicitly).
     pub eps: Vec<Ep>,
     pub level: OptLevel,
+    /// MLAS's NCHWc block size on the machine the session runs on (`MlasNchwcGetBlockSize`):
+    /// 16 with AVX-512F, 8 on other x86-64 CPUs, 0 (or 1) where MLAS has no NCHWc kernels and
+    /// ORT registers no `NchwcTransformer`. Only the CPU's level-`all` graph depends on it.
+    /// Default [`RECORDED_NCHWC_BLOCK`], that of the machine the CPU-only truth
+    /// was recorded on.
+    pub nchwc_block: u32,
 }
 
 impl Default for Options {
@@ -75,6 +84,7 @@ impl Default for Options {
         Options {
             eps: vec![Ep::Cuda, Ep::Cpu],
             level: OptLevel::All,
+            nchwc_block: nchwc_transformer::RECORDED_BLOCK,
         }
     }
 }
@@ -302,7 +312,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     matmul_integer_to_float::run(&mut session, options.level);
     fusions::run(&mut session, table, options.level);
     qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
-    nchwc_transformer::run(&mut session, table, options.level);
+    nchwc_transformer::run(&mut session, table, options.level, options.nchwc_block);
     nhwc_transformer::run(&mut session, table, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
@@ -324,7 +334,7 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
     // level-2 and level-3 transformers run again over the nodes the Casts moved to the CPU.
     if fuse_initializers_transformer::run(&mut session, options.level) {
         fusions::run(&mut session, table, options.level);
-        nchwc_transformer::run(&mut session, table, options.level);
+        nchwc_transformer::run(&mut session, table, options.level, options.nchwc_block);
         nhwc_transformer::run(&mut session, table, options.level);
     }
     let unassigned = unassigned_nodes(&session).min();

@@ -2,10 +2,13 @@
 //! (ORT's level 3, after partitioning) the CPU's 2-D convolutions and poolings, and the
 //! element-wise nodes between them, move to the blocked `NCHWc` layout of the
 //! `com.microsoft.nchwc` domain, with `ReorderInput`/`ReorderOutput` nodes where the layout
-//! changes. ORT registers it when MLAS has an NCHWc block size above 1 (x86-64): 16 with AVX-512,
-//! 8 with AVX2. The block size here is 16, that of the machine the CPU-only truth of
-//! `tests/fixtures/realworld/oracle/cpu-*` was recorded on; on an AVX2-only machine ORT converts
-//! convolutions whose channels are multiples of 8 but not 16 as well.
+//! changes. ORT registers it when MLAS has an NCHWc block size above 1: 16 with AVX-512F, 8 on
+//! other x86-64 CPUs (`mlas/lib/platform.cpp`). The block size is
+//! [`Options::nchwc_block`](crate::placer::Options::nchwc_block) (`[cpu] nchwc-block` in the
+//! configuration), 16 by default, that of the machine the CPU-only truth of
+//! `tests/fixtures/realworld/oracle/cpu-*` was recorded on; with 8, convolutions and poolings
+//! whose channels are multiples of 8 but not 16 are converted as well, and channels are padded
+//! to multiples of 8.
 //!
 //! Simulated as ORT walks it (one pass in ORT's topological order over the CPU nodes of each
 //! graph, then `Finalize`): `Conv`/`FusedConv` with constant float 4-D weights (and bias) whose
@@ -13,7 +16,7 @@
 //! NCHWc and has at least a block of channels), `MaxPool`/`AveragePool` (and the global ones
 //! behind an NCHWc input) with block-aligned channels, and, once all their inputs are NCHWc,
 //! `Add`/`Sum` (fused into a single-use convolution, or reshaped when shapes cannot be shown
-//! equal), `Mul`, channel `Concat`, `Relu`/`Sigmoid`/`Tanh` (fused into a single-use
+//! equal), `Mul` (from 1.25 also by a constant per-channel scale: a depthwise convolution), channel `Concat`, `Relu`/`Sigmoid`/`Tanh` (fused into a single-use
 //! convolution), `BatchNormalization` (`<name>_bn_nchwc`), an NHWC `Transpose` (a
 //! `ReorderOutput`) and nearest `Resize`/`Upsample` with integer scales. Every NCHWc value
 //! still read in NCHW gets a `ReorderOutput`. Names follow ORT's `GenerateNodeName`/
@@ -29,8 +32,27 @@ use crate::placer::OptLevel;
 use crate::session::{Init, NameGen, SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
-/// MLAS's NCHWc block size on the AVX-512 machine the CPU-only truth was recorded on.
-const BLOCK: i64 = 16;
+/// MLAS's NCHWc block size on the AVX-512 machine the CPU-only truth was recorded on, the
+/// default of [`crate::placer::Options::nchwc_block`].
+pub const RECORDED_BLOCK: u32 = 16;
+
+/// This machine's MLAS NCHWc block size, as `MlasNchwcGetBlockSize` would report it for an
+/// x86-64 ORT build (`mlas/lib/platform.cpp`: 8 from the SSE2 baseline up, 16 when the CPU and
+/// the OS have AVX-512F); `None` on other architectures, where it depends on how ORT was built.
+pub fn machine_block() -> Option<u32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        Some(if std::arch::is_x86_feature_detected!("avx512f") {
+            16
+        } else {
+            8
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
 const NCHWC: &str = "com.microsoft.nchwc";
 
 /// One dim of an NCHWc value's symbolic shape: the value that sourced it, and for the spatial
@@ -68,6 +90,8 @@ struct Arg {
 
 struct Impl<'n> {
     gi: usize,
+    /// MLAS's NCHWc block size.
+    block: i64,
     /// ORT 1.25 or later: the newer since-versions are matched too (see [`Impl::versions`]).
     newer: bool,
     names: &'n mut NameGen,
@@ -87,8 +111,9 @@ struct Impl<'n> {
 }
 
 /// Applies the transformer to every graph. Returns whether it changed anything.
-pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool {
-    if level < OptLevel::All {
+pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u32) -> bool {
+    // ORT registers the transformer only when MLAS has a block size above 1.
+    if level < OptLevel::All || block <= 1 {
         return false;
     }
     let newer = table.release_at_least(1, 25);
@@ -120,6 +145,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool 
         }
         let mut im = Impl {
             gi,
+            block: i64::from(block),
             newer,
             names: &mut names,
             args: Vec::new(),
@@ -160,8 +186,9 @@ fn int_attr(name: &str, v: i64) -> AttributeProto {
     }
 }
 
-fn aligned(channels: i64) -> i64 {
-    (channels + BLOCK - 1) / BLOCK * BLOCK
+/// Channels rounded up to a whole number of blocks.
+fn aligned(channels: i64, block: i64) -> i64 {
+    (channels + block - 1) / block * block
 }
 
 /// A constant initializer of `g` (not a graph input).
@@ -423,7 +450,9 @@ impl Impl<'_> {
         if v("Add") || v("Sum") {
             self.binary(session, ni, true);
         } else if v("Mul") {
-            self.binary(session, ni, false);
+            if !(self.newer && self.scale_mul(session, ni)) {
+                self.binary(session, ni, false);
+            }
         } else if v("Concat") {
             self.concat(session, ni);
         } else if v("Relu") || v("Sigmoid") || v("Tanh") {
@@ -454,7 +483,7 @@ impl Impl<'_> {
         let (out_channels, in_channels) = (weights.dims[0], weights.dims[1]);
         let kernel = [weights.dims[2], weights.dims[3]];
         let group = n.attr_i("group").unwrap_or(1);
-        let nchwc_out = aligned(out_channels);
+        let nchwc_out = aligned(out_channels, self.block);
         let mut reorder_input = true;
         let mut oihwbo = false;
         // Measured with the CPU wheel (1.31.1): a depthwise convolution needs its channels a
@@ -466,13 +495,13 @@ impl Impl<'_> {
                     return;
                 }
                 oihwbo = true;
-            } else if in_channels % BLOCK != 0
+            } else if in_channels % self.block != 0
                 || out_channels % group != 0
-                || (out_channels / group) % BLOCK != 0
+                || (out_channels / group) % self.block != 0
             {
                 return;
             }
-        } else if in_channels < BLOCK {
+        } else if in_channels < self.block {
             oihwbo = true;
             reorder_input = false;
         }
@@ -551,7 +580,7 @@ impl Impl<'_> {
         let Some(channels) = shape[1] else {
             return;
         };
-        if channels % BLOCK != 0 {
+        if channels % self.block != 0 {
             return;
         }
         let name = self.names.node(&format!("{y}_nchwc"));
@@ -681,7 +710,7 @@ impl Impl<'_> {
         channels: i64,
         split: bool,
     ) -> usize {
-        let c = aligned(channels);
+        let c = aligned(channels, self.block);
         let shape = match self.reshape_shapes.get(&(c, split)) {
             Some(s) => s.clone(),
             None => {
@@ -710,7 +739,7 @@ impl Impl<'_> {
         else {
             return;
         };
-        if inputs.iter().any(|a| a.channels % BLOCK != 0) {
+        if inputs.iter().any(|a| a.channels % self.block != 0) {
             return;
         }
         let total: i64 = inputs.iter().map(|a| a.channels).sum();
@@ -793,7 +822,7 @@ impl Impl<'_> {
             vec![a.value.clone(), scale, bias],
             n.outputs.clone(),
         );
-        node.attrs = vec![int_attr("group", aligned(a.channels))];
+        node.attrs = vec![int_attr("group", aligned(a.channels, self.block))];
         node.origin = n.origin;
         let new = self.add_node(session, node);
         if let Some(x) = self.arg_mut(&n.inputs[0]) {
@@ -801,6 +830,52 @@ impl Impl<'_> {
         }
         self.create_arg(session, ni, new, a.channels, a.shape);
         self.removed.push(ni);
+    }
+
+    /// ORT 1.25 and later: a `Mul` of an NCHWc value by a constant float per-channel tensor
+    /// (`C,1,1` or `1,C,1,1`, either side) becomes a depthwise NCHWc `Conv` (`<y>_mul_nchwc`,
+    /// weights `mul_scale`, one group per aligned channel), which a following activation or
+    /// `Add` can fuse into as into any NCHWc convolution. Measured with the CPU wheels: 1.24.4
+    /// leaves such a `Mul` in NCHW; an `Add` of a constant stays in NCHW in both.
+    fn scale_mul(&mut self, session: &mut Session, ni: usize) -> bool {
+        let gi = self.gi;
+        let n = session.graphs[gi].nodes[ni].clone();
+        let ([x0, x1], Some(y)) = (n.inputs.as_slice(), n.outputs.first()) else {
+            return false;
+        };
+        let (x, other) = match (self.arg(x0).is_some(), self.arg(x1).is_some()) {
+            (true, false) => (x0, x1),
+            (false, true) => (x1, x0),
+            _ => return false,
+        };
+        let Some(a) = self.arg(x).cloned() else {
+            return false;
+        };
+        let per_channel = constant(session, gi, other).is_some_and(|i| {
+            i.elem == D::Float as i32
+                && (i.dims == [a.channels, 1, 1] || i.dims == [1, a.channels, 1, 1])
+        });
+        if !per_channel {
+            return false;
+        }
+        let scale = self.names.value("mul_scale");
+        let name = self.names.node(&format!("{y}_mul_nchwc"));
+        let mut node = Self::new_node(
+            name,
+            "Conv",
+            NCHWC,
+            vec![a.value.clone(), scale],
+            n.outputs.clone(),
+        );
+        node.attrs = vec![int_attr("group", aligned(a.channels, self.block))];
+        node.origin = n.origin;
+        let new = self.add_node(session, node);
+        if let Some(x) = self.arg_mut(x) {
+            x.remaining_uses = x.remaining_uses.saturating_sub(1);
+        }
+        self.create_arg(session, ni, new, a.channels, a.shape);
+        self.removed.push(ni);
+        true
     }
 
     fn transpose(&mut self, session: &mut Session, ni: usize) {

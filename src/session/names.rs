@@ -57,3 +57,24 @@ impl NameGen {
         self.values.insert(name.to_string());
     }
 }
+
+impl SGraph {
+    /// ORT's `Graph::GenerateNodeArgName` for the name of an initializer a fusion creates while
+    /// the simulation keeps reading the old one (`ConvBNFusion`'s folded weights): `base` if no
+    /// value of the graph has that name and it was not generated before, else `base_token_<k>`.
+    /// Only the counter and the remembered name matter; the name is returned for tests.
+    pub fn generate_value_name(&mut self, base: &str) -> String {
+        let taken = |g: &SGraph, s: &str| {
+            g.initializers.contains_key(s)
+                || g.generated_names.contains(s)
+                || g.inputs.iter().chain(&g.outputs).any(|v| v == s)
+        };
+        let mut name = base.to_string();
+        while taken(self, &name) {
+            name = format!("{base}_token_{}", self.name_counter);
+            self.name_counter += 1;
+        }
+        self.generated_names.insert(name.clone());
+        name
+    }
+}

@@ -86,6 +86,7 @@ fn predicted(path: &Path) -> Value {
     let options = Options {
         eps: vec![Ep::Cuda, Ep::Cpu],
         level: OptLevel::All,
+        ..Default::default()
     };
     onnx_lint::cli::placement_json("m", &placer::place(&m, table, &options))
 }
@@ -1282,6 +1283,7 @@ fn lowering_compares_the_inputs_a_node_passes_not_whole_schemas() {
     let options = Options {
         eps: vec![Ep::Cuda, Ep::Cpu],
         level: OptLevel::All,
+        ..Default::default()
     };
     let placed = placer::place(&m, table, &options);
     let block = onnx_lint::analysis::opset_lowering::analyse(

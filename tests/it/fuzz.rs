@@ -116,7 +116,11 @@ fn settings(level: OptLevel, eps: Vec<Ep>) -> Settings {
     Settings {
         release: tables::newest(),
         release_reason: "fuzz".into(),
-        options: placer::Options { eps, level },
+        options: placer::Options {
+            eps,
+            level,
+            ..Default::default()
+        },
         severities: Severities::default(),
         dims: Default::default(),
     }

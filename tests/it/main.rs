@@ -14,6 +14,7 @@ mod fix;
 mod formats;
 mod fuzz;
 mod load;
+mod nchwc_block;
 mod packaging;
 mod placement;
 mod qdq_misses;

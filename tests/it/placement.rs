@@ -153,6 +153,7 @@ fn placer_agrees_with_the_oracle() {
         let options = Options {
             eps: vec![Ep::Cuda, Ep::Cpu],
             level: level(lvl),
+            ..Default::default()
         };
         let (mut n, mut copies_ok, mut outcome_ok, mut place_ok) = (0, 0, 0, 0);
         let mut names = BTreeSet::new();

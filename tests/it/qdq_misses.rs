@@ -38,6 +38,7 @@ fn session(ort: &str, model: &str) -> (Value, Value) {
     let options = Options {
         eps: vec![Ep::Cuda, Ep::Cpu],
         level: OptLevel::All,
+        ..Default::default()
     };
     let p = placer::place(&m, table, &options);
     (onnx_lint::cli::placement_json(model, &p), truth)

@@ -252,6 +252,7 @@ fn realworld_agrees_with_the_oracle() {
                 vec![Ep::Cuda, Ep::Cpu]
             },
             level: level(lvl),
+            ..Default::default()
         };
         let (mut all, mut held, mut tuned, mut fresh) = (
             Tally::default(),

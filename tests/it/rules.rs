@@ -67,6 +67,7 @@ fn run_fixture(path: &Path) -> (usize, String) {
                 "extended" => OptLevel::Extended,
                 _ => OptLevel::All,
             },
+            ..Default::default()
         },
         severities,
         dims: onnx_lint::rules::cost::Dims(
@@ -330,6 +331,7 @@ fn no_findings_at_warn_on_models_ort_runs_without_copies() {
                 options: Options {
                     eps: vec![Ep::Cuda, Ep::Cpu],
                     level: OptLevel::All,
+                    ..Default::default()
                 },
                 severities: Severities::default(),
                 dims: Default::default(),

@@ -101,6 +101,7 @@ fn predicted(model: &str, ort: &str, level: OptLevel) -> Predicted {
         &Options {
             eps: vec![Ep::Cuda, Ep::Cpu],
             level,
+            ..Default::default()
         },
     );
     Predicted::from_placement(&p)

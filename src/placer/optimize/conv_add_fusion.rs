@@ -94,23 +94,88 @@ impl Optimizer<'_> {
         if !ok {
             return false;
         }
-        let new_out = nn.outputs[0].clone();
-        let bias = match nn.op.as_str() {
-            "Add" => Some(nn.inputs[1].clone()),
-            "BatchNormalization" => Some(nn.inputs[2].clone()),
-            _ => None,
+        // ORT writes the folded weights and bias as new initializers named by
+        // `GenerateNodeArgName` (weights first; Convs sharing a weight, as CSE leaves them, get
+        // `_token_<k>` names and their own copies, which later passes see apart). The values
+        // are not folded here: a new name holds a copy of the tensor it replaces.
+        let conv_bias = conv.inputs.get(2).filter(|b| !b.is_empty()).cloned();
+        let (w_base, b_base) = match (nn.op.as_str(), &conv_bias) {
+            ("BatchNormalization", _) => (
+                Some(format!("ConvBnFusion_W_{w}")),
+                Some(format!("ConvBnFusion_BN_B_{}", nn.inputs[2])),
+            ),
+            ("Mul", b) => (
+                Some(format!("ConvMulFusion_W_{w}")),
+                b.as_ref()
+                    .map(|_| format!("ConvMulFusion_Mul_B_{}", nn.inputs[1])),
+            ),
+            (_, Some(b)) => (None, Some(format!("ConvAddFusion_B_{b}"))),
+            (_, None) => (None, Some(format!("ConvAddFusion_Add_B_{}", nn.inputs[1]))),
         };
-        let conv = &mut session.graphs[gi].nodes[ni];
-        if conv.inputs.get(2).is_none_or(String::is_empty)
-            && let Some(b) = bias
-        {
-            conv.inputs.truncate(2);
-            conv.inputs.push(b.clone());
-            idx.uses.entry(b).or_default().push(ni);
+        // The tensor a new bias copies, and its shape (an `Add`'s `C,1,1` becomes `C`).
+        let b_source = conv_bias.clone().or_else(|| match nn.op.as_str() {
+            "BatchNormalization" => Some(nn.inputs[2].clone()),
+            "Add" => Some(nn.inputs[1].clone()),
+            _ => None,
+        });
+        let new_out = nn.outputs[0].clone();
+        if let Some(base) = w_base {
+            let name = session.graphs[gi].generate_value_name(&base);
+            Self::copy_initializer(session, gi, &w, &name, None);
+            Self::set_conv_input(session, gi, ni, 1, name, idx);
         }
+        if let (Some(base), Some(src)) = (b_base, b_source) {
+            let name = session.graphs[gi].generate_value_name(&base);
+            Self::copy_initializer(session, gi, &src, &name, Some(channels));
+            Self::set_conv_input(session, gi, ni, 2, name, idx);
+        }
+        let conv = &mut session.graphs[gi].nodes[ni];
         conv.outputs[0] = new_out.clone();
         idx.producer.insert(new_out, ni);
         Self::remove(session, gi, next);
         true
+    }
+
+    /// A new initializer `to` of graph `gi` holding a copy of `from` (`dims`: reshaped to
+    /// `[channels]`), as ORT's `AddInitializer` of a fusion's result.
+    fn copy_initializer(
+        session: &mut Session,
+        gi: usize,
+        from: &str,
+        to: &str,
+        channels: Option<i64>,
+    ) {
+        let Some(mut init) = session.initializer(gi, from).cloned() else {
+            return;
+        };
+        if let Some(c) = channels {
+            init.dims = vec![c];
+            init.tensor.dims = vec![c];
+        }
+        init.overridable = false;
+        init.tensor.name = Some(to.to_string());
+        let g = &mut session.graphs[gi];
+        g.shapes
+            .insert(to.to_string(), init.dims.iter().map(|&d| Some(d)).collect());
+        g.types.insert(to.to_string(), Type::Tensor(init.elem));
+        g.init_order.push(to.to_string());
+        g.initializers.insert(to.to_string(), init);
+    }
+
+    /// Sets input `i` of node `ni` (appending empty inputs up to it).
+    fn set_conv_input(
+        session: &mut Session,
+        gi: usize,
+        ni: usize,
+        i: usize,
+        name: String,
+        idx: &mut Index,
+    ) {
+        let node = &mut session.graphs[gi].nodes[ni];
+        if node.inputs.len() <= i {
+            node.inputs.resize(i + 1, String::new());
+        }
+        node.inputs[i] = name.clone();
+        idx.uses.entry(name).or_default().push(ni);
     }
 }
