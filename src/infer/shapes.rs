@@ -250,6 +250,8 @@ pub fn infer_node(
                 | "SkipLayerNormalization"
                 | "FastGelu"
                 | "BiasGelu"
+                | "QuickGelu"
+                | "Gelu"
                 | "QuantizeLinear"
                 | "DequantizeLinear"
                 | "QLinearSigmoid"
@@ -272,6 +274,15 @@ pub fn infer_node(
         }
         if node.domain == "com.microsoft" {
             *first = first.take().or_else(|| contrib_shape(node, &s));
+        }
+        // SkipLayerNormalizationShapeInference gives `input_skip_bias_sum` (output 3) input 0's
+        // shape too (ORT 1.23-1.31 save it so).
+        if matches!(
+            node.op.as_str(),
+            "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization"
+        ) && let Some(sum) = out.get_mut(3)
+        {
+            *sum = s(0);
         }
         return out;
     }
