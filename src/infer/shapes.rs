@@ -909,6 +909,13 @@ fn contrib_shape(node: &SNode, s: &dyn Fn(usize) -> Option<Shape>) -> Option<Sha
             };
             Some(vec![x[0], x[1], hidden])
         }
+        // MatMulNBits: A with its last dim replaced by the `N` attribute (out_features).
+        "MatMulNBits" => {
+            let mut a = s(0)?;
+            let last = a.last_mut()?;
+            *last = node.attr_i("N").filter(|n| *n >= 0);
+            Some(a)
+        }
         // QGemm: A (input 0) and B (input 3), each of rank 2, transposed as `transA`/`transB` say.
         "QGemm" => gemm_shape(node, s(0)?, s(3)?),
         "EmbedLayerNormalization" => {
