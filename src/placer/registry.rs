@@ -595,8 +595,8 @@ pub static REGISTRY: &[Transformer] = &[
         "matmul_nbits_fusion.cc",
         L2,
         T,
-        CPU,
-        No("CPU only: never moves a node"),
+        CPU_CUDA,
+        Sim("placer/fusions/matmul_nbits_fusion.rs"),
     ),
     t(
         "QDQFinalCleanupTransformer",
