@@ -986,6 +986,41 @@ mod tests {
     }
 
     #[test]
+    fn contrib_ops_keep_or_reshape_input_0() {
+        let ms = |op: &str, inputs: &[&str], outputs: usize| {
+            let mut n = node(op, 1, inputs, outputs);
+            n.domain = "com.microsoft".into();
+            n
+        };
+        let x: Shape = vec![None, Some(7), Some(64)];
+        // MatMulNBits: A's leading dims, then N.
+        let mut nbits = ms("MatMulNBits", &["a", "b", "s"], 1);
+        nbits.attrs.push(crate::model::proto::AttributeProto {
+            name: Some("N".into()),
+            r#type: Some(crate::model::proto::attribute_proto::AttributeType::Int as i32),
+            i: Some(192),
+            ..Default::default()
+        });
+        let out = infer_node(&nbits, &[Some(x.clone()), None, None], &[None; 3]);
+        assert_eq!(out[0], Some(vec![None, Some(7), Some(192)]));
+        // No N: the last dim is unknown, the rank kept.
+        let bare = ms("MatMulNBits", &["a", "b", "s"], 1);
+        let out = infer_node(&bare, &[Some(x.clone()), None, None], &[None; 3]);
+        assert_eq!(out[0], Some(vec![None, Some(7), None]));
+        // QuickGelu and com.microsoft Gelu: input 0's shape.
+        for op in ["QuickGelu", "Gelu"] {
+            let out = infer_node(&ms(op, &["x"], 1), &[Some(x.clone())], &[None]);
+            assert_eq!(out[0], Some(x.clone()), "{op}");
+        }
+        // SkipLayerNormalization: output 0 and input_skip_bias_sum (3), not mean/inv_std_var.
+        let skip = ms("SkipLayerNormalization", &["x", "s", "g"], 4);
+        let out = infer_node(&skip, &[Some(x.clone()), None, None], &[None; 3]);
+        assert_eq!(out[0], Some(x.clone()));
+        assert_eq!(out[1], None);
+        assert_eq!(out[3], Some(x));
+    }
+
+    #[test]
     fn reshape_with_constant_shape() {
         let n = node("Reshape", 14, &["x", "s"], 1);
         let target = Tensor::i64_1d(vec![0, -1]);

@@ -23,5 +23,6 @@ mod rules;
 mod session;
 mod support;
 mod tables;
+mod unseen2;
 mod text;
 mod verify;
