@@ -196,9 +196,12 @@ fn insert(
     if let Some(i) = g.nodes[ni].inputs.get_mut(const_idx) {
         *i = value;
     }
-    let still_read = g
-        .live_nodes()
-        .any(|(_, k)| k.inputs.iter().chain(&k.implicit_inputs).any(|i| *i == scalar));
+    let still_read = g.live_nodes().any(|(_, k)| {
+        k.inputs
+            .iter()
+            .chain(&k.implicit_inputs)
+            .any(|i| *i == scalar)
+    });
     if !still_read && g.initializers.remove(&scalar).is_some() {
         g.init_order.retain(|k| *k != scalar);
     }

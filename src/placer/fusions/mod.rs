@@ -535,7 +535,7 @@ fn is_const(session: &Session, gi: usize, name: &str, expected: f64) -> bool {
 }
 
 /// `math::floatToHalf`: round to nearest even.
-fn f32_to_half(x: f32) -> u16 {
+pub(crate) fn f32_to_half(x: f32) -> u16 {
     let bits = x.to_bits();
     let sign = ((bits >> 16) & 0x8000) as u16;
     let exp = ((bits >> 23) & 0xff) as i32;
