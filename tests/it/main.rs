@@ -23,6 +23,6 @@ mod rules;
 mod session;
 mod support;
 mod tables;
-mod unseen2;
 mod text;
+mod unseen2;
 mod verify;

@@ -230,7 +230,10 @@ fn realworld_agrees_with_the_oracle() {
             .count()
     };
     assert!(of_set("unseen2-") >= 8, "unseen2 oracle fixtures missing");
-    assert!(of_set("cpu-unseen2-") >= 12, "unseen2 CPU-only fixtures missing");
+    assert!(
+        of_set("cpu-unseen2-") >= 12,
+        "unseen2 CPU-only fixtures missing"
+    );
     let mut differences = BTreeSet::new();
     let mut summary = Vec::new();
     for file in files {
