@@ -250,6 +250,8 @@ pub fn infer_node(
                 | "SkipLayerNormalization"
                 | "FastGelu"
                 | "BiasGelu"
+                | "QuickGelu"
+                | "Gelu"
                 | "QuantizeLinear"
                 | "DequantizeLinear"
                 | "QLinearSigmoid"
@@ -272,6 +274,15 @@ pub fn infer_node(
         }
         if node.domain == "com.microsoft" {
             *first = first.take().or_else(|| contrib_shape(node, &s));
+        }
+        // SkipLayerNormalizationShapeInference gives `input_skip_bias_sum` (output 3) input 0's
+        // shape too (ORT 1.23-1.31 save it so).
+        if matches!(
+            node.op.as_str(),
+            "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization"
+        ) && let Some(sum) = out.get_mut(3)
+        {
+            *sum = s(0);
         }
         return out;
     }
@@ -898,6 +909,13 @@ fn contrib_shape(node: &SNode, s: &dyn Fn(usize) -> Option<Shape>) -> Option<Sha
             };
             Some(vec![x[0], x[1], hidden])
         }
+        // MatMulNBits: A with its last dim replaced by the `N` attribute (out_features).
+        "MatMulNBits" => {
+            let mut a = s(0)?;
+            let last = a.last_mut()?;
+            *last = node.attr_i("N").filter(|n| *n >= 0);
+            Some(a)
+        }
         // QGemm: A (input 0) and B (input 3), each of rank 2, transposed as `transA`/`transB` say.
         "QGemm" => gemm_shape(node, s(0)?, s(3)?),
         "EmbedLayerNormalization" => {
@@ -965,6 +983,41 @@ mod tests {
         shapes[3] = Some(vec![Some(10), Some(5)]);
         let out = infer_node(&n, &shapes, &[None; 9]);
         assert_eq!(out[0], Some(vec![None, Some(5)]));
+    }
+
+    #[test]
+    fn contrib_ops_keep_or_reshape_input_0() {
+        let ms = |op: &str, inputs: &[&str], outputs: usize| {
+            let mut n = node(op, 1, inputs, outputs);
+            n.domain = "com.microsoft".into();
+            n
+        };
+        let x: Shape = vec![None, Some(7), Some(64)];
+        // MatMulNBits: A's leading dims, then N.
+        let mut nbits = ms("MatMulNBits", &["a", "b", "s"], 1);
+        nbits.attrs.push(crate::model::proto::AttributeProto {
+            name: Some("N".into()),
+            r#type: Some(crate::model::proto::attribute_proto::AttributeType::Int as i32),
+            i: Some(192),
+            ..Default::default()
+        });
+        let out = infer_node(&nbits, &[Some(x.clone()), None, None], &[None; 3]);
+        assert_eq!(out[0], Some(vec![None, Some(7), Some(192)]));
+        // No N: the last dim is unknown, the rank kept.
+        let bare = ms("MatMulNBits", &["a", "b", "s"], 1);
+        let out = infer_node(&bare, &[Some(x.clone()), None, None], &[None; 3]);
+        assert_eq!(out[0], Some(vec![None, Some(7), None]));
+        // QuickGelu and com.microsoft Gelu: input 0's shape.
+        for op in ["QuickGelu", "Gelu"] {
+            let out = infer_node(&ms(op, &["x"], 1), &[Some(x.clone())], &[None]);
+            assert_eq!(out[0], Some(x.clone()), "{op}");
+        }
+        // SkipLayerNormalization: output 0 and input_skip_bias_sum (3), not mean/inv_std_var.
+        let skip = ms("SkipLayerNormalization", &["x", "s", "g"], 4);
+        let out = infer_node(&skip, &[Some(x.clone()), None, None], &[None; 3]);
+        assert_eq!(out[0], Some(x.clone()));
+        assert_eq!(out[1], None);
+        assert_eq!(out[3], Some(x));
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod optimize;
 mod qdq_transformer;
 pub mod registry;
 mod transpose;
+mod where_dummy_dq;
 
 use rustc_hash::FxHashMap as HashMap;
 

@@ -354,6 +354,14 @@ pub static REGISTRY: &[Transformer] = &[
         Sim("placer/ensure_unique_dq_for_node_unit.rs"),
     ),
     t(
+        "WhereDummyDq",
+        "qdq_transformer/where_dummy_dq.cc",
+        L1,
+        T,
+        ANY,
+        Sim("placer/where_dummy_dq.rs"),
+    ),
+    t(
         "RocmBlasAltImpl",
         "rocm_blas_alt_impl.cc",
         L1,
@@ -595,8 +603,8 @@ pub static REGISTRY: &[Transformer] = &[
         "matmul_nbits_fusion.cc",
         L2,
         T,
-        CPU,
-        No("CPU only: never moves a node"),
+        CPU_CUDA,
+        Sim("placer/fusions/matmul_nbits_fusion.rs"),
     ),
     t(
         "QDQFinalCleanupTransformer",

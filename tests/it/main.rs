@@ -25,4 +25,5 @@ mod session;
 mod support;
 mod tables;
 mod text;
+mod unseen2;
 mod verify;

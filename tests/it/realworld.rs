@@ -219,6 +219,21 @@ fn realworld_agrees_with_the_oracle() {
             >= 12,
         "TorchScript decoder oracle fixtures missing"
     );
+    // The second unseen set: the stubbed-GPU oracle (8 sessions kinds) and CPU-only truth (12).
+    let of_set = |prefix: &str| {
+        files
+            .iter()
+            .filter(|f| {
+                f.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+            })
+            .count()
+    };
+    assert!(of_set("unseen2-") >= 8, "unseen2 oracle fixtures missing");
+    assert!(
+        of_set("cpu-unseen2-") >= 12,
+        "unseen2 CPU-only fixtures missing"
+    );
     let mut differences = BTreeSet::new();
     let mut summary = Vec::new();
     for file in files {
@@ -238,6 +253,9 @@ fn realworld_agrees_with_the_oracle() {
             "realworld" => fixtures(),
             // Made after the CPU-only transformers, never tuned on (`tools/realworld/unseen.py`).
             "unseen" => fixtures().join("unseen"),
+            // Kinds never measured before: dynamo exports, MatMulNBits, 16-bit QDQ, onnxslim,
+            // version_converter, skl2onnx, models from PyPI wheels (`tools/realworld/unseen2.py`).
+            "unseen2" => fixtures().join("unseen2"),
             // The public corpus, kept in the repository (`tests/fixtures/corpus`).
             "models" => support::corpus_models(),
             // Keyed `tsdecoders/<file>`.
@@ -263,7 +281,7 @@ fn realworld_agrees_with_the_oracle() {
         for truth in records(&file) {
             let name = truth["model"].as_str().unwrap();
             let (key, path) = match set {
-                "realworld" | "unseen" => {
+                "realworld" | "unseen" | "unseen2" => {
                     let rel = name.strip_prefix(&format!("{set}/")).unwrap_or(name);
                     (format!("{set}/{rel}"), root.join(rel))
                 }

@@ -24,6 +24,13 @@ const BFLOAT16: i64 = 16;
 /// body, if any, is static); `Some(None)` when the builder declines.
 pub(super) fn build(ctx: &Context, requested: i64) -> Option<Option<FunctionProto>> {
     let node = ctx.node;
+    // com.microsoft's context-dependent bodies (`contrib_defs.cc`), built with `AddOpset("", 13)`.
+    if node.domain == "com.microsoft" {
+        return match (node.op.as_str(), node.since?) {
+            ("QuickGelu", 1) => Some(quick_gelu(ctx).and_then(|b| b.finish(13))),
+            _ => None,
+        };
+    }
     if node.domain != "ai.onnx" {
         return None;
     }
@@ -265,6 +272,39 @@ fn gelu(ctx: &Context, _since: i64) -> Option<Fb> {
              Y = Mul (MultX, Phi)",
         );
     }
+    Some(fb)
+}
+
+/// com.microsoft QuickGelu-1: `x * Sigmoid(alpha * x)`, `Alpha` a constant of the input's type
+/// (`ToTensor(alpha, elem_type)`); no body when the input type is unknown or not a float type.
+fn quick_gelu(ctx: &Context) -> Option<Fb> {
+    let elem = ctx.elem(0)?;
+    if ![FLOAT, FLOAT16, DOUBLE, BFLOAT16].contains(&i64::from(elem)) {
+        return None;
+    }
+    let alpha = attr_f(ctx, "alpha").unwrap_or(1.702);
+    let mut fb = Fb::new("QuickGelu", &["X"], &["Y"], &["alpha"]);
+    // The text syntax writes 16-bit floats as their bit patterns.
+    let value = match i64::from(elem) {
+        FLOAT16 => crate::placer::fusions::f32_to_half(alpha).to_string(),
+        BFLOAT16 => {
+            let b = u64::from(alpha.to_bits());
+            // Round to nearest even, as `BFloat16(float)` does (NaN keeps a NaN pattern).
+            if alpha.is_nan() {
+                "32704".to_string()
+            } else {
+                (((b + 0x7fff + ((b >> 16) & 1)) >> 16) & 0xffff).to_string()
+            }
+        }
+        _ => float_text(alpha),
+    };
+    fb.add(&format!(
+        "Alpha = Constant <value = {} {{{value}}}> ()
+         CX = Mul (Alpha, X)
+         SIGMOIDCX = Sigmoid (CX)
+         Y = Mul (X, SIGMOIDCX)",
+        type_name(elem),
+    ));
     Some(fb)
 }
 
@@ -1264,6 +1304,34 @@ mod tests {
             ..Default::default()
         };
         (session, opset, release)
+    }
+
+    /// com.microsoft QuickGelu: ORT's `contrib_defs.cc` body, the constant of the input's type.
+    #[test]
+    fn quick_gelu_body() {
+        for (ty, code) in [("float16", 10), ("float", 1)] {
+            let (mut session, _, _) = case_session(&format!(
+                "QuickGelu since=1 opset=13 inputs={ty} attrs=alpha:f:1.5"
+            ));
+            session.graphs[0].nodes[0].domain = "com.microsoft".into();
+            let node = &session.graphs[0].nodes[0];
+            let ctx = super::super::Context::new(&session, 0, node, 25);
+            let f = build(&ctx, 1)
+                .expect("QuickGelu has a builder")
+                .expect("a body");
+            let ops: Vec<&str> = f.node.iter().map(|n| n.op_type()).collect();
+            assert_eq!(ops, ["Constant", "Mul", "Sigmoid", "Mul"], "{ty}");
+            let alpha = f.node[0].attribute[0].t.clone().unwrap_or_default();
+            assert_eq!(alpha.data_type(), code, "{ty}");
+        }
+        let (mut session, _, _) = case_session("QuickGelu since=1 opset=13 inputs=int32");
+        session.graphs[0].nodes[0].domain = "com.microsoft".into();
+        let node = &session.graphs[0].nodes[0];
+        let ctx = super::super::Context::new(&session, 0, node, 25);
+        assert!(
+            build(&ctx, 1).expect("a builder").is_none(),
+            "no body for int32"
+        );
     }
 
     /// Every probe node of the fixture gets the body ONNX's own builder gives it

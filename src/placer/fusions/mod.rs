@@ -37,6 +37,7 @@ mod gather_fusion;
 mod gelu_fusion;
 mod gemm_activation_fusion;
 mod layer_norm_fusion;
+mod matmul_nbits_fusion;
 mod matmul_scale_fusion;
 mod matmul_transpose_fusion;
 mod quick_gelu_fusion;
@@ -56,6 +57,7 @@ const TRIGGERS: &[&str] = &[
     "LayerNormalization",
     "Tanh",
     "Sigmoid",
+    "MatMulNBits",
     "Softmax",
     "Conv",
     "Gemm",
@@ -83,6 +85,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
             .any(|(_, n)| n.op == "LayerNormalization" || n.op == "ReduceMean");
         let mut f = Fuser::new(session, gi);
         f.since_1_25 = table.release_at_least(1, 25);
+        f.since_1_28 = table.release_at_least(1, 28);
         if gi == 0 && layer_norms {
             f.params = session.graphs[0].dim_params.clone();
         }
@@ -132,6 +135,8 @@ struct Fuser {
     opset: i64,
     /// The simulated ORT release is 1.25 or later.
     since_1_25: bool,
+    /// The simulated ORT release is 1.28 or later.
+    since_1_28: bool,
     counter: usize,
     /// Fusions made so far.
     fused: usize,
@@ -185,6 +190,9 @@ impl Fuser {
             {
                 self.matmul_scale(session)
             }
+            "MatMulNBitsFusion" if self.has("MatMulNBits") && self.has("Add") => {
+                self.matmul_nbits_bias(session)
+            }
             "GemmActivationFusion"
             | "ConvActivationFusion"
             | "GeluFusion"
@@ -198,7 +206,8 @@ impl Fuser {
             | "FastGeluFusion"
             | "QuickGeluFusion"
             | "BiasSoftmaxFusion"
-            | "MatMulScaleFusion" => {}
+            | "MatMulScaleFusion"
+            | "MatMulNBitsFusion" => {}
             _ => return false,
         }
         true
@@ -220,6 +229,7 @@ impl Fuser {
             after: HashMap::default(),
             opset: session.opsets.get("ai.onnx").copied().unwrap_or(0),
             since_1_25: true,
+            since_1_28: true,
             counter: g.name_counter,
             fused: 0,
             ops: HashMap::default(),
@@ -525,7 +535,7 @@ fn is_const(session: &Session, gi: usize, name: &str, expected: f64) -> bool {
 }
 
 /// `math::floatToHalf`: round to nearest even.
-fn f32_to_half(x: f32) -> u16 {
+pub(crate) fn f32_to_half(x: f32) -> u16 {
     let bits = x.to_bits();
     let sign = ((bits >> 16) & 0x8000) as u16;
     let exp = ((bits >> 23) & 0xff) as i32;

@@ -91,6 +91,13 @@ pub fn run(
                 Some(Pass::UniqueDq) => opt.edited(session, 0, |s, gi| {
                     crate::placer::ensure_unique_dq_for_node_unit::run(s, gi, 0)
                 }),
+                // Added in ORT 1.24.
+                Some(Pass::WhereDummyDq) if table.release_at_least(1, 24) => {
+                    opt.edited(session, 0, |s, gi| {
+                        crate::placer::where_dummy_dq::run(s, gi, 0)
+                    })
+                }
+                Some(Pass::WhereDummyDq) => false,
                 Some(pass) => opt.pass(session, 0, *pass),
                 None => false,
             };
@@ -118,6 +125,8 @@ enum Pass {
     QdqPropagation,
     /// `EnsureUniqueDQForNodeUnit`, again among the level-1 transformers.
     UniqueDq,
+    /// `WhereDummyDq` (`placer/where_dummy_dq.rs`), 1.24 and later.
+    WhereDummyDq,
 }
 
 impl Pass {
@@ -134,6 +143,7 @@ impl Pass {
             "DoubleQDQPairsRemover" => Pass::DoubleQdq,
             "QDQPropagationTransformer" => Pass::QdqPropagation,
             "EnsureUniqueDQForNodeUnit" => Pass::UniqueDq,
+            "WhereDummyDq" => Pass::WhereDummyDq,
             _ => return None,
         })
     }
@@ -317,6 +327,7 @@ impl Optimizer<'_> {
                 Pass::Sharing
                 | Pass::Transpose
                 | Pass::DoubleQdq
+                | Pass::WhereDummyDq
                 | Pass::QdqPropagation
                 | Pass::UniqueDq => false,
             };

@@ -157,10 +157,11 @@ fn can_propagate(n: &SNode) -> bool {
         return false;
     }
     let versions: &[i64] = match n.op.as_str() {
-        "MaxPool" => &[12],
-        "Reshape" => &[5, 13, 14, 19],
-        "Transpose" => &[1, 13],
-        "Squeeze" | "Unsqueeze" => &[1, 11, 13],
+        // ORT 1.23+ lists the opset-21+ versions too (a 16-bit QDQ model is opset 21).
+        "MaxPool" => &[12, 22],
+        "Reshape" => &[5, 13, 14, 19, 21, 23, 24, 25],
+        "Transpose" => &[1, 13, 21, 23, 24, 25],
+        "Squeeze" | "Unsqueeze" => &[1, 11, 13, 21, 23, 24, 25],
         "Slice" => &[1, 10, 11, 13],
         _ => return false,
     };
