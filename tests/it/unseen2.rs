@@ -12,7 +12,15 @@ fn place(text: &str, ort: &str, level: OptLevel, eps: Vec<Ep>) -> placer::Placem
     let proto = onnx_lint::model::text::parse_model(text).unwrap();
     let model = onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, proto).unwrap();
     let table = onnx_lint::tables::resolve(ort).unwrap().table();
-    let p = placer::place(&model, table, &Options { eps, level });
+    let p = placer::place(
+        &model,
+        table,
+        &Options {
+            eps,
+            level,
+            ..Default::default()
+        },
+    );
     assert_eq!(p.outcome, Outcome::Ok, "{ort} {level:?}");
     p
 }
