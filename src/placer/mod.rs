@@ -292,9 +292,15 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
             return placement;
         }
     }
-    matmul_integer_to_float::run(&mut session, options.level);
+    // Both fusions start from a MatMulInteger or a MatMulIntegerToFloat, the final cleanup
+    // from a DequantizeLinear: a session without one skips their edge indices and orders.
+    if session.has_live_op(&["MatMulInteger", "MatMulIntegerToFloat"]) {
+        matmul_integer_to_float::run(&mut session, options.level);
+    }
     fusions::run(&mut session, table, options.level);
-    qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
+    if session.has_live_op(&["DequantizeLinear"]) {
+        qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
+    }
     nchwc_transformer::run(&mut session, table, options.level);
     nhwc_transformer::run(&mut session, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);

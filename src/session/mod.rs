@@ -389,6 +389,14 @@ impl Session {
         outer
     }
 
+    /// Whether a live node of any graph has one of `ops` as its op type (any domain): a linear
+    /// scan that lets a transformer with nothing to match skip its whole-graph indices.
+    pub fn has_live_op(&self, ops: &[&str]) -> bool {
+        self.graphs
+            .iter()
+            .any(|g| g.live_nodes().any(|(_, n)| ops.contains(&n.op.as_str())))
+    }
+
     /// The initializer `name` as seen from graph `gi` (its own, then enclosing graphs).
     pub fn initializer(&self, gi: usize, name: &str) -> Option<&Init> {
         let mut g = gi;
