@@ -232,7 +232,12 @@ impl Session {
         } else {
             Default::default()
         };
-        let values = g.input.len() + g.initializer.len() + g.node.len() * 2;
+        // Every value the maps will hold: a graph input, an initializer or a node output
+        // (inference types each output later); sized once, without slack for guesses.
+        let values = g.input.len()
+            + g.initializer.len()
+            + g.sparse_initializer.len()
+            + g.node.iter().map(|n| n.output.len()).sum::<usize>();
         graph.nodes.reserve(g.node.len());
         // `Constant` nodes become initializers too: sized once for all of them.
         let constants = g.node.iter().filter(|n| n.op_type() == "Constant").count();
