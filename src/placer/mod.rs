@@ -185,8 +185,8 @@ impl Placement {
 
 /// Simulates ORT's session creation for `model` under `table`.
 pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> Placement {
-    match admit(model, table, options) {
-        Err(refused) => refused,
+    match admit(model, table) {
+        Err(fail) => refused(fail, table, options),
         Ok(local_functions) => {
             place_session(Session::from_model(model), local_functions, table, options)
         }
@@ -197,8 +197,8 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
 /// built by taking the model apart ([`Session::from_model_owned`]), so that one copy of the
 /// graph is left for the simulation instead of three (the protobuf, its index and the session).
 pub fn place_owned(model: Model, table: &'static KernelTable, options: &Options) -> Placement {
-    match admit(&model, table, options) {
-        Err(refused) => refused,
+    match admit(&model, table) {
+        Err(fail) => refused(fail, table, options),
         Ok(local_functions) => place_session(
             Session::from_model_owned(model),
             local_functions,
@@ -221,20 +221,21 @@ fn empty_placement(table: &'static KernelTable, options: &Options) -> Placement 
     }
 }
 
-/// What the session script needs of the model besides its graph: the opset check, and the
-/// model-local functions (domain, name). A model that fails the check gets its placement.
-fn admit(
-    model: &Model,
-    table: &'static KernelTable,
-    options: &Options,
-) -> Result<Vec<(String, String)>, Placement> {
+/// A placement for a model that fails to load with `fail`.
+fn refused(fail: String, table: &'static KernelTable, options: &Options) -> Placement {
+    let mut placement = empty_placement(table, options);
+    placement.outcome = Outcome::LoadFail(fail);
+    placement
+}
+
+/// What the session script needs of the model besides its graph: the opset check (its failure
+/// message), and the model-local functions (domain, name).
+fn admit(model: &Model, table: &'static KernelTable) -> Result<Vec<(String, String)>, String> {
     // One constant-folding and one inlining budget per session (`infer::eval`, `functions`).
     crate::infer::eval::reset_budget();
     functions::reset_budget();
     if let Some(fail) = check_opsets(model, table) {
-        let mut placement = empty_placement(table, options);
-        placement.outcome = Outcome::LoadFail(fail);
-        return Err(placement);
+        return Err(fail);
     }
     Ok(model
         .proto
