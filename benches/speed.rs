@@ -272,7 +272,8 @@ fn child(args: &[String]) {
             level,
             ..Default::default()
         };
-        let p = onnx_lint::placer::place(&m, table, &options);
+        // As the `place` command does it: the model taken apart into the session.
+        let p = onnx_lint::placer::place_owned(m, table, &options);
         // A model the placer refuses is not a placement to time.
         assert!(
             p.outcome == onnx_lint::placer::Outcome::Ok,

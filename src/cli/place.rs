@@ -45,13 +45,14 @@ pub fn run(
             done += 1;
             // Loaded and placed within the whole-model budget (`cli/budget.rs`).
             let (owned, opts) = (path.clone(), settings.options.clone());
+            // The model is taken apart into the session (`placer::place_owned`): nothing
+            // here reads it after placing.
             let placed = super::budget::bounded(path, move || {
                 let m = model::load(&owned)?;
-                let p = placer::place(&m, table, &opts);
-                Ok((m, p))
+                Ok(placer::place_owned(m, table, &opts))
             });
-            let (m, p) = match placed {
-                Ok(mp) => mp,
+            let p = match placed {
+                Ok(p) => p,
                 Err(e) => {
                     eprintln!("{}", super::output::render_report(&miette::Report::new(e)));
                     exit = EXIT_ERROR;
@@ -66,7 +67,7 @@ pub fn run(
                 // The process ends soon after the last model: freeing its graph (hundreds of
                 // thousands of small allocations on a large model, ~5% of `place`) is wasted
                 // work. Earlier models are dropped so that memory stays bounded over many models.
-                std::mem::forget((m, p));
+                std::mem::forget(p);
             }
         }
     }

@@ -28,6 +28,20 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         return false;
     }
     let gi = 0;
+    // Only a Cast reading a float16 initializer is a candidate: a graph without one is skipped
+    // before its order and edges are built.
+    let candidate = session.graphs[gi].live_nodes().any(|(_, n)| {
+        n.op == "Cast"
+            && n.inputs.first().is_some_and(|x| {
+                session.graphs[gi]
+                    .initializers
+                    .get(x)
+                    .is_some_and(|i| i.elem == D::Float16 as i32)
+            })
+    });
+    if !candidate {
+        return false;
+    }
     let order = crate::session::order::ort_topological_order(session, gi);
     let g = &session.graphs[gi];
     let outputs: rustc_hash::FxHashSet<&str> = g.outputs.iter().map(String::as_str).collect();

@@ -196,10 +196,32 @@ impl Placement {
 
 /// Simulates ORT's session creation for `model` under `table`.
 pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> Placement {
-    // One constant-folding and one inlining budget per session (`infer::eval`, `functions`).
-    crate::infer::eval::reset_budget();
-    functions::reset_budget();
-    let mut placement = Placement {
+    match admit(model, table) {
+        Err(fail) => refused(fail, table, options),
+        Ok(local_functions) => {
+            place_session(Session::from_model(model), local_functions, table, options)
+        }
+    }
+}
+
+/// [`place`] for a model the caller no longer needs (the `place` command): the session is
+/// built by taking the model apart ([`Session::from_model_owned`]), so that one copy of the
+/// graph is left for the simulation instead of three (the protobuf, its index and the session).
+pub fn place_owned(model: Model, table: &'static KernelTable, options: &Options) -> Placement {
+    match admit(&model, table) {
+        Err(fail) => refused(fail, table, options),
+        Ok(local_functions) => place_session(
+            Session::from_model_owned(model),
+            local_functions,
+            table,
+            options,
+        ),
+    }
+}
+
+/// A fresh placement of `options`' level and `table`'s release.
+fn empty_placement(table: &'static KernelTable, options: &Options) -> Placement {
+    Placement {
         ort: table.release().ort.clone(),
         level: options.level,
         outcome: Outcome::Ok,
@@ -207,20 +229,26 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         decisions: HashMap::default(),
         copies: Vec::new(),
         failed_node: None,
-    };
-    if let Some(fail) = check_opsets(model, table) {
-        placement.outcome = Outcome::LoadFail(fail);
-        return placement;
     }
-    let mut session = Session::from_model(model);
-    // The main graph's Kahn order, for type and shape inference (neither changes an edge).
-    let order = if session.graphs.is_empty() {
-        Vec::new()
-    } else {
-        crate::session::order::topological_order(&session, 0)
-    };
-    let failures = infer::infer_session_in(&mut session, table, &order);
-    let local_functions: Vec<(String, String)> = model
+}
+
+/// A placement for a model that fails to load with `fail`.
+fn refused(fail: String, table: &'static KernelTable, options: &Options) -> Placement {
+    let mut placement = empty_placement(table, options);
+    placement.outcome = Outcome::LoadFail(fail);
+    placement
+}
+
+/// What the session script needs of the model besides its graph: the opset check (its failure
+/// message), and the model-local functions (domain, name).
+fn admit(model: &Model, table: &'static KernelTable) -> Result<Vec<(String, String)>, String> {
+    // One constant-folding and one inlining budget per session (`infer::eval`, `functions`).
+    crate::infer::eval::reset_budget();
+    functions::reset_budget();
+    if let Some(fail) = check_opsets(model, table) {
+        return Err(fail);
+    }
+    Ok(model
         .proto
         .functions
         .iter()
@@ -230,7 +258,24 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
                 f.name().to_string(),
             )
         })
-        .collect();
+        .collect())
+}
+
+/// The session script from the session graph on.
+fn place_session(
+    mut session: Session,
+    local_functions: Vec<(String, String)>,
+    table: &'static KernelTable,
+    options: &Options,
+) -> Placement {
+    let mut placement = empty_placement(table, options);
+    // The main graph's Kahn order, for type and shape inference (neither changes an edge).
+    let order = if session.graphs.is_empty() {
+        Vec::new()
+    } else {
+        crate::session::order::topological_order(&session, 0)
+    };
+    let failures = infer::infer_session_in(&mut session, table, &order);
     for (gi, ni, err) in &failures {
         let node = &session.graphs[*gi].nodes[*ni];
         if local_functions
@@ -310,9 +355,15 @@ pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> P
         table,
         options.level,
     );
-    matmul_integer_to_float::run(&mut session, options.level);
+    // Both fusions start from a MatMulInteger or a MatMulIntegerToFloat, the final cleanup
+    // from a DequantizeLinear: a session without one skips their edge indices and orders.
+    if session.has_live_op(&["MatMulInteger", "MatMulIntegerToFloat"]) {
+        matmul_integer_to_float::run(&mut session, options.level);
+    }
     fusions::run(&mut session, table, options.level);
-    qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
+    if session.has_live_op(&["DequantizeLinear"]) {
+        qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
+    }
     nchwc_transformer::run(&mut session, table, options.level, options.nchwc_block);
     nhwc_transformer::run(&mut session, table, options.level);
     bind_fused_kernels(&mut session, table, &mut placement.decisions);

@@ -232,6 +232,7 @@ g (float[1,1,8,8] X) => (float[1,1,4,4] Y)
         let options = Options {
             eps: vec![Ep::Cpu],
             level: OptLevel::All,
+            ..Default::default()
         };
         let p = placer::place(&model, table, &options);
         assert_eq!(p.outcome, placer::Outcome::Ok);

@@ -20,7 +20,10 @@ pub use types::Type;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::model::proto::{AttributeProto, NodeProto, TensorProto, attribute_proto::AttributeType};
+use crate::model::proto::{
+    AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto,
+    attribute_proto::AttributeType,
+};
 use crate::model::{Model, NodeId, normalize_domain};
 use crate::tables::{Ep, KernelDef};
 
@@ -169,58 +172,97 @@ pub struct Session {
 
 impl Session {
     /// Builds the session graph of a loaded model: `Constant` nodes become initializers, graph
-    /// attributes become subgraphs, implicit inputs are computed.
+    /// attributes become subgraphs, implicit inputs are computed. The model stays whole (every
+    /// name and attribute is copied); [`Session::from_model_owned`] builds the same session
+    /// without the copies.
     pub fn from_model(model: &Model) -> Session {
-        let mut s = Session {
+        let functions = model.proto.functions.iter().cloned();
+        let mut s = Session::header(model, model.proto.ir_version(), functions);
+        // Session graph i is model graph i; node j of a graph is node j of its GraphProto
+        // (`Constant` nodes stay as removed placeholders so that indices agree).
+        for g in &model.graphs {
+            let graph = s.build_graph(model, g.id, Source::Read(model.graph_proto(g.id)));
+            s.graphs.push(graph);
+        }
+        s.link_subgraphs(model);
+        s
+    }
+
+    /// [`Session::from_model`] for a model the caller no longer needs: names, attributes and
+    /// tensors are moved out of its protobuf instead of copied, and the rest of the model is
+    /// dropped before this returns, so the session is the one copy of the graph left.
+    pub fn from_model_owned(mut model: Model) -> Session {
+        let mut proto = std::mem::take(&mut model.proto);
+        let functions = std::mem::take(&mut proto.functions).into_iter();
+        let mut s = Session::header(&model, proto.ir_version(), functions);
+        for g in &model.graphs {
+            // Graphs come in the model's order, a subgraph after the graph of its node: the
+            // attributes holding graphs are left in place (their positions are the paths).
+            let Some(gp) = graph_proto_mut(&mut proto, &g.path) else {
+                s.graphs.push(SGraph::default());
+                continue;
+            };
+            let graph = s.build_graph(&model, g.id, Source::Take(gp));
+            s.graphs.push(graph);
+        }
+        s.link_subgraphs(&model);
+        s
+    }
+
+    /// The session's header: opsets, IR version and the model-local functions.
+    fn header(
+        model: &Model,
+        ir_version: i64,
+        functions: impl Iterator<Item = FunctionProto>,
+    ) -> Session {
+        Session {
             graphs: Vec::with_capacity(model.graphs.len()),
             opsets: model.opsets.iter().cloned().collect(),
-            ir_version: model.proto.ir_version(),
-            functions: model
-                .proto
-                .functions
-                .iter()
+            ir_version,
+            functions: functions
                 .map(|f| {
                     (
                         (
                             normalize_domain(f.domain()).to_string(),
                             f.name().to_string(),
                         ),
-                        f.clone(),
+                        f,
                     )
                 })
                 .collect(),
-        };
-        // Session graph i is model graph i; node j of a graph is node j of its GraphProto
-        // (`Constant` nodes stay as removed placeholders so that indices agree).
-        for g in &model.graphs {
-            let parent = g.parent.as_ref().map(|(nid, _)| {
-                let n = model.node(*nid);
-                (n.graph.0 as usize, n.index as usize)
-            });
-            let graph = s.build_graph(model, g.id, parent);
-            s.graphs.push(graph);
         }
+    }
+
+    /// Records each subgraph on its node, then computes the implicit inputs.
+    fn link_subgraphs(&mut self, model: &Model) {
         for g in &model.graphs {
             if let Some((nid, attr)) = &g.parent {
                 let n = model.node(*nid);
-                s.graphs[n.graph.0 as usize].nodes[n.index as usize]
-                    .subgraphs
-                    .push((attr.clone(), g.id.0 as usize));
+                if let Some(node) = self
+                    .graphs
+                    .get_mut(n.graph.0 as usize)
+                    .and_then(|pg| pg.nodes.get_mut(n.index as usize))
+                {
+                    node.subgraphs.push((attr.clone(), g.id.0 as usize));
+                }
             }
         }
-        if !s.graphs.is_empty() {
-            s.compute_implicit_inputs(0);
+        if !self.graphs.is_empty() {
+            self.compute_implicit_inputs(0);
         }
-        s
     }
 
     fn build_graph(
         &self,
         model: &Model,
         gid: crate::model::GraphId,
-        parent: Option<(usize, usize)>,
+        mut src: Source<'_>,
     ) -> SGraph {
-        let g = model.graph_proto(gid);
+        let parent = model.graph(gid).parent.as_ref().map(|(nid, _)| {
+            let n = model.node(*nid);
+            (n.graph.0 as usize, n.index as usize)
+        });
+        let g = src.proto();
         let ir4 = self.ir_version >= 4;
         let mut graph = SGraph {
             name: g.name().to_string(),
@@ -232,7 +274,12 @@ impl Session {
         } else {
             Default::default()
         };
-        let values = g.input.len() + g.initializer.len() + g.node.len() * 2;
+        // Every value the maps will hold: a graph input, an initializer or a node output
+        // (inference types each output later); sized once, without slack for guesses.
+        let values = g.input.len()
+            + g.initializer.len()
+            + g.sparse_initializer.len()
+            + g.node.iter().map(|n| n.output.len()).sum::<usize>();
         graph.nodes.reserve(g.node.len());
         // `Constant` nodes become initializers too: sized once for all of them.
         let constants = g.node.iter().filter(|n| n.op_type() == "Constant").count();
@@ -242,13 +289,19 @@ impl Session {
         graph.init_order.reserve(graph.initializers.capacity());
         graph.types.reserve(values);
         graph.shapes.reserve(values);
-        for t in &g.initializer {
-            let overridable = ir4 && input_names.contains(t.name());
-            graph.init_order.push(t.name().to_string());
-            graph
-                .initializers
-                .insert(t.name().to_string(), init_of(t, overridable));
+        let overridable: Vec<bool> = g
+            .initializer
+            .iter()
+            .map(|t| ir4 && input_names.contains(t.name()))
+            .collect();
+        drop(input_names);
+        for (k, overridable) in overridable.into_iter().enumerate() {
+            let t = src.initializer(k);
+            let name = t.name().to_string();
+            graph.init_order.push(name.clone());
+            graph.initializers.insert(name, init_owning(t, overridable));
         }
+        let g = src.proto();
         for sp in &g.sparse_initializer {
             if let Some(v) = &sp.values {
                 let mut t = v.clone();
@@ -282,9 +335,10 @@ impl Session {
             }
         }
         let model_graph = model.graph(gid);
-        for (i, np) in g.node.iter().enumerate() {
+        for i in 0..src.proto().node.len() {
             let origin = model_graph.nodes.get(i).copied();
             let mut removed = false;
+            let np = &src.proto().node[i];
             if np.op_type() == "Constant"
                 && normalize_domain(np.domain()) == "ai.onnx"
                 && let Some(t) = constant_tensor(np)
@@ -294,24 +348,16 @@ impl Session {
                 graph.initializers.insert(name, init_owning(t, false));
                 removed = true;
             }
-            let attrs = np
-                .attribute
-                .iter()
-                .filter(|a| {
-                    a.g.is_none()
-                        && a.graphs.is_empty()
-                        && a.r#type != Some(AttributeType::Graph as i32)
-                })
-                .cloned()
-                .collect();
+            let domain = normalize_domain(np.domain()).to_string();
+            let parts = src.node(i);
             graph.nodes.push(SNode {
-                name: np.name().to_string(),
-                op: np.op_type().to_string(),
-                domain: normalize_domain(np.domain()).to_string(),
+                name: parts.name,
+                op: parts.op,
+                domain,
                 since: None,
-                inputs: np.input.clone(),
-                outputs: np.output.clone(),
-                attrs,
+                inputs: parts.inputs,
+                outputs: parts.outputs,
+                attrs: parts.attrs,
                 subgraphs: Vec::new(),
                 implicit_inputs: Vec::new(),
                 ep: None,
@@ -389,6 +435,14 @@ impl Session {
         outer
     }
 
+    /// Whether a live node of any graph has one of `ops` as its op type (any domain): a linear
+    /// scan that lets a transformer with nothing to match skip its whole-graph indices.
+    pub fn has_live_op(&self, ops: &[&str]) -> bool {
+        self.graphs
+            .iter()
+            .any(|g| g.live_nodes().any(|(_, n)| ops.contains(&n.op.as_str())))
+    }
+
     /// The initializer `name` as seen from graph `gi` (its own, then enclosing graphs).
     pub fn initializer(&self, gi: usize, name: &str) -> Option<&Init> {
         let mut g = gi;
@@ -435,6 +489,105 @@ pub(crate) fn init_owning(t: TensorProto, overridable: bool) -> Init {
         overridable,
         tensor: t,
     }
+}
+
+/// A graph's protobuf as the session is built from it: read (the model stays whole) or taken
+/// apart (the model is dropped afterwards).
+enum Source<'a> {
+    Read(&'a GraphProto),
+    Take(&'a mut GraphProto),
+}
+
+/// What a session node takes from its `NodeProto`.
+struct NodeParts {
+    name: String,
+    op: String,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    attrs: Vec<AttributeProto>,
+}
+
+/// Attributes a session node keeps: all but the graph-valued ones (those are subgraphs).
+fn plain_attribute(a: &AttributeProto) -> bool {
+    a.g.is_none() && a.graphs.is_empty() && a.r#type != Some(AttributeType::Graph as i32)
+}
+
+impl Source<'_> {
+    fn proto(&self) -> &GraphProto {
+        match self {
+            Source::Read(g) => g,
+            Source::Take(g) => g,
+        }
+    }
+
+    /// Initializer `k`: copied, or moved out.
+    fn initializer(&mut self, k: usize) -> TensorProto {
+        match self {
+            Source::Read(g) => g.initializer[k].clone(),
+            Source::Take(g) => std::mem::take(&mut g.initializer[k]),
+        }
+    }
+
+    /// Node `i`'s name, op, inputs, outputs and plain attributes: copied, or moved out. A node
+    /// holding a graph keeps its attributes in place (a subgraph's path counts them).
+    fn node(&mut self, i: usize) -> NodeParts {
+        match self {
+            Source::Read(g) => {
+                let np = &g.node[i];
+                NodeParts {
+                    name: np.name().to_string(),
+                    op: np.op_type().to_string(),
+                    inputs: np.input.clone(),
+                    outputs: np.output.clone(),
+                    attrs: np
+                        .attribute
+                        .iter()
+                        .filter(|a| plain_attribute(a))
+                        .cloned()
+                        .collect(),
+                }
+            }
+            Source::Take(g) => {
+                let np = &mut g.node[i];
+                let attrs = if np.attribute.iter().all(plain_attribute) {
+                    std::mem::take(&mut np.attribute)
+                } else {
+                    np.attribute
+                        .iter()
+                        .filter(|a| plain_attribute(a))
+                        .cloned()
+                        .collect()
+                };
+                NodeParts {
+                    name: np.name.take().unwrap_or_default(),
+                    op: np.op_type.take().unwrap_or_default(),
+                    inputs: std::mem::take(&mut np.input),
+                    outputs: std::mem::take(&mut np.output),
+                    attrs,
+                }
+            }
+        }
+    }
+}
+
+/// The `GraphProto` a graph's path leads to in `proto`, for taking it apart.
+fn graph_proto_mut<'p>(
+    proto: &'p mut crate::model::proto::ModelProto,
+    path: &[crate::model::GraphStep],
+) -> Option<&'p mut GraphProto> {
+    let mut g = proto.graph.as_mut()?;
+    for step in path {
+        let attr = g
+            .node
+            .get_mut(step.node_index as usize)?
+            .attribute
+            .get_mut(step.attribute_index as usize)?;
+        g = match step.graph_index {
+            None => attr.g.as_mut()?,
+            Some(i) => attr.graphs.get_mut(i as usize)?,
+        };
+    }
+    Some(g)
 }
 
 pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<i64>>> {

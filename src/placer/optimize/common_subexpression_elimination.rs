@@ -18,7 +18,9 @@ impl Optimizer<'_> {
         if dq || !node.subgraphs.is_empty() || !is_deterministic(&node.domain, &node.op) {
             return false;
         }
-        let mut key = Vec::new();
+        // Sized once for the names and a few small attributes: the key is built for every node.
+        let names: usize = node.inputs.iter().map(|i| i.len() + 1).sum();
+        let mut key = Vec::with_capacity(node.domain.len() + node.op.len() + names + 64);
         for s in [&node.domain, &node.op] {
             key.extend_from_slice(s.as_bytes());
             key.push(0);

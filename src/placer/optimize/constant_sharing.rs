@@ -40,17 +40,35 @@ impl Optimizer<'_> {
             rest.sort_unstable();
             order.extend(rest);
         }
-        // Who reads each value, from one scan of the graph: (read by a live node, read by one
-        // through a subgraph). The merges are applied in one pass at the end, so the pass stays
-        // linear when one node reads many initializers (a `Sum` of 80,000 equal constants).
+        // The initializers that may be merged, by what they hold (the values are compared
+        // below): fewer than two and nothing can be, without scanning the nodes.
+        let candidates: HashSet<&str> = order
+            .iter()
+            .copied()
+            .filter(|&name| {
+                g.initializers
+                    .get(name)
+                    .is_some_and(|init| self.candidate(name, init, idx))
+            })
+            .collect();
+        if candidates.len() < 2 {
+            return false;
+        }
+        // Who reads each candidate, from one scan of the graph: (read by a live node, read by
+        // one through a subgraph). The merges are applied in one pass at the end, so the pass
+        // stays linear when one node reads many initializers (a `Sum` of 80,000 equal constants).
         let mut reads: FxMap<&str, (bool, bool)> =
-            FxMap::with_capacity_and_hasher(2 * g.nodes.len(), Default::default());
+            FxMap::with_capacity_and_hasher(candidates.len(), Default::default());
         for (_, n) in g.live_nodes() {
-            for i in n.inputs.iter().filter(|i| !i.is_empty()) {
-                reads.entry(i.as_str()).or_default().0 = true;
+            for i in n.inputs.iter() {
+                if let Some(&c) = candidates.get(i.as_str()) {
+                    reads.entry(c).or_default().0 = true;
+                }
             }
             for i in &n.implicit_inputs {
-                *reads.entry(i.as_str()).or_default() = (true, true);
+                if let Some(&c) = candidates.get(i.as_str()) {
+                    *reads.entry(c).or_default() = (true, true);
+                }
             }
         }
         let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), usize> = FxMap::default();
@@ -60,20 +78,11 @@ impl Optimizer<'_> {
             let Some(init) = g.initializers.get(name) else {
                 continue;
             };
-            if !self.shareable.contains(name)
-                || init.overridable
-                || init.dims.iter().any(|&d| d < 0)
-                || init.elements().is_none_or(|n| n > SHARING_MAX_ELEMENTS)
-            {
+            if !candidates.contains(name) {
                 continue;
             }
             let elem = init.elem;
             let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
-            let float =
-                elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
-            if !(int || float) || idx.outputs.contains(name) {
-                continue;
-            }
             match reads.get(name) {
                 Some((true, false)) => {}
                 _ => continue,
@@ -122,5 +131,21 @@ impl Optimizer<'_> {
             self.values.forget(gi, name);
         }
         true
+    }
+
+    /// Whether initializer `name` may take part in sharing, before its values are read: held
+    /// as a tensor proto, constant, of a static shape with at most [`SHARING_MAX_ELEMENTS`]
+    /// elements, of a shared type, and no graph output.
+    fn candidate(&self, name: &str, init: &Init, idx: &Index) -> bool {
+        let elem = init.elem;
+        let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
+        let float =
+            elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
+        self.shareable.contains(name)
+            && !init.overridable
+            && init.dims.iter().all(|&d| d >= 0)
+            && init.elements().is_some_and(|n| n <= SHARING_MAX_ELEMENTS)
+            && (int || float)
+            && !idx.outputs.contains(name)
     }
 }

@@ -78,16 +78,25 @@ pub fn run(
             changed |= match pass {
                 // `ShouldOnlyApplyOnce`: the TransposeOptimizer runs in the first step only.
                 Some(Pass::Transpose) => step == 0 && opt.transpose(session, 0),
-                Some(Pass::DoubleQdq) => opt.edited(
-                    session,
-                    0,
-                    crate::placer::qdq_transformer::double_qdq_pairs_remover::run,
-                ),
-                Some(Pass::QdqPropagation) => opt.edited(
-                    session,
-                    0,
-                    crate::placer::qdq_transformer::qdq_propagation::run,
-                ),
+                // The QDQ transformers match only Q/DQ nodes: a session without any skips
+                // their edge indices and orders (most float models).
+                Some(Pass::DoubleQdq) => {
+                    session.has_live_op(&["QuantizeLinear"])
+                        && session.has_live_op(&["DequantizeLinear"])
+                        && opt.edited(
+                            session,
+                            0,
+                            crate::placer::qdq_transformer::double_qdq_pairs_remover::run,
+                        )
+                }
+                Some(Pass::QdqPropagation) => {
+                    session.has_live_op(&["QuantizeLinear", "DequantizeLinear"])
+                        && opt.edited(
+                            session,
+                            0,
+                            crate::placer::qdq_transformer::qdq_propagation::run,
+                        )
+                }
                 Some(Pass::UniqueDq) => opt.edited(session, 0, |s, gi| {
                     crate::placer::ensure_unique_dq_for_node_unit::run(s, gi, 0)
                 }),

@@ -963,6 +963,13 @@ impl Opt<'_> {
             if self.node(k).removed || self.provider.is_some_and(|p| self.node(k).ep != Some(p)) {
                 continue;
             }
+            // Most nodes read no Transpose: checked before their inputs are copied.
+            let reads_transpose = self.node(k).inputs.iter().any(|i| {
+                !i.is_empty() && self.producer(i).is_some_and(|t| self.perm_of(t).is_some())
+            });
+            if !reads_transpose {
+                continue;
+            }
             let inputs = self.node(k).inputs.clone();
             for (j, inp) in inputs.iter().enumerate() {
                 if inp.is_empty() {

@@ -114,7 +114,15 @@ mod tests {
         let model = crate::model::Model::from_proto(std::path::Path::new("t.onnx"), 0, proto)
             .expect("loads");
         let table = crate::tables::resolve("1.31.1").expect("bundled").table();
-        let p = placer::place(&model, table, &Options { eps, level });
+        let p = placer::place(
+            &model,
+            table,
+            &Options {
+                eps,
+                level,
+                ..Default::default()
+            },
+        );
         assert_eq!(p.outcome, placer::Outcome::Ok);
         p.session.graphs[0]
             .live_nodes()
