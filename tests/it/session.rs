@@ -92,3 +92,45 @@ fn constant_sharing_merges_many_equal_initializers() {
     );
     assert_eq!(g.initializers.len(), 1, "one shared initializer is left");
 }
+
+/// `Session::from_model_owned` (the `place` command's path: the model taken apart, not copied)
+/// builds the very session `Session::from_model` builds, on every fixture model of up to 300 kB
+/// that loads: subgraphs, model-local functions, `Constant` nodes, overridable initializers.
+#[test]
+fn owned_session_is_the_copied_one() {
+    let mut dirs = vec![crate::support::repo().join("tests/fixtures")];
+    let (mut checked, mut with_subgraphs) = (0usize, 0usize);
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= 300_000);
+            if !small || path.extension().is_none_or(|e| e != "onnx") {
+                continue;
+            }
+            // Fixtures that are meant not to load (hostile or broken models) have no session.
+            let (Ok(a), Ok(b)) = (onnx_lint::model::load(&path), onnx_lint::model::load(&path))
+            else {
+                continue;
+            };
+            let copied = onnx_lint::session::Session::from_model(&a);
+            let owned = onnx_lint::session::Session::from_model_owned(b);
+            assert_eq!(
+                format!("{copied:?}"),
+                format!("{owned:?}"),
+                "{}: the owned session differs",
+                path.display()
+            );
+            checked += 1;
+            with_subgraphs += usize::from(copied.graphs.len() > 1);
+        }
+    }
+    assert!(checked >= 100, "only {checked} fixture models compared");
+    assert!(
+        with_subgraphs >= 1,
+        "no fixture model with a subgraph compared"
+    );
+}
