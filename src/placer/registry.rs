@@ -74,7 +74,7 @@ use OptLevel::{All as L3, Basic as L1, Extended as L2};
 use Status::{NotSimulated as No, Simulated as Sim};
 
 const RULES: &str = "placer/optimize/rule_based_graph_transformer.rs";
-const QDQ: &str = "not simulated yet: of the QDQ pipeline only EnsureUniqueDQForNodeUnit, DoubleQDQPairsRemover, QDQPropagationTransformer, QDQS8ToU8Transformer, QDQSelectorActionTransformer and QDQFinalCleanupTransformer are";
+const QDQ: &str = "not simulated yet: of the QDQ pipeline only EnsureUniqueDQForNodeUnit, DoubleQDQPairsRemover, QDQPropagationTransformer, WhereDummyDq, QDQS8ToU8Transformer, QDQSelectorActionTransformer and QDQFinalCleanupTransformer are";
 
 /// Every transformer, level by level, in ORT's order (1.23–1.31 and main).
 pub static REGISTRY: &[Transformer] = &[

@@ -13,6 +13,8 @@
 //! not an initializer, when the scalar is not a float initializer of the scale's type, or when the
 //! zero point is not int8/uint8/int16/uint16.
 
+use rustc_hash::FxHashMap as HashMap;
+
 use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::ir::{Init, NameGen, SNode, Session};
@@ -20,6 +22,38 @@ use crate::placer::qdq_transformer::{is_dq, is_q};
 
 /// Subgraph nesting followed; deeper graphs (only a hostile model has them) are left alone.
 const MAX_DEPTH: usize = 64;
+
+/// One graph's producers and readers (explicit and implicit inputs of live nodes), built once
+/// per graph so that each `Where` costs a few lookups, not a scan of the graph.
+struct Index {
+    producer: HashMap<String, usize>,
+    readers: HashMap<String, Vec<usize>>,
+}
+
+impl Index {
+    fn build(session: &Session, gi: usize) -> Index {
+        let mut producer = HashMap::default();
+        let mut readers: HashMap<String, Vec<usize>> = HashMap::default();
+        for (k, n) in session.graphs[gi].live_nodes() {
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                producer.insert(o.clone(), k);
+            }
+            for i in n.inputs.iter().chain(&n.implicit_inputs) {
+                if !i.is_empty() {
+                    let r = readers.entry(i.clone()).or_default();
+                    if r.last() != Some(&k) {
+                        r.push(k);
+                    }
+                }
+            }
+        }
+        Index { producer, readers }
+    }
+
+    fn readers(&self, value: &str) -> &[usize] {
+        self.readers.get(value).map_or(&[], Vec::as_slice)
+    }
+}
 
 /// Applies the transformer to graph `gi` (each node's subgraphs first). Returns whether it
 /// inserted anything.
@@ -35,6 +69,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     }
     let order = crate::session::order::ort_topological_order(session, gi);
     let mut names: Option<NameGen> = None;
+    let mut index: Option<Index> = None;
     let mut modified = false;
     for ni in order {
         let subs: Vec<usize> = session.graphs[gi].nodes[ni]
@@ -45,11 +80,15 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         for s in subs {
             modified |= run(session, s, depth + 1);
         }
-        let Some((dq, const_idx)) = satisfied(session, gi, ni) else {
+        if session.graphs[gi].nodes[ni].op != "Where" {
+            continue;
+        }
+        let idx = index.get_or_insert_with(|| Index::build(session, gi));
+        let Some((dq, const_idx)) = satisfied(session, gi, ni, idx) else {
             continue;
         };
         let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
-        modified |= insert(session, gi, ni, dq, const_idx, names);
+        modified |= insert(session, gi, ni, dq, const_idx, names, idx);
     }
     if let Some(n) = names {
         session.graphs[gi].name_counter = n.counter;
@@ -58,38 +97,27 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
 }
 
 /// `SatisfyCondition`: the DQ feeding the other branch and the index of the scalar input.
-fn satisfied(session: &Session, gi: usize, ni: usize) -> Option<(usize, usize)> {
+fn satisfied(session: &Session, gi: usize, ni: usize, idx: &Index) -> Option<(usize, usize)> {
     let g = &session.graphs[gi];
     let n = g.nodes.get(ni)?;
     if n.removed || n.op != "Where" || n.inputs.len() < 3 {
         return None;
     }
     let out = n.outputs.first()?;
-    let consumers: Vec<&SNode> = g
-        .live_nodes()
-        .filter(|(_, c)| c.inputs.iter().any(|i| i == out))
-        .map(|(_, c)| c)
-        .collect();
-    if consumers.len() != 1 || consumers[0].op != "QuantizeLinear" {
-        return None;
+    match idx.readers(out) {
+        [c] if g.nodes[*c].op == "QuantizeLinear" => {}
+        _ => return None,
     }
-    let producer = |v: &str| {
-        g.live_nodes()
-            .find(|(_, p)| p.outputs.iter().any(|o| o == v))
-            .map(|(k, _)| k)
-    };
+    let producer = |v: &str| idx.producer.get(v).copied();
     let (p1, p2) = (producer(&n.inputs[1]), producer(&n.inputs[2]));
     let is_dq_at = |p: Option<usize>| p.is_some_and(|k| g.nodes[k].op == "DequantizeLinear");
-    let scalar_const = |v: &str| {
-        session.initializer(gi, v).is_some_and(|i| !i.overridable)
-            && session.shape_of(gi, v).is_some_and(Vec::is_empty)
-    };
     let is_const = |v: &str| session.initializer(gi, v).is_some_and(|i| !i.overridable);
+    let scalar = |v: &str| session.shape_of(gi, v).is_some_and(Vec::is_empty);
     if is_dq_at(p1) && is_const(&n.inputs[2]) {
-        return scalar_const(&n.inputs[2]).then_some((p1?, 2));
+        return scalar(&n.inputs[2]).then_some((p1?, 2));
     }
     if is_const(&n.inputs[1]) && is_dq_at(p2) {
-        return scalar_const(&n.inputs[1]).then_some((p2?, 1));
+        return scalar(&n.inputs[1]).then_some((p2?, 1));
     }
     None
 }
@@ -102,6 +130,7 @@ fn insert(
     dq: usize,
     const_idx: usize,
     names: &mut NameGen,
+    idx: &mut Index,
 ) -> bool {
     let g = &session.graphs[gi];
     let (n, dqn) = (&g.nodes[ni], &g.nodes[dq]);
@@ -111,10 +140,10 @@ fn insert(
     let Some(out) = n.outputs.first() else {
         return false;
     };
-    let Some(q) = g
-        .live_nodes()
-        .find(|(_, c)| c.inputs.iter().any(|i| i == out))
-        .map(|(_, c)| c)
+    let Some(q) = idx
+        .readers(out)
+        .first()
+        .map(|&c| &g.nodes[c])
         .filter(|c| is_q(c))
     else {
         return false;
@@ -193,17 +222,16 @@ fn insert(
         origin: g.nodes[ni].origin,
         removed: false,
     });
+    let value_for_index = value.clone();
     if let Some(i) = g.nodes[ni].inputs.get_mut(const_idx) {
         *i = value;
     }
-    let still_read = g.live_nodes().any(|(_, k)| {
-        k.inputs
-            .iter()
-            .chain(&k.implicit_inputs)
-            .any(|i| *i == scalar)
-    });
-    if !still_read && g.initializers.remove(&scalar).is_some() {
+    // The Where no longer reads the scalar; it goes when nothing else does.
+    let readers = idx.readers.entry(scalar.clone()).or_default();
+    readers.retain(|&k| k != ni || g.nodes[ni].inputs.contains(&scalar));
+    if readers.is_empty() && g.initializers.remove(&scalar).is_some() {
         g.init_order.retain(|k| *k != scalar);
     }
+    idx.producer.insert(value_for_index, g.nodes.len() - 1);
     true
 }

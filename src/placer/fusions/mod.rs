@@ -7,7 +7,8 @@
 //! anything changes: `GeluFusion`, `LayerNormFusion`, `SimplifiedLayerNormFusion`,
 //! `GatherSliceToSplitFusion`, `GatherToSliceFusion`, `MatmulTransposeFusion`, `BiasGeluFusion`
 //! (also `Add` + one-input `FastGelu`), `SkipLayerNormFusion`, `FastGeluFusion`,
-//! `QuickGeluFusion`, `BiasSoftmaxFusion` (CUDA only) and `MatMulScaleFusion`. Not simulated:
+//! `QuickGeluFusion`, `BiasSoftmaxFusion` (CUDA only), `MatMulScaleFusion` and `MatMulNBitsFusion`
+//! (its bias rule; CUDA from 1.28). Not simulated:
 //! the CPU-only ones (`GemmActivationFusion`, `ConvActivationFusion`, level 3's
 //! `ConvAddActivationFusion`/NCHWc), `AttentionFusion` and `EmbedLayerNormFusion` (their
 //! patterns need the mask and embedding sub-graphs of ORT's own BERT exports; the probe models
