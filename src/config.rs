@@ -486,3 +486,35 @@ pub fn load_file(path: &Path) -> Result<Config, Box<ConfigError>> {
     })?;
     parse(path, &text, None)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn cpu_nchwc_block_is_read_and_checked() {
+        let path = Path::new("onnx-lint.toml");
+        let c = parse(path, "[cpu]\nnchwc-block = 8\n", None).unwrap();
+        assert_eq!(c.nchwc_block, Some(8));
+        let c = parse(path, "[cpu]\nnchwc-block = 0\n", None).unwrap();
+        assert_eq!(c.nchwc_block, Some(0));
+        assert_eq!(
+            parse(path, "ort = \"1.24\"\n", None).unwrap().nchwc_block,
+            None
+        );
+        let e = parse(path, "[cpu]\nnchwc-block = 4\n", None).unwrap_err();
+        assert!(
+            e.message.contains("unsupported nchwc-block `4`"),
+            "{}",
+            e.message
+        );
+        let e = parse(path, "[cpu]\nnchwc-blok = 8\n", None).unwrap_err();
+        assert!(e.message.contains("nchwc-blok"), "{}", e.message);
+        // A later configuration wins.
+        let a = parse(path, "[cpu]\nnchwc-block = 8\n", None).unwrap();
+        let b = parse(path, "[cpu]\nnchwc-block = 16\n", None).unwrap();
+        assert_eq!(a.clone().merge(b).nchwc_block, Some(16));
+        assert_eq!(a.merge(Config::default()).nchwc_block, Some(8));
+    }
+}

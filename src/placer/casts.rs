@@ -121,7 +121,8 @@ fn insert_casts(
     force_single_node_fp32(session, cx, gi);
     // One name generator per graph: building it reads every name of the graph.
     let mut names: Option<NameGen> = None;
-    for ni in crate::infer::topological_order(session, gi) {
+    // `GraphViewer::GetNodesInTopologicalOrder`: the reverse DFS from the leaves.
+    for ni in crate::session::order::ort_topological_order(session, gi) {
         let node = &session.graphs[gi].nodes[ni];
         let mut replacements: Vec<(String, String, bool)> = Vec::new();
         let mut casted = false;

@@ -78,3 +78,44 @@ impl SGraph {
         name
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Init;
+
+    /// `GenerateNodeArgName`: the base while free, then `_token_<k>` on the graph's counter,
+    /// which a name generated once (even one no value holds) keeps taken.
+    #[test]
+    fn generated_value_names_take_the_counter_only_on_a_clash() {
+        let mut g = SGraph {
+            name_counter: 7,
+            ..SGraph::default()
+        };
+        g.initializers.insert(
+            "ConvBnFusion_W_w".into(),
+            Init {
+                dims: vec![],
+                elem: 1,
+                overridable: false,
+                tensor: Default::default(),
+            },
+        );
+        assert_eq!(
+            g.generate_value_name("ConvBnFusion_BN_B_b"),
+            "ConvBnFusion_BN_B_b"
+        );
+        assert_eq!(g.name_counter, 7);
+        assert_eq!(
+            g.generate_value_name("ConvBnFusion_W_w"),
+            "ConvBnFusion_W_w_token_7"
+        );
+        assert_eq!(g.name_counter, 8);
+        // Generated before: taken though no value holds it.
+        assert_eq!(
+            g.generate_value_name("ConvBnFusion_BN_B_b"),
+            "ConvBnFusion_BN_B_b_token_8"
+        );
+        assert_eq!(g.name_counter, 9);
+    }
+}

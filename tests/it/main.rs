@@ -10,6 +10,7 @@ mod cargo;
 mod cli;
 mod codegen;
 mod docs;
+mod double_qdq;
 mod fix;
 mod formats;
 mod fuzz;
