@@ -31,7 +31,6 @@ mod optimize;
 mod qdq_transformer;
 pub mod registry;
 mod transpose;
-mod where_dummy_dq;
 
 use rustc_hash::FxHashMap as HashMap;
 

@@ -359,7 +359,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/where_dummy_dq.rs"),
+        Sim("placer/qdq_transformer/where_dummy_dq.rs"),
     ),
     t(
         "RocmBlasAltImpl",

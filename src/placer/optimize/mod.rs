@@ -103,7 +103,7 @@ pub fn run(
                 // Added in ORT 1.24.
                 Some(Pass::WhereDummyDq) if table.release_at_least(1, 24) => {
                     opt.edited(session, 0, |s, gi| {
-                        crate::placer::where_dummy_dq::run(s, gi, 0)
+                        crate::placer::qdq_transformer::where_dummy_dq::run(s, gi, 0)
                     })
                 }
                 Some(Pass::WhereDummyDq) => false,
@@ -134,7 +134,7 @@ enum Pass {
     QdqPropagation,
     /// `EnsureUniqueDQForNodeUnit`, again among the level-1 transformers.
     UniqueDq,
-    /// `WhereDummyDq` (`placer/where_dummy_dq.rs`), 1.24 and later.
+    /// `WhereDummyDq` (`placer/qdq_transformer/where_dummy_dq.rs`), 1.24 and later.
     WhereDummyDq,
 }
 

@@ -14,6 +14,7 @@ pub mod qdq_final_cleanup;
 pub mod qdq_propagation;
 pub mod qdq_s8_to_u8;
 pub mod selectors_actions;
+pub mod where_dummy_dq;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
