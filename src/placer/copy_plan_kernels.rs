@@ -35,21 +35,20 @@ pub(super) fn missing_provider_kernel(
             };
             let mut probe = n.clone();
             probe.since = Some(schema.since);
-            match lookup(table, Ep::Cuda, session, gi, &probe, Some(schema)) {
-                Err(Miss::Version { .. } | Miss::NoRegistration) => {
-                    return Some((
-                        (gi, ni),
-                        format!(
-                            "init: Exception during initialization: transformer_memcpy.cc \
+            if let Err(Miss::Version { .. } | Miss::NoRegistration) =
+                lookup(table, Ep::Cuda, session, gi, &probe, Some(schema))
+            {
+                return Some((
+                    (gi, ni),
+                    format!(
+                        "init: Exception during initialization: transformer_memcpy.cc \
                              TransformerMemcpyImpl::ProcessInitializers: status.IsOK() was false. \
                              Failed to find kernel for {}({}) (node:'{}' ep:'CUDAExecutionProvider'): \
                              a transformer created it on the CUDA provider after partitioning, and \
                              CUDA registers no kernel for that version",
-                            n.op, schema.since, n.name
-                        ),
-                    ));
-                }
-                _ => {}
+                        n.op, schema.since, n.name
+                    ),
+                ));
             }
         }
     }
