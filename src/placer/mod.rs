@@ -5,6 +5,7 @@
 //! Pure: a function of the model, the release's table and the options. No I/O, no printing.
 
 mod casts;
+mod copy_plan_kernels;
 mod cpu_preferred;
 mod dim_symbols;
 mod ensure_unique_dq_for_node_unit;
@@ -136,7 +137,9 @@ pub enum Outcome {
     /// Some node has no kernel on any provider.
     NoKernel(String),
     /// Placement and copies are decided, then a kernel refuses its node when session state
-    /// creates it (the CUDA `BatchNormalization` in training mode at opset 14+). `init: ...`
+    /// creates it (the CUDA `BatchNormalization` in training mode at opset 14+), or the copy
+    /// planner finds no kernel for a node a transformer put on CUDA before it adds any copy
+    /// (`copy_plan_kernels.rs`: then there are no copies). `init: ...`
     InitFail(String),
     /// Partitioning stops: the body of a function ORT inlined fails its type check (`init: Type
     /// Error ...`). Nothing is placed.
@@ -392,6 +395,13 @@ fn place_session(
     if let Some((gi, ni)) = unassigned {
         let n = &session.graphs[gi].nodes[ni];
         placement.outcome = Outcome::NoKernel(no_kernel_message(table, n));
+    }
+    if options.eps.first() == Some(&Ep::Cuda)
+        && placement.outcome == Outcome::Ok
+        && let Some((at, fail)) = copy_plan_kernels::missing_provider_kernel(&session, table)
+    {
+        placement.outcome = Outcome::InitFail(fail);
+        placement.failed_node = Some(at);
     }
     if options.eps.first() == Some(&Ep::Cuda) && placement.outcome == Outcome::Ok {
         placement.copies = memcpy::insert(&mut session);
