@@ -333,8 +333,9 @@ fn place_session(
         partition(&mut session, table, options, &mut placement.decisions);
         let unassigned: Vec<(usize, usize)> = unassigned_nodes(&session).collect();
         let mut inlined = false;
+        let mut inliner = functions::Inliner::default();
         for (gi, ni) in unassigned {
-            if functions::inline(&mut session, table, gi, ni) {
+            if inliner.inline(&mut session, table, gi, ni) {
                 placement.decisions.remove(&(gi, ni));
                 inlined = true;
             }

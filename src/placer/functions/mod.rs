@@ -13,7 +13,7 @@
 //!   attributes and input types: [`builders`] re-implements ONNX's builders;
 //! - a *model-local* function, for a node whose op has no schema (schemas win).
 //!
-//! When: after partitioning, for nodes no provider took ([`inline`], called by the partition
+//! When: after partitioning, for nodes no provider took ([`Inliner::inline`], called by the partition
 //! loop); and, for a model that has local functions, once before the level-1 optimisers for
 //! every node no provider would claim ([`inline_aot`]). Inlining stops after
 //! `MAX_INLINED_CALLS` calls (self-recursive local functions); the partition loop's round limit
@@ -147,8 +147,60 @@ fn body_size(nodes: &[NodeProto]) -> usize {
     count
 }
 
-/// Replaces node `ni` of graph `gi` by its function body when one is known. Returns whether it did.
-pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) -> bool {
+/// Inlines function nodes one after another, keeping each graph's live node names (counted:
+/// several nodes may share one) from the first call on, so the prefix of every inlined body
+/// costs a look-up rather than a scan of the graph: without it a model of many small calls
+/// (up to `MAX_INLINED_CALLS`) took time quadratic in its inlined nodes (the fuzzer's slow case).
+/// Valid while only this inliner changes the graphs' nodes: one per batch of calls.
+#[derive(Default)]
+pub struct Inliner {
+    names: HashMap<usize, rustc_hash::FxHashMap<String, u32>>,
+}
+
+impl Inliner {
+    /// Replaces node `ni` of graph `gi` by its function body when one is known. Returns
+    /// whether it did.
+    pub fn inline(
+        &mut self,
+        session: &mut Session,
+        table: &KernelTable,
+        gi: usize,
+        ni: usize,
+    ) -> bool {
+        inline_with(self, session, table, gi, ni)
+    }
+
+    fn names(&mut self, g: &SGraph, gi: usize) -> &mut rustc_hash::FxHashMap<String, u32> {
+        self.names.entry(gi).or_insert_with(|| {
+            let mut m = rustc_hash::FxHashMap::default();
+            for (_, n) in g.live_nodes() {
+                *m.entry(n.name.clone()).or_insert(0) += 1;
+            }
+            m
+        })
+    }
+
+    /// ORT's `GenerateNodeName` for the prefix: `base` unless a live node has that name or it
+    /// was generated before, else `base_token_<k>` from the graph's shared counter.
+    fn unique_prefix(&mut self, g: &mut SGraph, gi: usize, base: &str) -> String {
+        let live = self.names(g, gi);
+        let mut name = base.to_string();
+        while g.generated_names.contains(&name) || live.get(&name).is_some_and(|&c| c > 0) {
+            name = format!("{base}_token_{}", g.name_counter);
+            g.name_counter += 1;
+        }
+        g.generated_names.insert(name.clone());
+        name
+    }
+}
+
+fn inline_with(
+    inliner: &mut Inliner,
+    session: &mut Session,
+    table: &KernelTable,
+    gi: usize,
+    ni: usize,
+) -> bool {
     let node = session.graphs[gi].nodes[ni].clone();
     let Some(body) = body_of(session, table, gi, &node) else {
         return false;
@@ -167,7 +219,7 @@ pub fn inline(session: &mut Session, table: &KernelTable, gi: usize, ni: usize) 
         EXHAUSTED.with(|e| e.set(true));
         return false;
     }
-    splice(session, gi, ni, &node, &body);
+    splice(inliner, session, gi, ni, &node, &body);
     true
 }
 
@@ -195,8 +247,9 @@ pub fn inline_aot(session: &mut Session, table: &KernelTable, eps: &[crate::tabl
             }
         }
         let mut inlined = false;
+        let mut inliner = Inliner::default();
         for (gi, ni) in todo {
-            inlined |= inline(session, table, gi, ni);
+            inlined |= inliner.inline(session, table, gi, ni);
         }
         if !inlined {
             break;
@@ -419,8 +472,19 @@ impl Renamer<'_> {
 }
 
 /// Splices `body` in place of node `ni` (see the module docs).
-fn splice(session: &mut Session, gi: usize, ni: usize, node: &SNode, body: &FunctionProto) {
-    let uniq = unique_prefix(&mut session.graphs[gi], &format!("_inlfunc_{}", node.op));
+fn splice(
+    inliner: &mut Inliner,
+    session: &mut Session,
+    gi: usize,
+    ni: usize,
+    node: &SNode,
+    body: &FunctionProto,
+) {
+    let uniq = inliner.unique_prefix(
+        &mut session.graphs[gi],
+        gi,
+        &format!("_inlfunc_{}", node.op),
+    );
     let mut r = Renamer {
         prefix: format!("{uniq}_"),
         scopes: vec![HashMap::new()],
@@ -452,32 +516,33 @@ fn splice(session: &mut Session, gi: usize, ni: usize, node: &SNode, body: &Func
     }
     let had_subgraphs = !node.subgraphs.is_empty();
     orphan_subgraphs(session, gi, ni);
+    if had_subgraphs {
+        // Nodes of other graphs went away: their kept names are rebuilt when next needed.
+        inliner.names.retain(|&k, _| k == gi);
+    }
     session.graphs[gi].nodes[ni].removed = true;
+    if let Some(c) = inliner
+        .names
+        .get_mut(&gi)
+        .and_then(|m| m.get_mut(&node.name))
+    {
+        *c = c.saturating_sub(1);
+    }
     let graphs_before = session.graphs.len();
+    let nodes_before = session.graphs[gi].nodes.len();
     for n in nodes {
         add_node(session, gi, n, node.origin);
+    }
+    if let Some(m) = inliner.names.get_mut(&gi) {
+        for n in session.graphs[gi].nodes.iter().skip(nodes_before) {
+            *m.entry(n.name.clone()).or_insert(0) += 1;
+        }
     }
     // Implicit inputs change only where subgraphs come or go: a body reads nothing from outer
     // scopes that the call node did not already read.
     if had_subgraphs || session.graphs.len() != graphs_before {
         session.compute_implicit_inputs(0);
     }
-}
-
-/// ORT's `GenerateNodeName` for the prefix, without building the name sets of the whole graph
-/// (`NameGen`) on every call: `base` unless a live node has that name or it was generated
-/// before, else `base_token_<k>` from the graph's shared counter.
-fn unique_prefix(g: &mut SGraph, base: &str) -> String {
-    let taken = |g: &SGraph, name: &str| {
-        g.generated_names.contains(name) || g.live_nodes().any(|(_, n)| n.name == name)
-    };
-    let mut name = base.to_string();
-    while taken(g, &name) {
-        name = format!("{base}_token_{}", g.name_counter);
-        g.name_counter += 1;
-    }
-    g.generated_names.insert(name.clone());
-    name
 }
 
 /// The subgraphs of a node that is going away are no longer part of the session.
@@ -740,7 +805,7 @@ mod tests {
             ..Session::default()
         };
         for ni in 0..3 {
-            assert!(inline(&mut s, table, 0, ni));
+            assert!(Inliner::default().inline(&mut s, table, 0, ni));
         }
         let g = &s.graphs[0];
         let live: Vec<(&str, &str, Vec<&str>, Vec<&str>)> = g
@@ -784,7 +849,7 @@ mod tests {
             ir_version: 10,
             ..Session::default()
         };
-        assert!(inline(&mut s, table, 0, 0));
+        assert!(Inliner::default().inline(&mut s, table, 0, 0));
         let g = &s.graphs[0];
         let alpha = g
             .initializers
