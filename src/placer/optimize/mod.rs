@@ -101,10 +101,14 @@ pub fn run(
                     crate::placer::ensure_unique_dq_for_node_unit::run(s, gi, 0)
                 }),
                 // Added in ORT 1.24.
+                // It matches a `Where` between a DequantizeLinear and a QuantizeLinear: a
+                // session without both skips its per-step index (float models with masks).
                 Some(Pass::WhereDummyDq) if table.release_at_least(1, 24) => {
-                    opt.edited(session, 0, |s, gi| {
-                        crate::placer::qdq_transformer::where_dummy_dq::run(s, gi, 0)
-                    })
+                    session.has_live_op(&["QuantizeLinear"])
+                        && session.has_live_op(&["DequantizeLinear"])
+                        && opt.edited(session, 0, |s, gi| {
+                            crate::placer::qdq_transformer::where_dummy_dq::run(s, gi, 0)
+                        })
                 }
                 Some(Pass::WhereDummyDq) => false,
                 Some(pass) => opt.pass(session, 0, *pass),
