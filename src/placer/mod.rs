@@ -246,7 +246,20 @@ fn refused(fail: String, table: &'static KernelTable, options: &Options) -> Plac
 fn admit(model: &Model, table: &'static KernelTable) -> Result<Vec<(String, String)>, String> {
     // One constant-folding and one inlining budget per session (`infer::eval`, `functions`).
     crate::infer::eval::reset_budget();
-    functions::reset_budget();
+    let nodes = model
+        .proto
+        .functions
+        .iter()
+        .map(|f| functions::body_size(&f.node))
+        .fold(
+            model
+                .proto
+                .graph
+                .as_ref()
+                .map_or(0, |g| functions::body_size(&g.node)),
+            usize::saturating_add,
+        );
+    functions::reset_budget(nodes);
     if let Some(fail) = check_opsets(model, table) {
         return Err(fail);
     }

@@ -105,32 +105,53 @@ const MAX_INLINED_CALLS: usize = 1 << 13;
 /// 15: 8,192 calls of a 1,000-node body). Real models inline far fewer.
 pub const MAX_INLINED_NODES: usize = 1 << 17;
 
+/// What inlining may add, at the least, whatever the model's size.
+const MIN_INLINED_NODES: usize = 1 << 14;
+
+/// What inlining may add per node of the model's file (its graphs and function bodies): real
+/// models nest functions a few levels deep and expand far less; a tiny file whose functions call
+/// each other (the fuzzer's) would otherwise add [`MAX_INLINED_NODES`] from a kilobyte.
+const INLINED_NODES_PER_NODE: usize = 256;
+
+/// The inlining budget of a model with `nodes` nodes in its file: what the input can justify,
+/// between [`MIN_INLINED_NODES`] and [`MAX_INLINED_NODES`].
+pub fn inlining_limit(nodes: usize) -> usize {
+    nodes
+        .saturating_mul(INLINED_NODES_PER_NODE)
+        .clamp(MIN_INLINED_NODES, MAX_INLINED_NODES)
+}
+
 thread_local! {
     /// Nodes added by inlining since the last [`reset_budget`] on this thread.
     static INLINED_NODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Whether inlining stopped at [`MAX_INLINED_NODES`] since then.
     static EXHAUSTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This session's budget ([`inlining_limit`]).
+    static LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_INLINED_NODES) };
 }
 
-/// Starts a new session's inlining budget (the placer calls it once per model).
-pub fn reset_budget() {
+/// Starts a new session's inlining budget for a model of `model_nodes` nodes in its file
+/// (graphs, subgraphs and function bodies; the placer calls it once per model).
+pub fn reset_budget(model_nodes: usize) {
     INLINED_NODES.with(|n| n.set(0));
     EXHAUSTED.with(|e| e.set(false));
+    LIMIT.with(|l| l.set(inlining_limit(model_nodes)));
 }
 
 /// Why the last session on this thread is not a faithful simulation, if inlining stopped at
 /// its node budget (the prediction would then report nodes ORT inlines as having no kernel).
 pub fn budget_exceeded() -> Option<String> {
-    EXHAUSTED
-        .with(std::cell::Cell::get)
-        .then(|| format!("inlining its functions would add more than {MAX_INLINED_NODES} nodes"))
+    EXHAUSTED.with(std::cell::Cell::get).then(|| {
+        let limit = LIMIT.with(std::cell::Cell::get);
+        format!("inlining its functions would add more than {limit} nodes")
+    })
 }
 
 /// What one subgraph added by inlining counts against [`MAX_INLINED_NODES`].
 const SUBGRAPH_COST: usize = 64;
 
 /// The nodes a body adds: its own and those of the subgraphs in their attributes.
-fn body_size(nodes: &[NodeProto]) -> usize {
+pub(crate) fn body_size(nodes: &[NodeProto]) -> usize {
     let mut count = 0usize;
     let mut stack: Vec<&NodeProto> = nodes.iter().collect();
     while let Some(n) = stack.pop() {
@@ -213,7 +234,8 @@ fn inline_with(
     let added = body_size(&body.node);
     let within = INLINED_NODES.with(|n| {
         let total = n.get().saturating_add(added);
-        (total <= MAX_INLINED_NODES).then(|| n.set(total)).is_some()
+        let limit = LIMIT.with(std::cell::Cell::get);
+        (total <= limit).then(|| n.set(total)).is_some()
     });
     if !within {
         EXHAUSTED.with(|e| e.set(true));
@@ -738,6 +760,16 @@ fn shape_proto(shape: &[Option<i64>]) -> crate::model::proto::TensorShapeProto {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inlining budget follows the file: 256 nodes per node, between 16,384 and 131,072.
+    #[test]
+    fn inlining_limit_follows_the_model() {
+        assert_eq!(inlining_limit(0), MIN_INLINED_NODES);
+        assert_eq!(inlining_limit(20), MIN_INLINED_NODES);
+        assert_eq!(inlining_limit(100), 25_600);
+        assert_eq!(inlining_limit(1_000), MAX_INLINED_NODES);
+        assert_eq!(inlining_limit(usize::MAX), MAX_INLINED_NODES);
+    }
 
     #[test]
     fn every_static_body_parses() {
