@@ -18,7 +18,7 @@
 //! visited in topological order; subgraphs first.
 
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{Edges, MAX_DEPTH};
+use crate::placer::qdq_transformer::{Edges, walk};
 use crate::session::{SNode, Session};
 use crate::tables::Ep;
 
@@ -29,39 +29,25 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     if level < OptLevel::Extended || session.graphs.is_empty() {
         return false;
     }
-    let mut changed = run_at(session, 0, 0, matmul_integer_to_float);
-    changed |= run_at(session, 0, 0, dynamic_quantize_matmul);
+    let mut changed = run_at(session, matmul_integer_to_float);
+    changed |= run_at(session, dynamic_quantize_matmul);
     changed
 }
 
 type Fusion = fn(&mut Session, usize, &Edges, usize) -> bool;
 
-fn run_at(session: &mut Session, gi: usize, depth: usize, fusion: Fusion) -> bool {
-    if depth > MAX_DEPTH || gi >= session.graphs.len() {
-        return false;
-    }
-    let order = crate::session::order::ort_topological_order(session, gi);
-    let mut changed = false;
-    let mut edges: Option<Edges> = None;
-    for ni in order {
-        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
-            .subgraphs
-            .iter()
-            .map(|(_, s)| *s)
-            .collect();
-        for s in subs {
-            changed |= run_at(session, s, depth + 1, fusion);
-        }
+fn run_at(session: &mut Session, fusion: Fusion) -> bool {
+    walk(session, 0, 0, &mut |session, gi, edges, ni| {
         if session.graphs[gi].nodes[ni].removed {
-            continue;
+            return false;
         }
         let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-        if fusion(session, gi, e, ni) {
-            changed = true;
-            edges = None;
+        let changed = fusion(session, gi, e, ni);
+        if changed {
+            *edges = None;
         }
-    }
-    changed
+        changed
+    })
 }
 
 /// `FirstParentByType`: the producer, of type `op`, of the first input that has one.

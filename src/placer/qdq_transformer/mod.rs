@@ -25,6 +25,38 @@ use crate::session::{SNode, Session};
 /// are left as they are.
 pub(crate) const MAX_DEPTH: usize = 64;
 
+/// What a transformer does at one node of the [`walk`]: `(session, graph, edges, node)`; the
+/// edges are built on first use (`get_or_insert_with`) and kept, updated or dropped by the visit;
+/// whether it changed the graph.
+pub(crate) type Visit<'a> = dyn FnMut(&mut Session, usize, &mut Option<Edges>, usize) -> bool + 'a;
+
+/// The walk of ORT's graph transformers (`ApplyImpl`) these passes share: graph `gi` in ORT's
+/// topological order, each node's subgraphs first (at most [`MAX_DEPTH`] deep), then the node.
+/// The graph's edges are dropped when a subgraph changed. Whether anything changed.
+pub(crate) fn walk(session: &mut Session, gi: usize, depth: usize, visit: &mut Visit) -> bool {
+    if depth > MAX_DEPTH || gi >= session.graphs.len() {
+        return false;
+    }
+    let order = crate::session::order::ort_topological_order(session, gi);
+    let mut changed = false;
+    let mut edges: Option<Edges> = None;
+    for ni in order {
+        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
+            .subgraphs
+            .iter()
+            .map(|(_, s)| *s)
+            .collect();
+        for s in subs {
+            if walk(session, s, depth + 1, visit) {
+                changed = true;
+                edges = None;
+            }
+        }
+        changed |= visit(session, gi, &mut edges, ni);
+    }
+    changed
+}
+
 /// `QDQ::MatchQNode`: a `QuantizeLinear` of ai.onnx or com.microsoft.
 pub(crate) fn is_q(n: &SNode) -> bool {
     !n.removed

@@ -10,7 +10,7 @@
 //! `session.enable_quant_qdq_cleanup` is `1` (default `0`, in every bundled release), so it is
 //! not simulated. Topological order of the graph when the pass began; subgraphs first.
 
-use super::{Edges, MAX_DEPTH, is_dq, is_q, is_qdq_pair_supported};
+use super::{Edges, is_dq, is_q, is_qdq_pair_supported, walk};
 use crate::placer::OptLevel;
 use crate::session::{SNode, Session};
 
@@ -20,34 +20,17 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     if level < OptLevel::Extended || session.graphs.is_empty() {
         return false;
     }
-    run_at(session, 0, 0)
+    walk(session, 0, 0, &mut visit)
 }
 
-fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
-    if depth > MAX_DEPTH || gi >= session.graphs.len() {
+fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize) -> bool {
+    if !is_dq(&session.graphs[gi].nodes[ni]) {
         return false;
     }
-    let order = crate::session::order::ort_topological_order(session, gi);
-    let mut modified = false;
-    let mut edges: Option<Edges> = None;
-    for ni in order {
-        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
-            .subgraphs
-            .iter()
-            .map(|(_, s)| *s)
-            .collect();
-        for s in subs {
-            modified |= run_at(session, s, depth + 1);
-            edges = None;
-        }
-        if !is_dq(&session.graphs[gi].nodes[ni]) {
-            continue;
-        }
-        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-        if clean_up(session, gi, e, ni) {
-            modified = true;
-            edges = None;
-        }
+    let e = edges.get_or_insert_with(|| Edges::build(session, gi));
+    let modified = clean_up(session, gi, e, ni);
+    if modified {
+        *edges = None;
     }
     modified
 }

@@ -16,7 +16,7 @@ use crate::infer::eval::Tensor;
 use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{Edges, MAX_DEPTH, is_dq, is_q};
+use crate::placer::qdq_transformer::{Edges, is_dq, is_q, walk};
 use crate::session::{Init, NameGen, Session};
 use crate::tables::Ep;
 
@@ -25,57 +25,41 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     if level < OptLevel::Extended || session.graphs.is_empty() {
         return false;
     }
-    run_at(session, 0, 0)
+    walk(session, 0, 0, &mut visit)
 }
 
-fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
-    if depth > MAX_DEPTH || gi >= session.graphs.len() {
+fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize) -> bool {
+    let n = &session.graphs[gi].nodes[ni];
+    if !is_q(n) || n.ep != Some(Ep::Cpu) {
         return false;
     }
-    let order = crate::session::order::ort_topological_order(session, gi);
-    let mut changed = false;
-    let mut edges: Option<Edges> = None;
-    for ni in order {
-        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
-            .subgraphs
-            .iter()
-            .map(|(_, s)| *s)
-            .collect();
-        for s in subs {
-            changed |= run_at(session, s, depth + 1);
-        }
-        let n = &session.graphs[gi].nodes[ni];
-        if !is_q(n) || n.ep != Some(Ep::Cpu) {
-            continue;
-        }
-        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-        if e.produces_graph_output(n) || e.node_output_edges(n) != 1 {
-            continue;
-        }
-        let Some(&(dq, _)) = n
-            .outputs
-            .first()
-            .and_then(|o| e.consumers.get(o))
-            .and_then(|c| c.first())
-        else {
-            continue;
-        };
-        if !is_dq(&session.graphs[gi].nodes[dq]) {
-            continue;
-        }
-        let (q_before, dq_before) = (
-            session.graphs[gi].nodes[ni].clone(),
-            session.graphs[gi].nodes[dq].clone(),
-        );
-        if convert(session, gi, ni, dq) {
-            changed = true;
-            e.remove_node(ni, &q_before);
-            e.remove_node(dq, &dq_before);
-            e.add_node(ni, &session.graphs[gi].nodes[ni]);
-            e.add_node(dq, &session.graphs[gi].nodes[dq]);
-        }
+    let e = edges.get_or_insert_with(|| Edges::build(session, gi));
+    if e.produces_graph_output(n) || e.node_output_edges(n) != 1 {
+        return false;
     }
-    changed
+    let Some(&(dq, _)) = n
+        .outputs
+        .first()
+        .and_then(|o| e.consumers.get(o))
+        .and_then(|c| c.first())
+    else {
+        return false;
+    };
+    if !is_dq(&session.graphs[gi].nodes[dq]) {
+        return false;
+    }
+    let (q_before, dq_before) = (
+        session.graphs[gi].nodes[ni].clone(),
+        session.graphs[gi].nodes[dq].clone(),
+    );
+    if !convert(session, gi, ni, dq) {
+        return false;
+    }
+    e.remove_node(ni, &q_before);
+    e.remove_node(dq, &dq_before);
+    e.add_node(ni, &session.graphs[gi].nodes[ni]);
+    e.add_node(dq, &session.graphs[gi].nodes[dq]);
+    true
 }
 
 /// The constant int8 scalar zero point of a Q or DQ (its input 2).

@@ -8,7 +8,7 @@
 //! selectors of the CPU rules pick only groups whose result has a CPU kernel).
 
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{Edges, MAX_DEPTH};
+use crate::placer::qdq_transformer::{Edges, walk};
 use crate::session::{SNode, Session};
 use crate::tables::{Ep, KernelTable};
 
@@ -21,85 +21,71 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool 
         return false;
     }
     let versions = crate::infer::domain_versions(session, table);
-    run_at(session, table, &versions, 0, 0)
+    walk(session, 0, 0, &mut |session, gi, edges, ni| {
+        visit(session, table, &versions, gi, edges, ni)
+    })
 }
 
-fn run_at(
+fn visit(
     session: &mut Session,
     table: &KernelTable,
     versions: &rustc_hash::FxHashMap<String, i64>,
     gi: usize,
-    depth: usize,
+    edges: &mut Option<Edges>,
+    ni: usize,
 ) -> bool {
-    if depth > MAX_DEPTH || gi >= session.graphs.len() {
+    let n = &session.graphs[gi].nodes[ni];
+    if n.removed || n.ep != Some(Ep::Cpu) || n.domain != "ai.onnx" {
         return false;
     }
-    let order = crate::session::order::ort_topological_order(session, gi);
-    let mut changed = false;
-    let mut edges: Option<Edges> = None;
-    for ni in order {
-        let subs: Vec<usize> = session.graphs[gi].nodes[ni]
-            .subgraphs
-            .iter()
-            .map(|(_, s)| *s)
-            .collect();
-        for s in subs {
-            changed |= run_at(session, table, versions, s, depth + 1);
-        }
-        let n = &session.graphs[gi].nodes[ni];
-        if n.removed || n.ep != Some(Ep::Cpu) || n.domain != "ai.onnx" {
-            continue;
-        }
-        let Some(rule) = rule_for(&n.op, n.since) else {
-            continue;
-        };
-        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-        let Some(group) = qdq_selectors::select(session, gi, e, ni, rule) else {
-            continue;
-        };
-        let since = match qdq_actions::replacement(rule, n, &group) {
-            None => None,
-            Some((domain, op)) => {
-                if table.kernels(Ep::Cpu, domain, &op).is_empty() {
-                    continue;
-                }
-                let Ok(schema) = crate::infer::resolve_schema(table, versions, domain, &op) else {
-                    continue;
-                };
-                Some(schema.since)
+    let Some(rule) = rule_for(&n.op, n.since) else {
+        return false;
+    };
+    let e = edges.get_or_insert_with(|| Edges::build(session, gi));
+    let Some(group) = qdq_selectors::select(session, gi, e, ni, rule) else {
+        return false;
+    };
+    let since = match qdq_actions::replacement(rule, n, &group) {
+        None => None,
+        Some((domain, op)) => {
+            if table.kernels(Ep::Cpu, domain, &op).is_empty() {
+                return false;
             }
-        };
-        // The edges follow the action: its members as they were are forgotten, then recorded
-        // as they are, with the node it added (rebuilding them per group would walk the graph
-        // once per fused group).
-        let mut members: Vec<usize> = group
-            .dq
-            .iter()
-            .chain(std::iter::once(&group.target))
-            .chain(&group.q)
-            .copied()
-            .collect();
-        members.sort_unstable();
-        members.dedup();
-        let snapshot: Vec<SNode> = members
-            .iter()
-            .map(|&k| session.graphs[gi].nodes[k].clone())
-            .collect();
-        let before = session.graphs[gi].nodes.len();
-        qdq_actions::run(session, gi, e, rule, &group, since);
-        let g = &session.graphs[gi];
-        for (&k, n) in members.iter().zip(&snapshot) {
-            e.remove_node(k, n);
+            let Ok(schema) = crate::infer::resolve_schema(table, versions, domain, &op) else {
+                return false;
+            };
+            Some(schema.since)
         }
-        for &k in &members {
-            e.add_node(k, &g.nodes[k]);
-        }
-        for (k, n) in g.nodes.iter().enumerate().skip(before) {
-            e.add_node(k, n);
-        }
-        changed = true;
+    };
+    // The edges follow the action: its members as they were are forgotten, then recorded
+    // as they are, with the node it added (rebuilding them per group would walk the graph
+    // once per fused group).
+    let mut members: Vec<usize> = group
+        .dq
+        .iter()
+        .chain(std::iter::once(&group.target))
+        .chain(&group.q)
+        .copied()
+        .collect();
+    members.sort_unstable();
+    members.dedup();
+    let snapshot: Vec<SNode> = members
+        .iter()
+        .map(|&k| session.graphs[gi].nodes[k].clone())
+        .collect();
+    let before = session.graphs[gi].nodes.len();
+    qdq_actions::run(session, gi, e, rule, &group, since);
+    let g = &session.graphs[gi];
+    for (&k, n) in members.iter().zip(&snapshot) {
+        e.remove_node(k, n);
     }
-    changed
+    for &k in &members {
+        e.add_node(k, &g.nodes[k]);
+    }
+    for (k, n) in g.nodes.iter().enumerate().skip(before) {
+        e.add_node(k, n);
+    }
+    true
 }
 
 #[cfg(test)]
