@@ -122,36 +122,16 @@ impl Symbols<'_> {
         };
         let sym = match n.op.as_str() {
             "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Where" | "Equal" | "Less" | "Greater"
-            | "And" | "Or" | "BiasGelu" | "Max" | "Min" => {
-                // Broadcast: every input with this dim either 1 or the same symbol.
+            | "And" | "Or" | "BiasGelu" | "Max" | "Min" | "QLinearAdd" | "QLinearMul" => {
+                // Broadcast: every input with this dim either 1 or the same symbol
+                // (QLinearAdd/QLinearMul: (a, a_scale, a_zero_point, b, ...), inputs 0 and 3).
+                let inputs: Vec<&String> = if n.op.starts_with("QLinear") {
+                    vec![n.inputs.first()?, n.inputs.get(3)?]
+                } else {
+                    n.inputs.iter().filter(|x| !x.is_empty()).collect()
+                };
                 let mut out: Option<String> = None;
-                for x in n.inputs.iter().filter(|x| !x.is_empty()) {
-                    let r = rank(x)?;
-                    if i + r < out_rank {
-                        continue;
-                    }
-                    let j = i + r - out_rank;
-                    match self
-                        .session
-                        .shape_of(self.gi, x)
-                        .and_then(|s| s.get(j).copied())
-                    {
-                        Some(Some(1)) => continue,
-                        Some(Some(_)) => return None,
-                        _ => {}
-                    }
-                    let s = self.dim(x, j, depth + 1)?;
-                    if out.as_ref().is_some_and(|o| *o != s) {
-                        return None;
-                    }
-                    out = Some(s);
-                }
-                out
-            }
-            "QLinearAdd" | "QLinearMul" => {
-                // (a, a_scale, a_zero_point, b, ...): broadcast of inputs 0 and 3.
-                let mut out: Option<String> = None;
-                for x in [n.inputs.first()?, n.inputs.get(3)?] {
+                for x in inputs {
                     let r = rank(x)?;
                     if i + r < out_rank {
                         continue;
