@@ -413,6 +413,18 @@ fn side_by_side(bin: &Path, python: &str, ort: bool, label: &str, model: &Path) 
     }
 }
 
+/// The checkout the bench was built from, or, when the bench binary was carried to another
+/// machine (the device runs), the current folder: `speed` is then run from a copy of the
+/// repository holding `tools/probes` and `target/release/cargo-onnx-lint`.
+fn repo_root() -> PathBuf {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if built.join("Cargo.toml").is_file() {
+        built.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_else(|_| built.to_path_buf())
+    }
+}
+
 fn python() -> String {
     std::env::var("ONNX_LINT_PYTHON").unwrap_or_else(|_| "python3".into())
 }
@@ -533,7 +545,7 @@ fn main() {
     );
 
     // A TorchScript-style decoder, whole process against whole process.
-    let probes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/probes");
+    let probes = repo_root().join("tools/probes");
     let llama = dir.path().join("llama66.ts.op17.onnx");
     let script = format!(
         "import sys; sys.argv = ['gen']; sys.path.insert(0, {:?}); import gen; \
@@ -545,7 +557,7 @@ fn main() {
         .args(["-c", &script])
         .output()
         .is_ok_and(|o| o.status.success());
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/cargo-onnx-lint");
+    let bin = repo_root().join("target/release/cargo-onnx-lint");
     if !bin.is_file() {
         println!(
             "(whole-process side by side skipped: needs a release build: cargo build --release)"
