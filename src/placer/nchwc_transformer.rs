@@ -13,14 +13,20 @@
 //! Simulated as ORT walks it (one pass in ORT's topological order over the CPU nodes of each
 //! graph, then `Finalize`): `Conv`/`FusedConv` with constant float 4-D weights (and bias) whose
 //! channels fit the block (`<name>_nchwc`, a `ReorderInput` when the input is not already
-//! NCHWc and has at least a block of channels), `MaxPool`/`AveragePool` (and the global ones
-//! behind an NCHWc input) with block-aligned channels, and, once all their inputs are NCHWc,
-//! `Add`/`Sum` (fused into a single-use convolution, or reshaped when shapes cannot be shown
-//! equal), `Mul` (from 1.25 also by a constant per-channel scale: a depthwise convolution), channel `Concat`, `Relu`/`Sigmoid`/`Tanh` (fused into a single-use
+//! NCHWc and has at least a block of channels, which must then be a multiple of 4),
+//! `MaxPool`/`AveragePool` (and the global ones behind an NCHWc input) with block-aligned
+//! channels, and, once all their inputs are NCHWc, `Add`/`Sum` (fused into a single-use
+//! convolution, or reshaped when shapes cannot be shown equal: dims from the same source value,
+//! or equal by ONNX inference's value or `dim_param`; one split and one unsplit `Reshape` shape
+//! per graph, channels `-1`), `Mul` (from 1.25 also by a constant per-channel scale: a depthwise convolution), channel `Concat`, `Relu`/`Sigmoid`/`Tanh` (fused into a single-use
 //! convolution), `BatchNormalization` (`<name>_bn_nchwc`), an NHWC `Transpose` (a
 //! `ReorderOutput`) and nearest `Resize`/`Upsample` with integer scales. Every NCHWc value
 //! still read in NCHW gets a `ReorderOutput`. Names follow ORT's `GenerateNodeName`/
-//! `GenerateNodeArgName` calls in order, on the graph's `_token_<k>` counter.
+//! `GenerateNodeArgName` calls in order, on the graph's `_token_<k>` counter; the walk's order
+//! depends on the indices the level-2 fusions gave their nodes ([`crate::placer::fusions`] walk
+//! ORT's topological order too). Measured with the probes of `tests/fixtures/nchwc/probes/`
+//! (`tools/realworld/nchwc_probes.py`, the CPU wheels 1.23.2 to 1.31.1) and the CPU-only truth of
+//! the real-world corpora (rapidocr's PyPI models, a dynamo ResNet, the zoo's light Inception).
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -102,12 +108,17 @@ struct Impl<'n> {
     reorder_inputs: HashMap<String, String>,
     filters: HashMap<(String, bool), String>,
     biases: HashMap<String, String>,
-    reshape_shapes: HashMap<(i64, bool), String>,
+    /// The split and unsplit shape initializers (`[0, -1, 0, 0, block]`, `[0, -1, 0, 0]`): one
+    /// each per graph, whatever the channels.
+    reshape_shapes: HashMap<bool, String>,
     removed: Vec<usize>,
     /// Reading slots per value (ORT's output edges), of the graph as it was.
     reads: HashMap<String, usize>,
     producers: HashMap<String, usize>,
     outputs: rustc_hash::FxHashSet<String>,
+    /// The symbolic dims (`dim_param`) of the inputs of the graph's `Add`/`Sum` nodes, as ORT's
+    /// shape inference left them before the walk (see [`symbols_of_sums`]).
+    symbols: HashMap<String, [Option<String>; 4]>,
 }
 
 /// Applies the transformer to every graph. Returns whether it changed anything.
@@ -143,6 +154,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
                 producers.insert(o.clone(), ni);
             }
         }
+        let symbols = symbols_of_sums(session, gi, &producers);
         let mut im = Impl {
             gi,
             block: i64::from(block),
@@ -157,7 +169,8 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
             removed: Vec::new(),
             reads,
             producers,
-            outputs: g.outputs.iter().cloned().collect(),
+            outputs: session.graphs[gi].outputs.iter().cloned().collect(),
+            symbols,
         };
         for ni in order {
             let n = &session.graphs[gi].nodes[ni];
@@ -171,6 +184,46 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
         session.graphs[gi].name_counter = counter;
     }
     changed
+}
+
+/// The `dim_param`s of the 4-D inputs of the graph's CPU `Add`/`Sum` nodes: declared on the
+/// graph's values or carried by ONNX inference ([`crate::placer::dim_symbols`]). Read before the
+/// walk, which rewires the nodes the inference would trace through.
+fn symbols_of_sums(
+    session: &Session,
+    gi: usize,
+    producers: &HashMap<String, usize>,
+) -> HashMap<String, [Option<String>; 4]> {
+    let empty = HashMap::default();
+    let params = if gi == 0 {
+        &session.graphs[0].dim_params
+    } else {
+        &empty
+    };
+    let producer = |v: &str| producers.get(v).copied();
+    let memo = Default::default();
+    let symbols = crate::placer::dim_symbols::Symbols {
+        session,
+        gi,
+        params,
+        producer: &producer,
+        memo: &memo,
+    };
+    let mut out: HashMap<String, [Option<String>; 4]> = HashMap::default();
+    for (_, n) in session.graphs[gi].live_nodes() {
+        if n.ep != Some(Ep::Cpu) || n.domain != "ai.onnx" || !matches!(n.op.as_str(), "Add" | "Sum")
+        {
+            continue;
+        }
+        for x in &n.inputs {
+            if out.contains_key(x) || session.shape_of(gi, x).is_none_or(|s| s.len() != 4) {
+                continue;
+            }
+            let dims = std::array::from_fn(|d| symbols.dim(x, d, 0));
+            out.insert(x.clone(), dims);
+        }
+    }
+    out
 }
 
 fn is(n: &SNode, domain: &str, op: &str, since: &[i64]) -> bool {
@@ -504,6 +557,9 @@ impl Impl<'_> {
         } else if in_channels < self.block {
             oihwbo = true;
             reorder_input = false;
+        } else if in_channels % 4 != 0 {
+            // MLAS reorders (and pads) input channels that are a multiple of 4.
+            return;
         }
         let bias = n.inputs.get(2).filter(|b| !b.is_empty()).cloned();
         if let Some(b) = &bias {
@@ -630,12 +686,19 @@ impl Impl<'_> {
                 if first.shape.dim_equal(&a.shape, d) {
                     continue;
                 }
+                // ONNX inference's dims: equal positive values, or the same `dim_param`.
                 let shape_n = session.shape_of(gi, &n.inputs[k]);
+                let symbol = |x: &str| self.symbols.get(x).and_then(|s| s[d].as_ref());
                 let known = match (&shape0, shape_n) {
-                    (Some(s0), Some(sn)) => matches!(
-                        (s0.get(d).copied().flatten(), sn.get(d).copied().flatten()),
-                        (Some(a), Some(b)) if a > 0 && a == b
-                    ),
+                    (Some(s0), Some(sn)) => {
+                        matches!(
+                            (s0.get(d).copied().flatten(), sn.get(d).copied().flatten()),
+                            (Some(a), Some(b)) if a > 0 && a == b
+                        ) || matches!(
+                            (symbol(&n.inputs[0]), symbol(&n.inputs[k])),
+                            (Some(a), Some(b)) if a == b
+                        )
+                    }
                     _ => false,
                 };
                 if !known {
@@ -684,7 +747,7 @@ impl Impl<'_> {
         // Shapes not provably equal: Reshape each input to the blocked shape, and back.
         for (k, a) in inputs.iter().enumerate() {
             let v = self.names.value("reshape");
-            self.reshape(session, a.value.clone(), v.clone(), channels, true);
+            self.reshape(session, a.value.clone(), v.clone(), true);
             session.graphs[gi].nodes[ni].inputs[k] = v;
             if let Some(x) = self.arg_mut(&n.inputs[k]) {
                 x.remaining_uses = x.remaining_uses.saturating_sub(1);
@@ -694,7 +757,7 @@ impl Impl<'_> {
         let Some(y) = n.outputs.first().cloned() else {
             return;
         };
-        let back = self.reshape(session, out.clone(), y.clone(), channels, false);
+        let back = self.reshape(session, out.clone(), y.clone(), false);
         self.create_arg(session, ni, back, channels, Shape::of(&y));
         if let Some(o) = session.graphs[gi].nodes[ni].outputs.first_mut() {
             *o = out;
@@ -707,15 +770,13 @@ impl Impl<'_> {
         session: &mut Session,
         input: String,
         output: String,
-        channels: i64,
         split: bool,
     ) -> usize {
-        let c = aligned(channels, self.block);
-        let shape = match self.reshape_shapes.get(&(c, split)) {
+        let shape = match self.reshape_shapes.get(&split) {
             Some(s) => s.clone(),
             None => {
                 let s = self.names.value("Reshape");
-                self.reshape_shapes.insert((c, split), s.clone());
+                self.reshape_shapes.insert(split, s.clone());
                 s
             }
         };

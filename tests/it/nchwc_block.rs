@@ -4,7 +4,8 @@
 //! and a `Concat` whose channels (24, 40, 80) are multiples of 8 but not of 16;
 //! `truth.json` holds the session graphs the CPU wheels made of it natively on an AVX-512 machine
 //! (block 16) and under `qemu-x86_64 -cpu Haswell` (block 8), recorded by
-//! `tools/realworld/nchwc_block.py`.
+//! `tools/realworld/nchwc_block.py`. `tests/fixtures/nchwc/probes/` isolates mechanisms of the
+//! pass itself (`tools/realworld/nchwc_probes.py`).
 
 use std::collections::BTreeSet;
 
@@ -15,8 +16,13 @@ use serde_json::Value;
 use crate::support;
 
 fn predicted(ort: &str, block: u32) -> BTreeSet<(String, String)> {
+    predicted_for("blocks.onnx", ort, block)
+}
+
+/// The session graph's nodes (name, `domain:op`) predicted for `tests/fixtures/nchwc/<model>`.
+fn predicted_for(model: &str, ort: &str, block: u32) -> BTreeSet<(String, String)> {
     let dir = support::repo().join("tests/fixtures/nchwc");
-    let m = onnx_lint::model::load(&dir.join("blocks.onnx")).unwrap();
+    let m = onnx_lint::model::load(&dir.join(model)).unwrap();
     let table = tables::resolve(ort).unwrap().table();
     let p = placer::place(
         &m,
@@ -27,7 +33,10 @@ fn predicted(ort: &str, block: u32) -> BTreeSet<(String, String)> {
             nchwc_block: block,
         },
     );
-    assert!(p.outcome.placed(), "{ort} block {block}: not placed");
+    assert!(
+        p.outcome.placed(),
+        "{model}: {ort} block {block}: not placed"
+    );
     p.session
         .graphs
         .iter()
@@ -46,22 +55,53 @@ fn nchwc_block_sizes_agree_with_ort() {
         let ort = r["ort"].as_str().unwrap();
         let block = u32::try_from(r["block"].as_u64().unwrap()).unwrap();
         blocks.insert(block);
-        let theirs: BTreeSet<(String, String)> = r["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| {
-                (
-                    n[0].as_str().unwrap().to_string(),
-                    n[1].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
-        assert_eq!(predicted(ort, block), theirs, "ORT {ort}, block {block}");
+        assert_eq!(
+            predicted(ort, block),
+            nodes_of(r),
+            "ORT {ort}, block {block}"
+        );
     }
     assert_eq!(blocks, BTreeSet::from([8, 16]), "both block sizes recorded");
     // The two block sizes give different graphs: the setting matters for this model.
     assert_ne!(predicted("1.31.1", 8), predicted("1.31.1", 16));
+}
+
+fn nodes_of(r: &Value) -> BTreeSet<(String, String)> {
+    r["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n[0].as_str().unwrap().to_string(),
+                n[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `tests/fixtures/nchwc/probes/`: one model per mechanism of the NCHWc pass (shapes matched by
+/// `dim_param`, the input-channel alignment of 4, the shared `Reshape` shapes, the walk's order
+/// over branches that `ConvActivationFusion` fused), with the session graphs of the five CPU
+/// wheels, recorded natively by `tools/realworld/nchwc_probes.py` (block 8: no AVX-512).
+#[test]
+fn nchwc_probes_agree_with_ort() {
+    let dir = support::repo().join("tests/fixtures/nchwc/probes");
+    let truth: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
+    let mut seen = BTreeSet::new();
+    for r in &truth {
+        let (model, ort) = (r["model"].as_str().unwrap(), r["ort"].as_str().unwrap());
+        let block = u32::try_from(r["block"].as_u64().unwrap()).unwrap();
+        seen.insert(model);
+        assert_eq!(
+            predicted_for(&format!("probes/{model}"), ort, block),
+            nodes_of(r),
+            "{model}: ORT {ort}, block {block}"
+        );
+    }
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert_eq!(truth.len(), 4 * 5, "five releases per probe");
 }
 
 #[test]

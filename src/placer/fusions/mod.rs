@@ -14,7 +14,7 @@
 //! patterns need the mask and embedding sub-graphs of ORT's own BERT exports; the probe models
 //! of `tools/probes/` never trigger them), `GroupQueryAttentionFusion` (ORT-exported
 //! GQA only) and `BiasDropoutFusion` (training-mode Dropout only). Every graph is visited,
-//! subgraphs included; each pass walks one topological order with an incrementally kept
+//! subgraphs included; each pass walks ORT's topological order with an incrementally kept
 //! producer/consumer index, so the cost is linear in the graph.
 //!
 //! ORT's `Graph::GenerateNodeName` and `GenerateNodeArgName` share one counter (the
@@ -22,7 +22,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::infer::{self, Type};
+use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::placer::{OptLevel, registry};
@@ -121,8 +121,10 @@ struct Fuser {
     /// Live node names with multiplicity (built on the first generated name), and names
     /// generated so far (`GenerateNodeName`).
     names: Option<HashMap<String, usize>>,
-    /// The visiting order of the passes: a topological order, fused nodes taking the place
-    /// of the node whose output they produce.
+    /// The visiting order of the passes: ORT's topological order (`GraphViewer`'s, which each
+    /// of ORT's transformers walks), fused nodes taking the place of the node whose output they
+    /// produce. Fused nodes are appended in this order, so their indices, and the order later
+    /// walks (the NCHWc pass) meet them in, are ORT's: `tests/fixtures/nchwc/probes/branch_order`.
     order: Vec<usize>,
     /// Position of each node in `order` (`usize::MAX` for none).
     pos: Vec<usize>,
@@ -243,16 +245,7 @@ impl Fuser {
         for (ni, n) in g.live_nodes() {
             f.register(ni, n);
         }
-        // Exporters emit sorted graphs: then index order is a topological order.
-        let sorted = g.live_nodes().all(|(ni, n)| {
-            n.existing_inputs()
-                .all(|(_, i)| f.producer.get(&key(i)).is_none_or(|&p| p < ni))
-        });
-        f.order = if sorted {
-            g.live_nodes().map(|(ni, _)| ni).collect()
-        } else {
-            infer::topological_order(session, gi)
-        };
+        f.order = crate::session::order::ort_topological_order(session, gi);
         f.pos = vec![usize::MAX; g.nodes.len()];
         for (k, &ni) in f.order.iter().enumerate() {
             f.pos[ni] = k;
