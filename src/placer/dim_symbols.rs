@@ -154,8 +154,14 @@ impl Symbols<'_> {
                 }
                 out
             }
-            "MatMul" | "FusedMatMul" | "MatMulInteger" | "QLinearMatMul" => {
-                // QLinearMatMul: (a, a_scale, a_zero_point, b, ...).
+            "MatMul"
+            | "FusedMatMul"
+            | "MatMulInteger"
+            | "QLinearMatMul"
+            | "MatMulIntegerToFloat"
+            | "DynamicQuantizeMatMul" => {
+                // QLinearMatMul: (a, a_scale, a_zero_point, b, ...); the fused
+                // MatMulIntegerToFloat and DynamicQuantizeMatMul: (a, b, ...).
                 let b_at = if n.op == "QLinearMatMul" { 3 } else { 1 };
                 let (a, b) = (n.inputs.first()?, n.inputs.get(b_at)?);
                 let (ra, rb) = (rank(a)?, rank(b)?);

@@ -202,3 +202,51 @@ fn skip_layer_norm_sees_the_dims_of_sum_and_of_inlined_bodies() {
         ]
     );
 }
+
+/// A dynamically quantized MatMul (DynamicQuantizeLinear, MatMulInteger, Cast, the scale Mul
+/// and a bias Add, as onnxruntime's `quantize_dynamic` writes it) feeding the skip Add.
+const DYNAMIC_MATMUL_INTO_SKIP_LN: &str = r#"<
+  ir_version: 8,
+  opset_import: ["" : 17]
+>
+g (float[b, 3, 4] x, float[b, 3, 4] skip) => (float[b, 3, 4] y)
+<
+  int8[4, 4] w = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+  int8 wz = {0},
+  float ws = {0.5},
+  float[4] bias = {0, 1, 2, 3},
+  float[4] gamma = {1, 1, 1, 1},
+  float[4] beta = {0, 0, 0, 0}
+>
+{
+  [dql] xq, xs, xz = DynamicQuantizeLinear (x)
+  [mmi] mi = MatMulInteger (xq, w, xz, wz)
+  [cast] mf = Cast <to = 1> (mi)
+  [scale] sc = Mul (xs, ws)
+  [mul] mm = Mul (mf, sc)
+  [badd] d = Add (bias, mm)
+  [a1] t = Add (d, skip)
+  [ln] y = LayerNormalization <axis = -1> (t, gamma, beta)
+}
+"#;
+
+#[test]
+fn skip_layer_norm_sees_the_dims_of_a_dynamic_quantize_matmul() {
+    // CPU wheels 1.23.2, 1.24.4, 1.31.1, at `extended` and `all`: the MatMul becomes one
+    // DynamicQuantizeMatMul (before the level-2 fusions), whose output keeps the `b` of its
+    // input, so the skip Add and the LayerNorm fuse (`realworld/qdyn.vit.op13.onnx`; its
+    // 1.23.2 session fails in both, on a ConvInteger without a CPU kernel).
+    for ort in ["1.23.2", "1.24.4", "1.31.1"] {
+        for level in [OptLevel::Extended, OptLevel::All] {
+            let p = place(DYNAMIC_MATMUL_INTO_SKIP_LN, ort, level, cpu());
+            assert_eq!(
+                nodes(&p),
+                [
+                    "SkipLayerNormalization SkipLayerNormalization",
+                    "mmi DynamicQuantizeMatMul"
+                ],
+                "{ort} {level:?}"
+            );
+        }
+    }
+}
