@@ -122,7 +122,7 @@ impl Symbols<'_> {
         };
         let sym = match n.op.as_str() {
             "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Where" | "Equal" | "Less" | "Greater"
-            | "And" | "Or" | "BiasGelu" | "Max" | "Min" | "QLinearAdd" | "QLinearMul" => {
+            | "And" | "Or" | "BiasGelu" | "Max" | "Min" | "Sum" | "QLinearAdd" | "QLinearMul" => {
                 // Broadcast: every input with this dim either 1 or the same symbol
                 // (QLinearAdd/QLinearMul: (a, a_scale, a_zero_point, b, ...), inputs 0 and 3).
                 let inputs: Vec<&String> = if n.op.starts_with("QLinear") {
@@ -154,8 +154,14 @@ impl Symbols<'_> {
                 }
                 out
             }
-            "MatMul" | "FusedMatMul" | "MatMulInteger" | "QLinearMatMul" => {
-                // QLinearMatMul: (a, a_scale, a_zero_point, b, ...).
+            "MatMul"
+            | "FusedMatMul"
+            | "MatMulInteger"
+            | "QLinearMatMul"
+            | "MatMulIntegerToFloat"
+            | "DynamicQuantizeMatMul" => {
+                // QLinearMatMul: (a, a_scale, a_zero_point, b, ...); the fused
+                // MatMulIntegerToFloat and DynamicQuantizeMatMul: (a, b, ...).
                 let b_at = if n.op == "QLinearMatMul" { 3 } else { 1 };
                 let (a, b) = (n.inputs.first()?, n.inputs.get(b_at)?);
                 let (ra, rb) = (rank(a)?, rank(b)?);

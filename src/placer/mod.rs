@@ -357,6 +357,10 @@ fn place_session(
             break;
         }
         infer::infer_session(&mut session, table);
+        // ORT's `Graph::Resolve` after the inlining infers the shapes of the inlined bodies'
+        // values too (SkipLayerNormFusion's dim checks read them: an fp16 Gelu-20 inlined on
+        // the CPU, `tests/fixtures/realworld/unseen2/fp16blk.dyn.bert.onnx`).
+        infer::shapes::infer_graph(&mut session, 0, &mut infer::shapes::Values::default());
         if let Some((at, e)) = first_type_conflict(&session, table) {
             placement.outcome = Outcome::PartitionFail(format!("init: {e}"));
             placement.failed_node = Some(at);
