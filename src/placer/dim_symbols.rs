@@ -94,7 +94,8 @@ impl Symbols<'_> {
     /// the graph's inputs, outputs and value_info, and carried through the ops transformer
     /// layers are made of (element-wise ops with broadcasting, MatMul, Transpose, Reshape's
     /// copied 0 dims, normalisations, the fused nodes, Q/DQ and the QOperator `QLinearAdd`,
-    /// `QLinearMul`, `QLinearMatMul`), as ORT's inference carries it.
+    /// `QLinearMul`, `QLinearMatMul`, `QLinearConcat` and unary ops, Split), as ORT's inference
+    /// carries it.
     pub(crate) fn dim(&self, v: &str, i: usize, depth: usize) -> Option<String> {
         if let Some(d) = self.params.get(v) {
             return d.get(i).cloned().flatten();
@@ -278,7 +279,46 @@ impl Symbols<'_> {
             | "BiasSoftmax"
             | "DynamicQuantizeLinear"
             | "QuantizeLinear"
-            | "DequantizeLinear" => from(n.inputs.first()?, i),
+            | "DequantizeLinear"
+            | "QLinearSoftmax"
+            | "QLinearSigmoid"
+            | "QLinearLeakyRelu" => from(n.inputs.first()?, i),
+            "Split" => {
+                // Every output keeps the input's dims off the split axis.
+                let axis = n.attr_i("axis").unwrap_or(0);
+                let axis = usize::try_from(if axis < 0 {
+                    axis + out_rank as i64
+                } else {
+                    axis
+                })
+                .ok()?;
+                if i == axis {
+                    None
+                } else {
+                    from(n.inputs.first()?, i)
+                }
+            }
+            "QLinearConcat" => {
+                // (Y_scale, Y_zero_point, then (x, x_scale, x_zero_point) per input): off the
+                // concat axis as Concat.
+                let axis = n.attr_i("axis")?;
+                let axis = usize::try_from(if axis < 0 {
+                    axis + out_rank as i64
+                } else {
+                    axis
+                })
+                .ok()?;
+                if i == axis {
+                    None
+                } else {
+                    n.inputs
+                        .iter()
+                        .skip(2)
+                        .step_by(3)
+                        .filter(|x| !x.is_empty())
+                        .find_map(|x| from(x, i))
+                }
+            }
             _ => None,
         };
         self.memo.borrow_mut().insert((key(v), i), sym.clone());

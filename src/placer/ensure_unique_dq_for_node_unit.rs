@@ -93,6 +93,10 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
             if let Some(s) = g.shapes.get(&out).cloned() {
                 g.shapes.insert(value.clone(), s);
             }
+            // ORT makes the copy's value with the original's type, its symbolic dims included.
+            if let Some(p) = g.dim_params.get(&out).cloned() {
+                g.dim_params.insert(value.clone(), p);
+            }
             if let Some(slot) = g.nodes.get_mut(ci).and_then(|c| c.inputs.get_mut(pos)) {
                 *slot = value.clone();
             }
@@ -112,31 +116,4 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         session.graphs[gi].name_counter = gen_.counter;
     }
     modified
-}
-
-/// Whether values `a` and `b` of graph `gi` hold tensors of one shape through `DequantizeLinear`:
-/// equal once a DQ (ai.onnx or com.microsoft) on either side is looked through (a DQ keeps its
-/// input's shape; this pass makes copies of DQs). ORT 1.31's `ReshapeFusion` matches a Shape of
-/// the Reshape's input so (measured: `tests/fixtures/realworld/qdq.vit.*`, `qop.vit.*` at `all`).
-pub(crate) fn same_shape_through_dq(
-    session: &Session,
-    gi: usize,
-    a: &str,
-    b: &str,
-    producer: &dyn Fn(&str) -> Option<usize>,
-) -> bool {
-    let Some(g) = session.graphs.get(gi) else {
-        return false;
-    };
-    let through = |v: &str| -> String {
-        producer(v)
-            .and_then(|p| g.nodes.get(p))
-            .filter(|n| {
-                n.op == "DequantizeLinear"
-                    && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
-            })
-            .and_then(|n| n.inputs.first().cloned())
-            .unwrap_or_else(|| v.to_string())
-    };
-    a == b || through(a) == through(b)
 }

@@ -20,6 +20,7 @@ mod packaging;
 mod placement;
 mod qdq_misses;
 mod realworld;
+mod reshape_dims;
 mod robust;
 mod rules;
 mod session;

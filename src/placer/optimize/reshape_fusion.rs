@@ -72,19 +72,10 @@ impl Optimizer<'_> {
                 let root = sn.inputs.first()?;
                 let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
                 let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
-                // From 1.29 on the Shape may read the Reshape's input through a DQ or a DQ copy
-                // (`EnsureUniqueDQForNodeUnit`). Oracle on the real-world QDQ models: 1.29.0,
-                // 1.30.0, 1.31.0 and 1.31.1 fuse so; 1.23.2, 1.24.4, 1.25.1 and 1.28.0 do not.
-                let same = root == &data
-                    || (self.table.release_at_least(1, 29)
-                        && crate::placer::ensure_unique_dq_for_node_unit::same_shape_through_dq(
-                            session,
-                            gi,
-                            root,
-                            &data,
-                            &|v| idx.producer(session, gi, v),
-                        ))
-                    || same_dims(self.table, session, gi, idx, root, &data, index);
+                // The Shape may read another value than the Reshape: then the two values'
+                // inferred shapes decide (`same_dims`).
+                let same =
+                    root == &data || same_dims(self.table, session, gi, idx, root, &data, index);
                 Some(same && index == pos)
             })()
             .unwrap_or(false);
@@ -94,14 +85,14 @@ impl Optimizer<'_> {
             }
             // `Is_One_Element_Input`: a part whose inferred shape holds exactly one element
             // stands for a -1 (CPU wheels 1.23.2, 1.24.4, 1.31.1: a torch detector's
-            // `Reshape(grid, Concat(Shape(grid), [1]))`). Only for parts an Unsqueeze does not
-            // produce: for an unmatched Unsqueeze(Gather(Shape)) ORT gives a -1 too, but where
-            // this simulation matches those differs from ORT (GQA `repeat_kv` probes at 1.31.1),
-            // and a -1 there would fuse what ORT keeps.
-            let one = un.op != "Unsqueeze"
-                && session
-                    .shape_of(gi, p)
-                    .is_some_and(|s| s.iter().all(|d| *d == Some(1)));
+            // `Reshape(grid, Concat(Shape(grid), [1]))`), an unmatched
+            // `Unsqueeze(Gather(Shape))` too: `qop.llama.op17`'s `Reshape_o`, whose first part
+            // reads a dim ORT's inference lost (`[?, unk__20, ?, unk__45]` against the DQ's
+            // declared `[unk__50, unk__20, ..]`), becomes `[-1, 0, 16]`; its second layer's
+            // q/k/v Reshapes, both parts lost, are kept (two -1s).
+            let one = session
+                .shape_of(gi, p)
+                .is_some_and(|s| s.iter().all(|d| *d == Some(1)));
             if !one {
                 return false;
             }
@@ -221,15 +212,37 @@ impl Optimizer<'_> {
 /// projection, whose Shape reads the LayerNorm output `[batch, sequence, 64]` against
 /// `[batch, sequence, 192]`; 1.23.2 to 1.28.0 do not). From 1.29 a dim agrees when both are
 /// the same known value or both carry the same `dim_param`; an unknown dim agrees with nothing.
-fn same_dims(
+fn same_dims<'a>(
     table: &KernelTable,
-    session: &Session,
+    session: &'a Session,
     gi: usize,
     idx: &Index,
-    a: &str,
-    b: &str,
+    a: &'a str,
+    b: &'a str,
     index: i64,
 ) -> bool {
+    // From 1.29 each side is looked at through a `DequantizeLinear` (ai.onnx or com.microsoft)
+    // producing it: a QOperator model's Shape reads the DQ of the tensor the Reshape reads, a
+    // QDQ model's Reshape a DQ copy (`EnsureUniqueDQForNodeUnit`). The DQ's own declared dims do
+    // not count, the dims of the tensor it reads do, and an unknown one there agrees with
+    // nothing: CPU wheel 1.31.1 fuses `tests/fixtures/reshape_dims/dq_declared` (the DQ output
+    // declared `[ua, ub, 16]`, its input inferred `[batch, seq, 16]`) and keeps
+    // `qop.llama.op17`'s second-layer q/k/v Reshapes (the QLinearMatMul output they read
+    // inferred `[?, ?, 16]`, its DQ declared `[unk__55, unk__56, 16]`).
+    let through = |v: &'a str| -> &'a str {
+        if !table.release_at_least(1, 29) {
+            return v;
+        }
+        idx.producer(session, gi, v)
+            .and_then(|p| session.graphs.get(gi)?.nodes.get(p))
+            .filter(|n| {
+                n.op == "DequantizeLinear"
+                    && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+            })
+            .and_then(|n| n.inputs.first())
+            .map_or(v, |x| x.as_str())
+    };
+    let (a, b) = (through(a), through(b));
     let (Some(sa), Some(sb)) = (session.shape_of(gi, a), session.shape_of(gi, b)) else {
         return false;
     };
