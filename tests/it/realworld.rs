@@ -234,6 +234,13 @@ fn realworld_agrees_with_the_oracle() {
         of_set("cpu-unseen2-") >= 12,
         "unseen2 CPU-only fixtures missing"
     );
+    // The third unseen set (issue 16): torchvision/timm/tf2onnx/transformers kinds, more
+    // quantization modes (`tools/realworld/unseen3.py`).
+    assert!(of_set("unseen3-") >= 8, "unseen3 oracle fixtures missing");
+    assert!(
+        of_set("cpu-unseen3-") >= 12,
+        "unseen3 CPU-only fixtures missing"
+    );
     let mut differences = BTreeSet::new();
     let mut summary = Vec::new();
     for file in files {
@@ -256,6 +263,10 @@ fn realworld_agrees_with_the_oracle() {
             // Kinds never measured before: dynamo exports, MatMulNBits, 16-bit QDQ, onnxslim,
             // version_converter, skl2onnx, models from PyPI wheels (`tools/realworld/unseen2.py`).
             "unseen2" => fixtures().join("unseen2"),
+            // Kinds no earlier set had: torchvision detection, timm, tf2onnx, wav2vec2/T5/DETR/
+            // SegFormer, a diffusers UNet, quant_pre_process/float8/DynamicQuantizeLSTM/HQQ,
+            // onnxsim, onnxoptimizer, LightGBM (`tools/realworld/unseen3.py`).
+            "unseen3" => fixtures().join("unseen3"),
             // The public corpus, kept in the repository (`tests/fixtures/corpus`).
             "models" => support::corpus_models(),
             // Keyed `tsdecoders/<file>`.
@@ -281,7 +292,7 @@ fn realworld_agrees_with_the_oracle() {
         for truth in records(&file) {
             let name = truth["model"].as_str().unwrap();
             let (key, path) = match set {
-                "realworld" | "unseen" | "unseen2" => {
+                "realworld" | "unseen" | "unseen2" | "unseen3" => {
                     let rel = name.strip_prefix(&format!("{set}/")).unwrap_or(name);
                     (format!("{set}/{rel}"), root.join(rel))
                 }
