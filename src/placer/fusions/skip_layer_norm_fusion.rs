@@ -64,9 +64,9 @@ impl Fuser {
                 }
                 // `CheckSecondAdd`: the bias is a constant initializer; a graph input or a
                 // Cast's output (the `InsertedPrecisionFreeCast_` of an fp16 bias) is not.
-                if !session
+                if session
                     .initializer(g, &add2.inputs[1])
-                    .is_some_and(|i| !i.overridable)
+                    .is_none_or(|i| i.overridable)
                 {
                     continue;
                 }
