@@ -1,7 +1,8 @@
 //! The mechanisms the third unseen corpus (`tests/fixtures/realworld/unseen3/`, issue 16)
 //! exposed, each on a model built for it: ORT's check of an input's type against its formal
 //! parameter's permitted types at load (`Graph::InferAndVerifyTypeMatch`), which fails the
-//! float16 conversion of the ORT-optimised diffusers UNet (a float16 `scales` of `Resize`).
+//! float16 conversion of the ORT-optimised diffusers UNet (a float16 `scales` of `Resize`), and
+//! `QDQPropagationTransformer` on float8 Q/DQ pairs (the float8 QDQ ConvNeXt).
 
 use std::path::Path;
 
@@ -79,5 +80,44 @@ g (int64[3] x) => (int64[3] y)
                 );
             }
         }
+    }
+}
+
+/// `Relu -> Transpose -> Q -> DQ` with a float8 (E4M3FN) zero point: `QDQPropagationTransformer`
+/// copies the Q/DQ pair backwards across the Transpose (`a_q`, `a_dq`), since ORT asks only
+/// that scale and zero point be constant scalars, whatever their element type. Measured at
+/// `basic`: the CPU wheels of 1.23.2 and 1.31.1 save `r, a_q, a_dq, tr, q, dq`; the stubbed-GPU
+/// oracle (1.23.2, 1.24.4, 1.31.1) places 6 nodes, all on CUDA. Before, the float8 zero point,
+/// which this crate does not decode, stopped the propagation (`qdqf8.timm.convnext` of unseen3).
+#[test]
+fn float8_qdq_pairs_propagate_across_transpose() {
+    let text = r#"<
+  ir_version: 9,
+  opset_import: ["" : 19]
+>
+g (float[2, 3] x) => (float[3, 2] y)
+<
+  float s = {0.5},
+  float8e4m3fn z = {0}
+>
+{
+  [r] a = Relu (x)
+  [tr] t = Transpose <perm = [1, 0]> (a)
+  [q] qt = QuantizeLinear (t, s, z)
+  [dq] y = DequantizeLinear (qt, s, z)
+}
+"#;
+    for ort in ["1.23.2", "1.24.4", "1.31.1"] {
+        let p = place(text, ort, OptLevel::Basic, vec![Ep::Cpu]);
+        assert_eq!(p.outcome, Outcome::Ok, "{ort}");
+        let mut names: Vec<String> = p.session.graphs[0]
+            .live_nodes()
+            .map(|(_, n)| n.name.clone())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a_dq", "a_q", "dq", "q", "r", "tr"], "{ort}");
+        let p = place(text, ort, OptLevel::Basic, vec![Ep::Cuda, Ep::Cpu]);
+        assert_eq!(p.outcome, Outcome::Ok, "{ort}");
+        assert_eq!(p.session.graphs[0].live_nodes().count(), 6, "{ort}");
     }
 }
