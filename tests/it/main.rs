@@ -29,4 +29,5 @@ mod tables;
 mod text;
 mod unseen2;
 mod unseen2_cpu;
+mod unseen3;
 mod verify;

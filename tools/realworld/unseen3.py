@@ -37,7 +37,8 @@ File names say how a model was made:
   qdqpre.*   quant_pre_process, then quantize_static QDQ (per-channel)
   qdqded.*   QDQ with DedicatedQDQPair + AddQDQPairToWeight; qdqkeep.* QDQKeepRemovableActivations
   qdqpc.*    per-channel QDQ (reduce_range) of a Relu/Clip convnet (MobileNetV2)
-  qdqf8.*    float8 (E4M3FN) QDQ of the MatMuls (a load failure: QLinearMatMul typed float8)
+  qdqf8.*    float8 (E4M3FN) QDQ of the MatMuls (CPU-only sessions at `extended`/`all` fail: the CPU wheel
+             fuses a QLinearMatMul typed float8; the stubbed-GPU oracle loads it)
   qdynlstm.* quantize_dynamic of the recurrent net (DynamicQuantizeLSTM)
   nbitshqq.* 4-bit HQQ (MatMulNBits); nbits-acc1.* default RTN at accuracy_level 1
   sim.* onnxsim; onnxopt.* onnxoptimizer; lgbm.* onnxmltools (LightGBM)
