@@ -27,4 +27,5 @@ mod support;
 mod tables;
 mod text;
 mod unseen2;
+mod unseen3;
 mod verify;
