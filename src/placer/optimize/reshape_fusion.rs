@@ -94,14 +94,15 @@ impl Optimizer<'_> {
             }
             // `Is_One_Element_Input`: a part whose inferred shape holds exactly one element
             // stands for a -1 (CPU wheels 1.23.2, 1.24.4, 1.31.1: a torch detector's
-            // `Reshape(grid, Concat(Shape(grid), [1]))`). Only for parts an Unsqueeze does not
-            // produce: for an unmatched Unsqueeze(Gather(Shape)) ORT gives a -1 too, but where
-            // this simulation matches those differs from ORT (GQA `repeat_kv` probes at 1.31.1),
-            // and a -1 there would fuse what ORT keeps.
-            let one = un.op != "Unsqueeze"
-                && session
-                    .shape_of(gi, p)
-                    .is_some_and(|s| s.iter().all(|d| *d == Some(1)));
+            // `Reshape(grid, Concat(Shape(grid), [1]))`), an unmatched Unsqueeze(Gather(Shape))
+            // too: levit's `Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), 4, 4,
+            // Unsqueeze(Gather(Shape(x), 2))))` becomes `[0, 4, 4, -1]` (oracle 1.23.2, 1.24.4,
+            // 1.31.1 at `basic`: `tests/it/unseen3.rs`). An earlier exclusion of Unsqueeze
+            // parts (for GQA `repeat_kv` chains ORT 1.31.1 keeps) predates the same-rank check
+            // of the Shape's input (1.29+), which keeps those chains unmatched by itself.
+            let one = session
+                .shape_of(gi, p)
+                .is_some_and(|s| s.iter().all(|d| *d == Some(1)));
             if !one {
                 return false;
             }
