@@ -745,6 +745,38 @@ pub fn infer_node(
             }
         }
     }
+    // RNN, GRU, LSTM (ONNX's `RNNShapeInference`, `defs/rnn/defs.cc`): `Y` is
+    // `[seq, directions, batch, hidden]` and `Y_h`/`Y_c` `[directions, batch, hidden]` (batch
+    // first with `layout` 1), the sequence and batch from `X`, the directions from `direction`,
+    // the hidden size from its attribute; each dim unknown where its source is. The ranks are
+    // given even without `X`'s shape. Found on a tf2onnx bidirectional LSTM whose `Y` feeds a
+    // Loop body's `MatMul` + `Add` that ORT fuses (unseen3/tf.lstm-gru).
+    if matches!(op, "RNN" | "GRU" | "LSTM") {
+        let dirs = match node.attr_s("direction").as_deref().unwrap_or("forward") {
+            "forward" | "reverse" => Some(1),
+            "bidirectional" => Some(2),
+            _ => None,
+        };
+        let hidden = node.attr_i("hidden_size").filter(|&h| h > 0);
+        let layout = node.attr_i("layout").unwrap_or(0);
+        let x = s(0);
+        if x.as_ref().is_none_or(|x| x.len() == 3) {
+            let dim = |k: usize| x.as_ref().and_then(|x| x[k]);
+            let (seq, batch) = if layout == 0 {
+                (dim(0), dim(1))
+            } else {
+                (dim(1), dim(0))
+            };
+            for (k, slot) in out.iter_mut().enumerate().take(3) {
+                *slot = Some(match (k, layout == 0) {
+                    (0, true) => vec![seq, dirs, batch, hidden],
+                    (0, false) => vec![batch, seq, dirs, hidden],
+                    (_, true) => vec![dirs, batch, hidden],
+                    (_, false) => vec![batch, dirs, hidden],
+                });
+            }
+        }
+    }
     if op == "TopK" && n_out > 1 {
         out[1] = out[0].clone();
     }

@@ -30,4 +30,5 @@ mod text;
 mod unseen2;
 mod unseen2_cpu;
 mod unseen3;
+mod unseen3_probes;
 mod verify;
