@@ -320,7 +320,12 @@ pub fn infer_node(
     let attr_ints = |name: &str| node.attr_ints(name).map(<[i64]>::to_vec);
     *first = (|| -> Option<Shape> {
         match op {
-            "Dropout" | "LayerNormalization" | "RMSNormalization" => {
+            // ORT registers `SimplifiedLayerNormalization` in the ONNX domain too (the form
+            // its transformer optimizer writes for T5's RMS norms, unseen3/ortopt.t5): Y is X.
+            "Dropout"
+            | "LayerNormalization"
+            | "RMSNormalization"
+            | "SimplifiedLayerNormalization" => {
                 let x = s(0)?;
                 if op == "LayerNormalization" {
                     // Mean and InvStdDev: reduced dims become 1.

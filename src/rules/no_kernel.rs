@@ -66,6 +66,11 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 "shape inference",
                 "ORT's shape inference rejects the node at load: fix the attribute combination it names",
             )
+        } else if e.contains("Type Error") && e.contains("of input parameter") {
+            (
+                "type error",
+                "ORT checks each input's type against the types its op's schema permits, at load: give the input a type the schema lists (`cargo onnx-lint tables show` names the op's kernels and their types)",
+            )
         } else if e.contains("Type Error") {
             (
                 "type error",

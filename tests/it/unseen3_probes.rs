@@ -239,3 +239,31 @@ fn qdq_propagation_copies_a_float8_q() {
         }
     }
 }
+
+/// ORT's transformer optimizer writes T5's RMS norms as ONNX-domain
+/// `SimplifiedLayerNormalization` (unseen3/ortopt.t5): its Y has X's shape, so the `Mul` by 1
+/// after it has a rank and `NoopElimination` removes it (oracle at `basic`: 2 nodes).
+const SLN_MUL_ONE: &str = r#"<
+  ir_version: 8,
+  opset_import: ["" : 17]
+>
+sln (float[n, 3, 8] x) => (float[n, 3, 8] y)
+<
+  float[8] w = {1, 1, 1, 1, 1, 1, 1, 1},
+  float one = {1}
+>
+{
+  [sln] n = SimplifiedLayerNormalization <axis: int = -1, epsilon: float = 1e-06> (x, w)
+  [mul] m = Mul (n, one)
+  [relu] y = Relu (m)
+}
+"#;
+
+#[test]
+fn onnx_domain_simplified_layer_norm_keeps_its_input_shape() {
+    for ort in ["1.23.2", "1.24.4", "1.31.1"] {
+        let p = place(SLN_MUL_ONE, ort, OptLevel::Basic, cuda());
+        let got: Vec<String> = nodes(&p, 0).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(got, ["relu", "sln"], "{ort}");
+    }
+}
