@@ -262,3 +262,29 @@ fn find_node_corpus() -> Result<PathBuf, String> {
         ))
     }
 }
+
+/// Places a model written in the ONNX text syntax at one release and level; the session must
+/// load (`Outcome::Ok`).
+pub fn place_text(
+    text: &str,
+    ort: &str,
+    level: onnx_lint::placer::OptLevel,
+    eps: Vec<onnx_lint::tables::Ep>,
+) -> onnx_lint::placer::Placement {
+    use onnx_lint::placer::{self, Options, Outcome};
+    let proto = onnx_lint::model::text::parse_model(text).unwrap();
+    let model =
+        onnx_lint::model::Model::from_proto(std::path::Path::new("m.onnx"), 0, proto).unwrap();
+    let table = onnx_lint::tables::resolve(ort).unwrap().table();
+    let p = placer::place(
+        &model,
+        table,
+        &Options {
+            eps,
+            level,
+            ..Default::default()
+        },
+    );
+    assert_eq!(p.outcome, Outcome::Ok, "{ort} {level:?}");
+    p
+}

@@ -10,20 +10,7 @@ use onnx_lint::placer::{self, OptLevel, Options, Outcome};
 use onnx_lint::tables::Ep;
 
 fn place(text: &str, ort: &str, level: OptLevel, eps: Vec<Ep>) -> placer::Placement {
-    let proto = onnx_lint::model::text::parse_model(text).unwrap();
-    let model = onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, proto).unwrap();
-    let table = onnx_lint::tables::resolve(ort).unwrap().table();
-    let p = placer::place(
-        &model,
-        table,
-        &Options {
-            eps,
-            level,
-            ..Default::default()
-        },
-    );
-    assert_eq!(p.outcome, Outcome::Ok, "{ort} {level:?}");
-    p
+    crate::support::place_text(text, ort, level, eps)
 }
 
 /// Live node names of the main graph, copies excluded.

@@ -2,26 +2,11 @@
 //! against the CPU `onnxruntime` wheels, `tools/realworld/cpu_truth.py`), each on a model built
 //! for it, with the answer the CPU wheels (and, where noted, the stubbed-GPU oracle) gave.
 
-use std::path::Path;
-
-use onnx_lint::placer::{self, OptLevel, Options, Outcome};
+use onnx_lint::placer::{self, OptLevel};
 use onnx_lint::tables::Ep;
 
 fn place(text: &str, ort: &str, level: OptLevel, eps: Vec<Ep>) -> placer::Placement {
-    let proto = onnx_lint::model::text::parse_model(text).unwrap();
-    let model = onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, proto).unwrap();
-    let table = onnx_lint::tables::resolve(ort).unwrap().table();
-    let p = placer::place(
-        &model,
-        table,
-        &Options {
-            eps,
-            level,
-            ..Default::default()
-        },
-    );
-    assert_eq!(p.outcome, Outcome::Ok, "{ort} {level:?}");
-    p
+    crate::support::place_text(text, ort, level, eps)
 }
 
 /// Live `name op` of every graph's nodes, copies excluded, sorted.

@@ -2,26 +2,11 @@
 //! exposed, each on a model built for it, with the answer the oracle (stubbed-GPU
 //! `onnxruntime-gpu` 1.23.2, 1.24.4 and 1.31.1) recorded for it.
 
-use std::path::Path;
-
-use onnx_lint::placer::{self, OptLevel, Options, Outcome};
+use onnx_lint::placer::{self, OptLevel};
 use onnx_lint::tables::Ep;
 
 fn place(text: &str, ort: &str, level: OptLevel, eps: Vec<Ep>) -> placer::Placement {
-    let proto = onnx_lint::model::text::parse_model(text).unwrap();
-    let model = onnx_lint::model::Model::from_proto(Path::new("m.onnx"), 0, proto).unwrap();
-    let table = onnx_lint::tables::resolve(ort).unwrap().table();
-    let p = placer::place(
-        &model,
-        table,
-        &Options {
-            eps,
-            level,
-            ..Default::default()
-        },
-    );
-    assert_eq!(p.outcome, Outcome::Ok, "{ort} {level:?}");
-    p
+    crate::support::place_text(text, ort, level, eps)
 }
 
 /// Live node names and providers of graph `gi`, sorted.
