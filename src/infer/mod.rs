@@ -442,7 +442,7 @@ pub fn type_conflict(
             permitted.is_some_and(|p| {
                 matches!(ty, Type::Tensor(_))
                     && p.iter().any(|t| t.starts_with("tensor("))
-                    && !p.iter().any(|t| *t == ty.to_string())
+                    && !crate::session::types::type_allowed(ty, p)
             })
         };
         for idx in range.clone() {

@@ -2,7 +2,8 @@
 //! (an open-ended registration matches only its own since-version) and the type rule (each
 //! constraint checks only the first existing argument bound to it).
 
-use crate::infer::{Type, formal_input_positions, formal_output_positions};
+use crate::infer::{formal_input_positions, formal_output_positions};
+use crate::session::types::{Type, type_allowed};
 use crate::session::{SNode, Session};
 use crate::tables::{Ep, KernelDef, KernelTable, OpSchema};
 
@@ -14,7 +15,7 @@ pub enum Miss {
     /// Registrations exist, none for the node's since-version.
     Version { since: i64 },
     /// A registration matches the version, but not the type bound to `constraint`.
-    Type { constraint: String, actual: String },
+    Type { constraint: String, actual: Type },
     /// The node has no schema (no since-version), so nothing can match.
     NoSchema,
 }
@@ -108,27 +109,9 @@ fn type_mismatch(
         if !type_allowed(ty, allowed) {
             return Some(Miss::Type {
                 constraint: cname.clone(),
-                actual: ty.to_string(),
+                actual: ty.clone(),
             });
         }
     }
     None
-}
-
-/// Whether `ty` is one of ORT's type strings in `allowed` (structurally, for maps).
-pub fn type_allowed(ty: &Type, allowed: &[String]) -> bool {
-    // Tensors (nearly every check) compare without formatting the type string.
-    if let Type::Tensor(e) = ty {
-        let name = crate::model::type_name(*e);
-        return allowed.iter().any(|a| {
-            a.strip_prefix("tensor(")
-                .and_then(|r| r.strip_suffix(')'))
-                .is_some_and(|inner| inner == name)
-        });
-    }
-    let s = ty.to_string();
-    if allowed.contains(&s) {
-        return true;
-    }
-    matches!(ty, Type::Map(..)) && allowed.iter().any(|a| Type::parse(a).as_ref() == Some(ty))
 }

@@ -35,7 +35,8 @@ mod transpose;
 
 use rustc_hash::FxHashMap as HashMap;
 
-pub use kernel::{Miss, lookup, type_allowed};
+pub use crate::session::types::type_allowed;
+pub use kernel::{Miss, lookup};
 
 use crate::infer::{self, SchemaError};
 use crate::memcpy::{self, Copy};

@@ -119,6 +119,24 @@ impl fmt::Display for Type {
     }
 }
 
+/// Whether `ty` is one of ORT's type strings in `allowed` (structurally, for maps).
+pub fn type_allowed(ty: &Type, allowed: &[String]) -> bool {
+    // Tensors (nearly every check) compare without formatting the type string.
+    if let Type::Tensor(e) = ty {
+        let name = type_name(*e);
+        return allowed.iter().any(|a| {
+            a.strip_prefix("tensor(")
+                .and_then(|r| r.strip_suffix(')'))
+                .is_some_and(|inner| inner == name)
+        });
+    }
+    let s = ty.to_string();
+    if allowed.contains(&s) {
+        return true;
+    }
+    matches!(ty, Type::Map(..)) && allowed.iter().any(|a| Type::parse(a).as_ref() == Some(ty))
+}
+
 /// Element type number from its ONNX name (`float`, `int64`, `float16`, ...).
 pub fn elem_from_name(name: &str) -> Option<i32> {
     (1..=28).find(|&dt| type_name(dt) == name)

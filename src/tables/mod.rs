@@ -23,10 +23,12 @@ pub mod compact;
 mod embedded;
 pub mod format;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
 
 use miette::Diagnostic;
 use thiserror::Error;
@@ -327,7 +329,9 @@ pub struct KernelTable {
     kernels: Vec<KernelDef>,
     /// Sorted by domain, op, then since ascending.
     schemas: Vec<OpSchema>,
-    index: HashMap<String, HashMap<String, OpIndex>>,
+    index: FxHashMap<String, FxHashMap<String, OpIndex>>,
+    /// `release.ort`'s major and minor, parsed once (asked per node by transformers).
+    version: Option<(u64, u64)>,
 }
 
 /// Maps ORT's `""` to `ai.onnx`.
@@ -352,7 +356,7 @@ impl KernelTable {
         kernels
             .sort_by(|a, b| (a.ep.name(), &a.domain, &a.op).cmp(&(b.ep.name(), &b.domain, &b.op)));
         schemas.sort_by(|a, b| (&a.domain, &a.name, a.since).cmp(&(&b.domain, &b.name, b.since)));
-        let mut index: HashMap<String, HashMap<String, OpIndex>> = HashMap::new();
+        let mut index: FxHashMap<String, FxHashMap<String, OpIndex>> = FxHashMap::default();
         let mut start = 0;
         while start < kernels.len() {
             let k = &kernels[start];
@@ -389,6 +393,7 @@ impl KernelTable {
             start = end;
         }
         KernelTable {
+            version: Self::parse_version(&release.ort),
             release,
             opsets,
             memory_sources,
@@ -397,6 +402,15 @@ impl KernelTable {
             schemas,
             index,
         }
+    }
+
+    /// `ort`'s major and minor when every part of it is a number.
+    fn parse_version(ort: &str) -> Option<(u64, u64)> {
+        let mut parts = ort.split('.').map(|c| c.parse::<u64>().ok());
+        let (Some(Some(a)), Some(Some(b))) = (parts.next(), parts.next()) else {
+            return None;
+        };
+        parts.all(|c| c.is_some()).then_some((a, b))
     }
 
     fn op_index(&self, domain: &str, op: &str) -> Option<&OpIndex> {
@@ -411,12 +425,7 @@ impl KernelTable {
     /// Whether this table's release is `major.minor` or later (ORT changes behaviour between
     /// minor releases; patch releases never did for anything the placer simulates).
     pub fn release_at_least(&self, major: u64, minor: u64) -> bool {
-        // Asked per node by some transformers: parsed without allocating.
-        let mut parts = self.release.ort.split('.').map(|c| c.parse::<u64>().ok());
-        let (Some(Some(a)), Some(Some(b))) = (parts.next(), parts.next()) else {
-            return false;
-        };
-        parts.all(|c| c.is_some()) && (a, b) >= (major, minor)
+        self.version.is_some_and(|v| v >= (major, minor))
     }
 
     /// Highest opset ORT accepts for `domain` (`""` and `ai.onnx` both mean ONNX).
