@@ -241,6 +241,14 @@ fn realworld_agrees_with_the_oracle() {
         of_set("cpu-unseen3-") >= 12,
         "unseen3 CPU-only fixtures missing"
     );
+    // The fourth (issue 16), made after the fixes of 2026-12-02 to measure them: SSD/FCOS/
+    // Keypoint R-CNN, ShuffleNetV2, SqueezeNet, Swin, MobileViT, BART, a Conformer block,
+    // nn.TransformerEncoder, and their quantized/fp16/ORT-optimised forms (`tools/realworld/unseen4.py`).
+    assert!(of_set("unseen4-") >= 8, "unseen4 oracle fixtures missing");
+    assert!(
+        of_set("cpu-unseen4-") >= 12,
+        "unseen4 CPU-only fixtures missing"
+    );
     let mut differences = BTreeSet::new();
     let mut summary = Vec::new();
     for file in files {
@@ -267,6 +275,8 @@ fn realworld_agrees_with_the_oracle() {
             // SegFormer, a diffusers UNet, quant_pre_process/float8/DynamicQuantizeLSTM/HQQ,
             // onnxsim, onnxoptimizer, LightGBM (`tools/realworld/unseen3.py`).
             "unseen3" => fixtures().join("unseen3"),
+            // Made after the fixes of 2026-12-02, never tuned on (`tools/realworld/unseen4.py`).
+            "unseen4" => fixtures().join("unseen4"),
             // The public corpus, kept in the repository (`tests/fixtures/corpus`).
             "models" => support::corpus_models(),
             // Keyed `tsdecoders/<file>`.
@@ -292,7 +302,7 @@ fn realworld_agrees_with_the_oracle() {
         for truth in records(&file) {
             let name = truth["model"].as_str().unwrap();
             let (key, path) = match set {
-                "realworld" | "unseen" | "unseen2" | "unseen3" => {
+                "realworld" | "unseen" | "unseen2" | "unseen3" | "unseen4" => {
                     let rel = name.strip_prefix(&format!("{set}/")).unwrap_or(name);
                     (format!("{set}/{rel}"), root.join(rel))
                 }

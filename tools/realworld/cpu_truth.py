@@ -85,7 +85,10 @@ def main():
     for release in a.releases.split(","):
         for spec in a.sets:
             name, root = spec.split("=", 1)
-            models = sorted(glob.glob(os.path.join(root, "**", "*.onnx"), recursive=True))
+            # Not the oracle's transient optimised models (`<model>.ort<v>.<level>.opt.onnx`, written
+            # next to the model while record.sh runs).
+            models = sorted(m for m in glob.glob(os.path.join(root, "**", "*.onnx"), recursive=True)
+                            if not m.endswith(".opt.onnx"))
             jobs = []
             for level in a.levels.split(","):
                 for i, m in enumerate(models):
