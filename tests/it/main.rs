@@ -26,6 +26,7 @@ mod rules;
 mod session;
 mod support;
 mod tables;
+mod transpose_shapes;
 mod text;
 mod unseen2;
 mod unseen2_cpu;

@@ -1,0 +1,83 @@
+"""Probes for the shapes the level-1 TransposeOptimizer needs (issue 16, unseen3/ortopt.unet).
+
+ORT's broadcast handler (`NormalizeInputRanks`, onnx_transpose_optimization.cc) pushes a
+Transpose through `Add` only when every input's rank is known, so the outputs of ORT's diffusion
+contrib ops (NhwcConv, GroupNorm, SkipGroupNorm, BiasAdd, BiasSplitGelu) and of `Resize` need
+their shape inference. Each chain is `op -> Transpose -> Add(., Transpose(input)) -> Transpose`:
+with the ranks known, the Transposes cancel.
+
+    python tools/realworld/transpose_shapes.py OUT_DIR
+        writes OUT_DIR/<probe>.onnx, then prints, per release and level, the node names and ops
+        of ORT's optimised graph: the stubbed-GPU oracle (/work/shared/oracle/ortstub.py, CUDA)
+        and the CPU wheels (/work/venvs/ort-cpu/<release>, CPU only, the Resize probe).
+
+The texts are those of tests/it/transpose_shapes.rs (ONNX's text syntax).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import onnx
+import onnx.parser
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TEST = os.path.join(HERE, "..", "..", "tests", "it", "transpose_shapes.rs")
+ORACLE = os.environ.get("ORTSTUB", "/work/shared/oracle")
+ORACLE_PY = os.environ.get("ORACLE_PYTHON", "/work/venvs/oracle/bin/python")
+CPU_ROOT = os.environ.get("ORT_CPU_ROOT", "/work/venvs/ort-cpu")
+RELEASES = ["1.23.2", "1.24.4", "1.31.1"]
+
+CPU_SESSION = r'''
+import sys, onnxruntime as ort, onnx
+path, level, opt = sys.argv[1:4]
+so = ort.SessionOptions()
+so.graph_optimization_level = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+so.optimized_model_filepath = opt
+ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+m = onnx.load(opt)
+print([(n.name, n.op_type) for n in m.graph.node])
+'''
+
+
+def probes():
+    """The `const NAME: &str = r#"..."#;` texts of the test file."""
+    text = open(TEST).read()
+    return dict(re.findall(r'const (\w+): &str = r#"(.*?)"#;', text, re.S))
+
+
+def oracle(v, path, level):
+    sys.path.insert(0, ORACLE)
+    import ortstub  # noqa: E402
+
+    opt = path + f".{v}.{level}.opt.onnx"
+    p = subprocess.run([ortstub.PY, "-c", ortstub.PLACE, path, level, opt], capture_output=True,
+                       text=True, env=ortstub.child_env(v))
+    rec = ortstub.parse_log(p.stderr + p.stdout)
+    m = onnx.load(opt)
+    os.remove(opt)
+    return rec["all_nodes_on"] or rec["placement"], [(n.name, n.op_type) for n in m.graph.node]
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for name, text in probes().items():
+        path = os.path.join(out, name.lower() + ".onnx")
+        onnx.save(onnx.parser.parse_model(text), path)
+        for v in RELEASES:
+            for level in ["basic", "all"]:
+                placed, nodes = oracle(v, path, level)
+                print(json.dumps({"probe": name, "ort": v, "level": level, "ep": "cuda",
+                                  "placed": placed, "nodes": sorted(nodes)}))
+                env = dict(os.environ, PYTHONPATH=os.path.join(CPU_ROOT, v))
+                p = subprocess.run([ORACLE_PY, "-c", CPU_SESSION, path, level, path + ".cpu.opt.onnx"],
+                                   capture_output=True, text=True, env=env)
+                cpu = p.stdout.strip() or p.stderr.strip().splitlines()[-1][:200]
+                print(json.dumps({"probe": name, "ort": v, "level": level, "ep": "cpu", "nodes": cpu}))
+
+
+if __name__ == "__main__":
+    main()
