@@ -11,6 +11,7 @@
 /// The highest rank any analysis holds (ONNX itself sets none; ORT's kernels stop far below).
 /// A declared rank past it is kept as unknown; a constant past it is never folded.
 pub const MAX_RANK: usize = 64;
+pub mod initializer_map;
 pub mod names;
 pub mod order;
 pub mod types;

@@ -5,7 +5,7 @@
 //! NhwcConv's `convPoolShapeInferenceNhwc`) and of `Resize` (ONNX's `resizeShapeInference`)
 //! need their shape inference. Each chain is `op -> Transpose -> Add(., Transpose(input)) ->
 //! Transpose`; with the ranks known, the Transposes cancel. The probes and their truth:
-//! `tools/realworld/transpose_shapes.py` (the stubbed-GPU oracle and the CPU wheels).
+//! `tools/realworld/misc_probes.py` (the stubbed-GPU oracle and the CPU wheels).
 
 use onnx_lint::placer::{self, OptLevel};
 use onnx_lint::tables::Ep;

@@ -1,17 +1,22 @@
-"""Probes for the shapes the level-1 TransposeOptimizer needs (issue 16, unseen3/ortopt.unet).
+"""Probes of the `misc` helper's mechanisms (issue 16), with the truth they were recorded with.
 
-ORT's broadcast handler (`NormalizeInputRanks`, onnx_transpose_optimization.cc) pushes a
+tests/it/transpose_shapes.rs (unseen3/ortopt.unet): ORT's broadcast handler (`NormalizeInputRanks`, onnx_transpose_optimization.cc) pushes a
 Transpose through `Add` only when every input's rank is known, so the outputs of ORT's diffusion
 contrib ops (NhwcConv, GroupNorm, SkipGroupNorm, BiasAdd, BiasSplitGelu) and of `Resize` need
 their shape inference. Each chain is `op -> Transpose -> Add(., Transpose(input)) -> Transpose`:
 with the ranks known, the Transposes cancel.
+
+tests/it/constant_sharing_order.rs (unseen2/ortopt-fp16.clip): ConstantSharing keeps the first of
+equal initializers in the iteration order of ORT's initializer map (a libstdc++
+std::unordered_map): twelve or fourteen initializers, two of them equal, read by a Mul and a Sub.
 
     python tools/realworld/transpose_shapes.py OUT_DIR
         writes OUT_DIR/<probe>.onnx, then prints, per release and level, the node names and ops
         of ORT's optimised graph: the stubbed-GPU oracle (/work/shared/oracle/ortstub.py, CUDA)
         and the CPU wheels (/work/venvs/ort-cpu/<release>, CPU only, the Resize probe).
 
-The texts are those of tests/it/transpose_shapes.rs (ONNX's text syntax).
+The texts are the `const NAME: &str = r#"..."#;` of those test files (ONNX's text syntax); the
+CPU sessions print (node, op, inputs) of the optimised graph.
 """
 import json
 import os
@@ -23,7 +28,8 @@ import onnx
 import onnx.parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TEST = os.path.join(HERE, "..", "..", "tests", "it", "transpose_shapes.rs")
+TESTS = [os.path.join(HERE, "..", "..", "tests", "it", f)
+         for f in ("transpose_shapes.rs", "constant_sharing_order.rs")]
 ORACLE = os.environ.get("ORTSTUB", "/work/shared/oracle")
 ORACLE_PY = os.environ.get("ORACLE_PYTHON", "/work/venvs/oracle/bin/python")
 CPU_ROOT = os.environ.get("ORT_CPU_ROOT", "/work/venvs/ort-cpu")
@@ -38,14 +44,16 @@ so.graph_optimization_level = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BA
 so.optimized_model_filepath = opt
 ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 m = onnx.load(opt)
-print([(n.name, n.op_type) for n in m.graph.node])
+print([(n.name, n.op_type, list(n.input)) for n in m.graph.node])
 '''
 
 
 def probes():
     """The `const NAME: &str = r#"..."#;` texts of the test file."""
-    text = open(TEST).read()
-    return dict(re.findall(r'const (\w+): &str = r#"(.*?)"#;', text, re.S))
+    out = {}
+    for test in TESTS:
+        out.update(re.findall(r'const (\w+): &str = r#"(.*?)"#;', open(test).read(), re.S))
+    return out
 
 
 def oracle(v, path, level):
@@ -58,7 +66,7 @@ def oracle(v, path, level):
     rec = ortstub.parse_log(p.stderr + p.stdout)
     m = onnx.load(opt)
     os.remove(opt)
-    return rec["all_nodes_on"] or rec["placement"], [(n.name, n.op_type) for n in m.graph.node]
+    return rec["all_nodes_on"] or rec["placement"], [(n.name, n.op_type, list(n.input)) for n in m.graph.node]
 
 
 def main():
