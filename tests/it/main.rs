@@ -24,6 +24,7 @@ mod realworld;
 mod reshape_dims;
 mod robust;
 mod rules;
+mod saved_model;
 mod session;
 mod support;
 mod tables;

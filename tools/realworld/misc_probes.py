@@ -10,6 +10,9 @@ tests/it/constant_sharing_order.rs (unseen2/ortopt-fp16.clip): ConstantSharing k
 equal initializers in the iteration order of ORT's initializer map (a libstdc++
 std::unordered_map): twelve or fourteen initializers, two of them equal, read by a Mul and a Sub.
 
+tests/it/saved_model.rs (unseen2/whl.silero-vad at disable): the saved optimised model keeps each
+subgraph as loaded (its Constant nodes too) unless some transformation changed any graph.
+
     python tools/realworld/transpose_shapes.py OUT_DIR
         writes OUT_DIR/<probe>.onnx, then prints, per release and level, the node names and ops
         of ORT's optimised graph: the stubbed-GPU oracle (/work/shared/oracle/ortstub.py, CUDA)
@@ -29,7 +32,7 @@ import onnx.parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = [os.path.join(HERE, "..", "..", "tests", "it", f)
-         for f in ("transpose_shapes.rs", "constant_sharing_order.rs")]
+         for f in ("transpose_shapes.rs", "constant_sharing_order.rs", "saved_model.rs")]
 ORACLE = os.environ.get("ORTSTUB", "/work/shared/oracle")
 ORACLE_PY = os.environ.get("ORACLE_PYTHON", "/work/venvs/oracle/bin/python")
 CPU_ROOT = os.environ.get("ORT_CPU_ROOT", "/work/venvs/ort-cpu")
@@ -40,11 +43,14 @@ import sys, onnxruntime as ort, onnx
 path, level, opt = sys.argv[1:4]
 so = ort.SessionOptions()
 so.graph_optimization_level = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}[level]
 so.optimized_model_filepath = opt
 ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 m = onnx.load(opt)
 print([(n.name, n.op_type, list(n.input)) for n in m.graph.node])
+print("saved names", sorted([n.name for n in m.graph.node] + [x.name for n in m.graph.node
+      for a in n.attribute if a.type == onnx.AttributeProto.GRAPH for x in a.g.node]))
 '''
 
 
@@ -76,14 +82,14 @@ def main():
         path = os.path.join(out, name.lower() + ".onnx")
         onnx.save(onnx.parser.parse_model(text), path)
         for v in RELEASES:
-            for level in ["basic", "all"]:
+            for level in ["disable", "basic", "all"]:
                 placed, nodes = oracle(v, path, level)
                 print(json.dumps({"probe": name, "ort": v, "level": level, "ep": "cuda",
                                   "placed": placed, "nodes": sorted(nodes)}))
                 env = dict(os.environ, PYTHONPATH=os.path.join(CPU_ROOT, v))
                 p = subprocess.run([ORACLE_PY, "-c", CPU_SESSION, path, level, path + ".cpu.opt.onnx"],
                                    capture_output=True, text=True, env=env)
-                cpu = p.stdout.strip() or p.stderr.strip().splitlines()[-1][:200]
+                cpu = p.stdout.strip() or (p.stderr.strip().splitlines() or [""])[-1][:200]
                 print(json.dumps({"probe": name, "ort": v, "level": level, "ep": "cpu", "nodes": cpu}))
 
 
