@@ -1,7 +1,7 @@
 """Probes of the `misc` helper's mechanisms (issue 16), with the truth they were recorded with.
 
-tests/it/transpose_shapes.rs (unseen3/ortopt.unet): ORT's broadcast handler (`NormalizeInputRanks`, onnx_transpose_optimization.cc) pushes a
-Transpose through `Add` only when every input's rank is known, so the outputs of ORT's diffusion
+tests/it/transpose_shapes.rs (unseen3/ortopt.unet): ORT's broadcast handler (`NormalizeInputRanks`,
+onnx_transpose_optimization.cc) pushes a Transpose through `Add` only when every input's rank is known, so the outputs of ORT's diffusion
 contrib ops (NhwcConv, GroupNorm, SkipGroupNorm, BiasAdd, BiasSplitGelu) and of `Resize` need
 their shape inference. Each chain is `op -> Transpose -> Add(., Transpose(input)) -> Transpose`:
 with the ranks known, the Transposes cancel.
@@ -13,10 +13,11 @@ std::unordered_map): twelve or fourteen initializers, two of them equal, read by
 tests/it/saved_model.rs (unseen2/whl.silero-vad at disable): the saved optimised model keeps each
 subgraph as loaded (its Constant nodes too) unless some transformation changed any graph.
 
-    python tools/realworld/transpose_shapes.py OUT_DIR
-        writes OUT_DIR/<probe>.onnx, then prints, per release and level, the node names and ops
-        of ORT's optimised graph: the stubbed-GPU oracle (/work/shared/oracle/ortstub.py, CUDA)
-        and the CPU wheels (/work/venvs/ort-cpu/<release>, CPU only, the Resize probe).
+    python tools/realworld/misc_probes.py tests/fixtures/misc_probes > tests/fixtures/misc_probes/truth.jsonl
+        writes <dir>/<probe>.onnx, then prints one JSON line per probe, release, level and
+        provider list: the stubbed-GPU oracle's placement (/work/shared/oracle/ortstub.py) and
+        the CPU wheels' (/work/venvs/ort-cpu/<release>), each with the nodes of the optimised
+        model ORT saved (the CPU lines also every graph's node names, "saved names").
 
 The texts are the `const NAME: &str = r#"..."#;` of those test files (ONNX's text syntax); the
 CPU sessions print (node, op, inputs) of the optimised graph.
@@ -90,6 +91,8 @@ def main():
                 p = subprocess.run([ORACLE_PY, "-c", CPU_SESSION, path, level, path + ".cpu.opt.onnx"],
                                    capture_output=True, text=True, env=env)
                 cpu = p.stdout.strip() or (p.stderr.strip().splitlines() or [""])[-1][:200]
+                if os.path.exists(path + ".cpu.opt.onnx"):
+                    os.remove(path + ".cpu.opt.onnx")
                 print(json.dumps({"probe": name, "ort": v, "level": level, "ep": "cpu", "nodes": cpu}))
 
 
