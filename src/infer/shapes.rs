@@ -284,6 +284,11 @@ pub fn infer_node(
         {
             *sum = s(0);
         }
+        if node.op == "SkipGroupNorm"
+            && let Some(sum) = out.get_mut(1)
+        {
+            *sum = s(0);
+        }
         return out;
     }
     let op = node.op.as_str();
@@ -603,63 +608,48 @@ pub fn infer_node(
                 )
             }
             "Conv" | "MaxPool" | "AveragePool" | "LpPool" | "ConvInteger" | "QLinearConv" => {
-                let x = s(0)?;
-                if x.len() < 3 {
-                    return None;
-                }
-                let spatial = x.len() - 2;
-                let kernel: Vec<Option<i64>> = match node.attr_ints("kernel_shape") {
-                    Some(k) => k.iter().map(|&v| Some(v)).collect(),
-                    None => {
-                        let w = s(if op == "QLinearConv" { 3 } else { 1 })?;
-                        w.get(2..)?.to_vec()
-                    }
-                };
-                let channels = if op.contains("Conv") {
-                    s(if op == "QLinearConv" { 3 } else { 1 })?
-                        .first()
-                        .copied()
-                        .flatten()
+                let w = if op.contains("Conv") {
+                    Some(s(if op == "QLinearConv" { 3 } else { 1 })?)
                 } else {
-                    x[1]
+                    None
                 };
-                let strides = attr_ints("strides").unwrap_or_else(|| vec![1; spatial]);
-                let dil = attr_ints("dilations").unwrap_or_else(|| vec![1; spatial]);
-                let pads = attr_ints("pads").unwrap_or_else(|| vec![0; 2 * spatial]);
-                let auto = node.attr_s("auto_pad").unwrap_or_default();
-                let ceil = node.attr_i("ceil_mode").unwrap_or(0) != 0;
-                let mut o = vec![x[0], channels];
-                for i in 0..spatial {
-                    let d = x[2 + i];
-                    let k = *kernel.get(i)?;
-                    let st = *strides.get(i)?;
-                    let dl = *dil.get(i)?;
-                    let dim = (|| -> Option<i64> {
-                        let d = d?;
-                        if st <= 0 {
-                            return None;
+                conv_pool_shape(node, s(0)?, w)
+            }
+            // ONNX's `resizeShapeInference` (Resize-11 on): the output has X's rank whatever
+            // is known of the rest; a constant float `scales` gives floor(dim * scale) of the
+            // known dims, a constant `sizes` (the `stretch` policy) the dims themselves, both
+            // over the `axes` attribute's dims when it is set (the others keep X's).
+            "Resize" if since >= 11 => {
+                let x = s(0)?;
+                let rank = x.len();
+                let axes: Vec<usize> = match node.attr_ints("axes") {
+                    Some(a) => a
+                        .iter()
+                        .map(|&d| norm_axis(d, rank))
+                        .collect::<Option<_>>()?,
+                    None => (0..rank).collect(),
+                };
+                let present = |i: usize| node.inputs.get(i).is_some_and(|n| !n.is_empty());
+                let mut o: Shape = vec![None; rank];
+                let stretch = node
+                    .attr_s("keep_aspect_ratio_policy")
+                    .is_none_or(|p| p == "stretch");
+                if let Some(sizes) = v(3).filter(|t| present(3) && !t.dims.contains(&0)) {
+                    let sizes = sizes.as_i64();
+                    if stretch && sizes.len() == axes.len() {
+                        o.clone_from(&x);
+                        for (k, &a) in axes.iter().enumerate() {
+                            o[a] = Some(sizes[k]);
                         }
-                        if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
-                            return Some(d.checked_add(st - 1)? / st);
+                    }
+                } else if let Some(scales) = v(2).filter(|t| present(2) && t.elem == 1) {
+                    let scales = scales.as_f64();
+                    if scales.len() == axes.len() {
+                        o.clone_from(&x);
+                        for (k, &a) in axes.iter().enumerate() {
+                            o[a] = x[a].map(|d| (d as f32 * scales[k] as f32).floor() as i64);
                         }
-                        let k = k?;
-                        let ek = k.checked_sub(1)?.checked_mul(dl)?.checked_add(1)?;
-                        let (p0, p1) = if auto == "VALID" {
-                            (0, 0)
-                        } else {
-                            (*pads.get(i)?, *pads.get(i + spatial)?)
-                        };
-                        let num = d.checked_add(p0)?.checked_add(p1)?.checked_sub(ek)?;
-                        if num < 0 {
-                            return None;
-                        }
-                        Some(if ceil {
-                            num.checked_add(st - 1)? / st + 1
-                        } else {
-                            num / st + 1
-                        })
-                    })();
-                    o.push(dim);
+                    }
                 }
                 Some(o)
             }
@@ -820,6 +810,7 @@ fn value_needed(op: &str, pos: usize) -> bool {
         "Pad" => pos == 1 || pos == 3,
         "ConstantOfShape" => pos == 0,
         "Range" => true,
+        "Resize" => pos >= 2,
         _ => op.starts_with("Reduce") && pos == 1,
     }
 }
@@ -929,8 +920,92 @@ fn gemm_shape(node: &SNode, a: Shape, b: Shape) -> Option<Shape> {
     Some(vec![pick(&a, "transA", 1), pick(&b, "transB", 0)])
 }
 
+/// ONNX's `convPoolShapeInference`: the output of a convolution (`w`: its weight's shape, whose
+/// dim 0 is the output channels and dims 2.. the kernel when `kernel_shape` is absent) or of a
+/// pool (`w` none) over the channels-first input `x`.
+fn conv_pool_shape(node: &SNode, x: Shape, w: Option<Shape>) -> Option<Shape> {
+    let attr_ints = |name: &str| node.attr_ints(name).map(<[i64]>::to_vec);
+    if x.len() < 3 {
+        return None;
+    }
+    let spatial = x.len() - 2;
+    let kernel: Vec<Option<i64>> = match node.attr_ints("kernel_shape") {
+        Some(k) => k.iter().map(|&v| Some(v)).collect(),
+        None => w.as_ref()?.get(2..)?.to_vec(),
+    };
+    let channels = match &w {
+        Some(w) => w.first().copied().flatten(),
+        None => x[1],
+    };
+    let strides = attr_ints("strides").unwrap_or_else(|| vec![1; spatial]);
+    let dil = attr_ints("dilations").unwrap_or_else(|| vec![1; spatial]);
+    let pads = attr_ints("pads").unwrap_or_else(|| vec![0; 2 * spatial]);
+    let auto = node.attr_s("auto_pad").unwrap_or_default();
+    let ceil = node.attr_i("ceil_mode").unwrap_or(0) != 0;
+    let mut o = vec![x[0], channels];
+    for i in 0..spatial {
+        let d = x[2 + i];
+        let k = *kernel.get(i)?;
+        let st = *strides.get(i)?;
+        let dl = *dil.get(i)?;
+        let dim = (|| -> Option<i64> {
+            let d = d?;
+            if st <= 0 {
+                return None;
+            }
+            if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
+                return Some(d.checked_add(st - 1)? / st);
+            }
+            let k = k?;
+            let ek = k.checked_sub(1)?.checked_mul(dl)?.checked_add(1)?;
+            let (p0, p1) = if auto == "VALID" {
+                (0, 0)
+            } else {
+                (*pads.get(i)?, *pads.get(i + spatial)?)
+            };
+            let num = d.checked_add(p0)?.checked_add(p1)?.checked_sub(ek)?;
+            if num < 0 {
+                return None;
+            }
+            Some(if ceil {
+                num.checked_add(st - 1)? / st + 1
+            } else {
+                num / st + 1
+            })
+        })();
+        o.push(dim);
+    }
+    Some(o)
+}
+
 fn contrib_shape(node: &SNode, s: &dyn Fn(usize) -> Option<Shape>) -> Option<Shape> {
     match node.op.as_str() {
+        // `diffusion_defs.cc`: GroupNorm and BiasAdd propagate input 0's shape, SkipGroupNorm
+        // too (to both outputs, see `infer_node`); BiasSplitGelu halves the last dim of a
+        // rank-3 input to the bias's length over two.
+        "GroupNorm" | "BiasAdd" | "SkipGroupNorm" => s(0),
+        "BiasSplitGelu" => {
+            let (x, bias) = (s(0)?, s(1)?);
+            if x.len() != 3 || bias.len() != 1 {
+                return None;
+            }
+            Some(vec![x[0], x[1], bias[0].map(|d| d / 2)])
+        }
+        // `convPoolShapeInferenceNhwc` (`nhwc_schema_defs.cc`): the channels-first inference
+        // of the input transposed to NCHW, its output transposed back to NHWC.
+        "NhwcConv" => {
+            let x = s(0)?;
+            if x.len() < 3 {
+                return None;
+            }
+            let mut nchw = vec![x[0], x[x.len() - 1]];
+            nchw.extend_from_slice(&x[1..x.len() - 1]);
+            let o = conv_pool_shape(node, nchw, Some(s(1)?))?;
+            let mut nhwc = vec![o[0]];
+            nhwc.extend_from_slice(&o[2..]);
+            nhwc.push(o[1]);
+            Some(nhwc)
+        }
         "Attention" => {
             let x = s(0)?;
             if x.len() != 3 {

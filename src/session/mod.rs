@@ -11,6 +11,7 @@
 /// The highest rank any analysis holds (ONNX itself sets none; ORT's kernels stop far below).
 /// A declared rank past it is kept as unknown; a constant past it is never folded.
 pub const MAX_RANK: usize = 64;
+pub mod initializer_map;
 pub mod names;
 pub mod order;
 pub mod types;
@@ -141,6 +142,10 @@ pub struct SGraph {
     /// Node names generated so far (ORT remembers them: a name generated once is never handed
     /// out again, even when no node took it, as the prefix of an inlined function).
     pub generated_names: rustc_hash::FxHashSet<String>,
+    /// The node count of the graph as loaded and a digest of those nodes (names, ops, inputs,
+    /// outputs, attributes, which are removed): whether any transformation changed the graph
+    /// ([`SGraph::changed_since_load`]).
+    pub loaded: (usize, u64),
 }
 
 impl SGraph {
@@ -155,6 +160,35 @@ impl SGraph {
 
     pub fn live_nodes(&self) -> impl Iterator<Item = (usize, &SNode)> {
         self.nodes.iter().enumerate().filter(|(_, n)| !n.removed)
+    }
+
+    /// A digest of the first `upto` nodes: what a transformation can change in place.
+    fn structure_digest(&self, upto: usize) -> u64 {
+        use prost::Message;
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        for n in self.nodes.iter().take(upto) {
+            (&n.name, &n.op, &n.domain, &n.inputs, &n.outputs, n.removed).hash(&mut h);
+            for a in &n.attrs {
+                a.encode_to_vec().hash(&mut h);
+            }
+            for (attr, sg) in &n.subgraphs {
+                (attr, sg).hash(&mut h);
+            }
+        }
+        h.finish()
+    }
+
+    /// Records the graph as loaded (the session calls it once it is built).
+    fn record_loaded(&mut self) {
+        self.loaded = (self.nodes.len(), self.structure_digest(self.nodes.len()));
+    }
+
+    /// Whether a transformation added, removed or edited a node of this graph since it was
+    /// loaded.
+    pub fn changed_since_load(&self) -> bool {
+        let (count, digest) = self.loaded;
+        self.nodes.len() != count || self.structure_digest(count) != digest
     }
 }
 
@@ -233,6 +267,35 @@ impl Session {
         }
     }
 
+    /// Whether any graph of the session changed since it was loaded. ORT then resolves the
+    /// whole graph tree, which marks every graph as needing its `GraphProto` rewritten
+    /// (`Graph::Resolve`'s finalisation sets `GraphProtoSyncNeeded` on the graph and all its
+    /// subgraphs); with no change, `Graph::ToGraphProto` hands back each subgraph's proto as
+    /// loaded, its `Constant` nodes included (measured with the CPU wheels 1.23.2-1.31.1:
+    /// `unseen2/whl.silero-vad` at `disable`, and an If whose branches hold a Constant, saved as
+    /// loaded at `disable` and `basic` unless a float16 Softmax's inlining and Casts change
+    /// the main graph).
+    pub fn changed_since_load(&self) -> bool {
+        self.graphs.iter().any(SGraph::changed_since_load)
+    }
+
+    /// The node names of the model ORT saves (`optimized_model_filepath`), every graph: the
+    /// main graph as it is now (ORT always writes it from memory: its `Constant` nodes became
+    /// initializers), each subgraph as it is now when anything changed
+    /// ([`Session::changed_since_load`]), else as it was loaded (`Constant` nodes too).
+    pub fn saved_node_names(&self) -> Vec<&str> {
+        let changed = self.changed_since_load();
+        let mut out = Vec::new();
+        for (gi, g) in self.graphs.iter().enumerate() {
+            if gi == 0 || changed {
+                out.extend(g.live_nodes().map(|(_, n)| n.name.as_str()));
+            } else {
+                out.extend(g.nodes.iter().take(g.loaded.0).map(|n| n.name.as_str()));
+            }
+        }
+        out
+    }
+
     /// Records each subgraph on its node, then computes the implicit inputs.
     fn link_subgraphs(&mut self, model: &Model) {
         for g in &model.graphs {
@@ -249,6 +312,9 @@ impl Session {
         }
         if !self.graphs.is_empty() {
             self.compute_implicit_inputs(0);
+        }
+        for g in &mut self.graphs {
+            g.record_loaded();
         }
     }
 

@@ -94,15 +94,14 @@ fn level(name: &str) -> OptLevel {
     }
 }
 
-/// The names of the predicted session graph's nodes (every graph, copies excluded), sorted.
+/// The names of the nodes of the model ORT would save for the predicted session (every graph:
+/// `Session::saved_node_names`, what the CPU truth lists), sorted.
 fn node_names(p: &placer::Placement) -> Vec<String> {
     let mut out: Vec<String> = p
         .session
-        .graphs
-        .iter()
-        .flat_map(|g| g.live_nodes())
-        .filter(|(_, n)| !n.op.starts_with("Memcpy"))
-        .map(|(_, n)| n.name.clone())
+        .saved_node_names()
+        .into_iter()
+        .map(str::to_string)
         .collect();
     out.sort();
     out
@@ -133,9 +132,13 @@ fn print_name_diff(
     let mut ops: BTreeMap<String, String> = BTreeMap::new();
     for g in &p.session.graphs {
         for (_, n) in g.live_nodes() {
-            *mine.entry(n.name.clone()).or_default() += 1;
             ops.insert(n.name.clone(), format!("{}:{}", n.domain, n.op));
         }
+    }
+    for n in p.session.saved_node_names() {
+        *mine.entry(n.to_string()).or_default() += 1;
+        ops.entry(n.to_string())
+            .or_insert_with(|| "ai.onnx:Constant".into());
     }
     let mut theirs: BTreeMap<String, usize> = BTreeMap::new();
     for n in truth["nodes"].as_array().into_iter().flatten() {

@@ -11,7 +11,8 @@ impl Optimizer<'_> {
     /// released code does beyond the public source: tensors up to 8 elements of any rank are
     /// shared (9 are not), values compare bit for bit, only initializers held as tensor protos
     /// take part (not those folding or fusions created), and one of the original names is
-    /// kept, the one ORT registered last (its initializer map iterates newest first).
+    /// kept, the first in the order ORT's initializer map iterates
+    /// ([`crate::session::initializer_map`]).
     pub(super) fn constant_sharing(
         &mut self,
         session: &mut Session,
@@ -22,14 +23,13 @@ impl Optimizer<'_> {
             return false;
         }
         let g = &session.graphs[gi];
-        let mut seen: HashSet<&str> =
-            HashSet::with_capacity_and_hasher(g.initializers.len(), Default::default());
-        let mut order: Vec<&str> = Vec::with_capacity(g.initializers.len());
-        for name in g.init_order.iter().rev() {
-            if g.initializers.contains_key(name) && seen.insert(name.as_str()) {
-                order.push(name.as_str());
-            }
-        }
+        // ORT walks `GetAllInitializedTensors()`, a `std::unordered_map`: its iteration order
+        // after the initializers were inserted in the order ORT registered them.
+        let mut order: Vec<&str> = crate::session::initializer_map::iteration_order(
+            g.init_order.iter().map(String::as_str),
+        );
+        order.retain(|name| g.initializers.contains_key(*name));
+        let seen: HashSet<&str> = order.iter().copied().collect();
         if order.len() < g.initializers.len() {
             let mut rest: Vec<&str> = g
                 .initializers
