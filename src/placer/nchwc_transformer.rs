@@ -396,9 +396,24 @@ impl Impl<'_> {
                 let v = self.names.value("reorder");
                 self.reorder_inputs.insert(x.clone(), v.clone());
                 let name = self.names.node("ReorderInput");
+                // An NHWC-to-NCHW `Transpose` read by this node alone is folded into the
+                // reorder (`channels_last`), which reads the NHWC tensor itself.
+                let folded = self.nhwc_transpose_of(session, &x);
+                let source = match folded {
+                    Some(t) => session.graphs[self.gi].nodes[t]
+                        .inputs
+                        .first()
+                        .cloned()
+                        .unwrap_or_default(),
+                    None => x,
+                };
                 let mut node =
-                    Self::new_node(name, "ReorderInput", NCHWC, vec![x], vec![v.clone()]);
+                    Self::new_node(name, "ReorderInput", NCHWC, vec![source], vec![v.clone()]);
                 node.origin = session.graphs[self.gi].nodes[ni].origin;
+                if let Some(t) = folded {
+                    node.attrs = vec![int_attr("channels_last", 1)];
+                    self.removed.push(t);
+                }
                 self.add_node(session, node);
                 v
             }
@@ -406,6 +421,22 @@ impl Impl<'_> {
         if let Some(i) = session.graphs[self.gi].nodes[ni].inputs.first_mut() {
             *i = value;
         }
+    }
+
+    /// The CPU `Transpose` (perm `[0, 3, 1, 2]`) producing `value` when its output has one reading
+    /// slot and is no graph output: `InsertReorderInput` then reorders its NHWC input directly.
+    fn nhwc_transpose_of(&self, session: &Session, value: &str) -> Option<usize> {
+        let &t = self.producers.get(value)?;
+        let n = &session.graphs[self.gi].nodes[t];
+        let folds = !n.removed
+            && n.ep == Some(Ep::Cpu)
+            && is(n, "ai.onnx", "Transpose", &[1, 13, 21])
+            && n.attr_ints("perm") == Some(&[0, 3, 1, 2][..])
+            && n.outputs.len() == 1
+            && n.inputs.first().is_some_and(|i| !i.is_empty())
+            && self.reads.get(value).copied() == Some(1)
+            && !self.outputs.contains(value);
+        folds.then_some(t)
     }
 
     /// The dims of the spatial output that keep the NCHWc input's symbolic source
