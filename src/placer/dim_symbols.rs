@@ -246,7 +246,14 @@ impl Symbols<'_> {
                     )
                 }
             }
-            "Conv" | "MaxPool" | "AveragePool" if i == 0 => from(n.inputs.first()?, 0),
+            // ONNX's `convPoolShapeInference` (and the contrib `FusedConv`'s) keeps the batch dim;
+            // the global poolings keep batch and channels.
+            "Conv" | "FusedConv" | "MaxPool" | "AveragePool" | "LpPool" if i == 0 => {
+                from(n.inputs.first()?, 0)
+            }
+            "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" if i < 2 => {
+                from(n.inputs.first()?, i)
+            }
             "Expand" => {
                 // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
                 // propagation), or the input's own dim when the shape part is 1.
@@ -261,6 +268,15 @@ impl Symbols<'_> {
             }
             "Cast"
             | "Relu"
+            | "Clip"
+            | "LeakyRelu"
+            | "HardSigmoid"
+            | "HardSwish"
+            | "Elu"
+            | "Selu"
+            | "Softplus"
+            | "Softsign"
+            | "BatchNormalization"
             | "Gelu"
             | "FastGelu"
             | "QuickGelu"
