@@ -251,8 +251,8 @@ impl Symbols<'_> {
             "Conv" | "FusedConv" | "MaxPool" | "AveragePool" | "LpPool" if i == 0 => {
                 from(n.inputs.first()?, 0)
             }
-            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd"
-            | "ReduceL1" | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => {
+            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
+            | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => {
                 // The dims off the reduced axes (from the input at ReduceSum 13 and the others
                 // at 18, else the attribute); none when every axis is reduced.
                 let x = n.inputs.first()?;

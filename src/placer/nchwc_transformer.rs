@@ -100,6 +100,11 @@ struct Impl<'n> {
     block: i64,
     /// ORT 1.25 or later: the newer since-versions are matched too (see [`Impl::versions`]).
     newer: bool,
+    /// ORT 1.31 or later: `HardSigmoid` + `Mul` behind a convolution fuse as its `HardSwish`
+    /// (measured: not in 1.28.0, in 1.31.1; 1.29 and 1.30 are taken to behave as 1.31).
+    hard_swish: bool,
+    /// Nodes an earlier fusion of the walk took (removed at `Finalize`, skipped until then).
+    taken: rustc_hash::FxHashSet<usize>,
     names: &'n mut NameGen,
     /// Original value → its NCHWc form, in creation order (ORT's `Finalize` walks a hash map;
     /// the names it generates do not depend on the order).
@@ -159,6 +164,8 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
             gi,
             block: i64::from(block),
             newer,
+            hard_swish: table.release_at_least(1, 29),
+            taken: Default::default(),
             names: &mut names,
             args: Vec::new(),
             index: HashMap::default(),
@@ -430,7 +437,7 @@ impl Impl<'_> {
         let n = &session.graphs[self.gi].nodes[t];
         let folds = !n.removed
             && n.ep == Some(Ep::Cpu)
-            && is(n, "ai.onnx", "Transpose", &[1, 13, 21])
+            && self.versions(n, "Transpose")
             && n.attr_ints("perm") == Some(&[0, 3, 1, 2][..])
             && n.outputs.len() == 1
             && n.inputs.first().is_some_and(|i| !i.is_empty())
@@ -501,6 +508,7 @@ impl Impl<'_> {
             "Concat" => (&[4, 11, 13], &[]),
             "Relu" => (&[6, 13, 14], &[]),
             "Sigmoid" | "Tanh" => (&[6, 13], &[]),
+            "HardSigmoid" => (&[], &[6, 22]),
             "BatchNormalization" => (&[7, 9, 14], &[15]),
             "Transpose" => (&[1, 13], &[21]),
             "Upsample" => (&[9], &[]),
@@ -514,6 +522,9 @@ impl Impl<'_> {
     }
 
     fn transform(&mut self, session: &mut Session, ni: usize) {
+        if self.taken.contains(&ni) {
+            return;
+        }
         let n = &session.graphs[self.gi].nodes[ni];
         let v = |op: &str| self.versions(n, op);
         if v("Conv") || is(n, "com.microsoft", "FusedConv", &[1]) {
@@ -539,8 +550,12 @@ impl Impl<'_> {
             }
         } else if v("Concat") {
             self.concat(session, ni);
-        } else if v("Relu") || v("Sigmoid") || v("Tanh") {
-            self.activation(session, ni);
+        } else if v("Relu") || v("Sigmoid") || v("Tanh") || v("HardSigmoid") {
+            self.activation(session, ni, true);
+        } else if self.newer
+            && (is(n, "com.microsoft", "QuickGelu", &[1]) || is(n, "com.microsoft", "Gelu", &[1]))
+        {
+            self.activation(session, ni, false);
         } else if v("BatchNormalization") {
             self.batch_norm(session, ni);
         } else if v("Transpose") {
@@ -849,7 +864,9 @@ impl Impl<'_> {
         self.create_arg(session, ni, ni, total, shape);
     }
 
-    fn activation(&mut self, session: &mut Session, ni: usize) {
+    /// `TransformActivation`; `fusable`: the activations an NCHWc convolution takes as its
+    /// `activation` (from 1.25 `HardSigmoid` too; `QuickGelu` and `Gelu` only keep the layout).
+    fn activation(&mut self, session: &mut Session, ni: usize, fusable: bool) {
         let gi = self.gi;
         let n = session.graphs[gi].nodes[ni].clone();
         let Some(x) = n.inputs.first() else {
@@ -862,8 +879,12 @@ impl Impl<'_> {
         if let Some(x) = self.arg_mut(x) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
+        if fusable && self.hard_swish_fusion(session, ni, x, &a) {
+            return;
+        }
         let conv = &session.graphs[gi].nodes[a.node];
-        if conv.op == "Conv"
+        if fusable
+            && conv.op == "Conv"
             && conv.domain == NCHWC
             && a.starting_uses == 1
             && conv.attr("activation").is_none()
@@ -879,6 +900,70 @@ impl Impl<'_> {
         } else {
             self.create_arg(session, ni, ni, a.channels, a.shape);
         }
+    }
+
+    /// From 1.31: a `HardSigmoid` (alpha 1/6, beta 0.5) of an NCHWc convolution read only by it
+    /// and by a `Mul` of the two, which alone reads the `HardSigmoid` and is no graph output,
+    /// becomes the convolution's `HardSwish` activation; the `Mul`'s output is then the
+    /// convolution's NCHWc value. No name is generated. Measured with the CPU wheels
+    /// (`tools/realworld/nchwc_probes.py`'s `hard_swish.onnx`).
+    fn hard_swish_fusion(&mut self, session: &mut Session, ni: usize, x: &str, a: &Arg) -> bool {
+        let gi = self.gi;
+        let g = &session.graphs[gi];
+        let n = &g.nodes[ni];
+        let conv = &g.nodes[a.node];
+        let near = |name: &str, v: f32| {
+            n.attr(name)
+                .and_then(|x| x.f)
+                .is_some_and(|f| (f - v).abs() <= 1e-6)
+        };
+        if !self.hard_swish
+            || n.op != "HardSigmoid"
+            || !near("alpha", 1.0 / 6.0)
+            || !near("beta", 0.5)
+            || conv.op != "Conv"
+            || conv.domain != NCHWC
+            || a.starting_uses != 2
+            || conv.attr("activation").is_some()
+        {
+            return false;
+        }
+        let Some(h) = n.outputs.first().cloned() else {
+            return false;
+        };
+        if self.reads.get(&h).copied() != Some(1) || self.outputs.contains(&h) {
+            return false;
+        }
+        let Some(mul) = g
+            .live_nodes()
+            .find_map(|(mi, m)| (m.inputs.iter().any(|i| *i == h)).then_some(mi))
+        else {
+            return false;
+        };
+        let m = &g.nodes[mul];
+        let pair = m.inputs.len() == 2
+            && ((m.inputs[0] == x && m.inputs[1] == h) || (m.inputs[0] == h && m.inputs[1] == x));
+        if m.ep != Some(Ep::Cpu)
+            || !self.versions(m, "Mul")
+            || !pair
+            || m.outputs.first().is_none_or(|y| self.outputs.contains(y))
+        {
+            return false;
+        }
+        session.graphs[gi].nodes[a.node].attrs.push(AttributeProto {
+            name: Some("activation".into()),
+            r#type: Some(AttributeType::String as i32),
+            s: Some(b"HardSwish".to_vec().into()),
+            ..Default::default()
+        });
+        if let Some(x) = self.arg_mut(x) {
+            x.remaining_uses = x.remaining_uses.saturating_sub(1);
+        }
+        self.fuse_arg(session, mul, a);
+        self.taken.insert(mul);
+        self.removed.push(ni);
+        self.removed.push(mul);
+        true
     }
 
     fn batch_norm(&mut self, session: &mut Session, ni: usize) {
