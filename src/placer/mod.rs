@@ -370,11 +370,22 @@ fn place_session(
     }
     transpose::run_cpu(&mut session, table, options.level);
     qdq_transformer::qdq_s8_to_u8::run(&mut session, options.level);
-    qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(
+    let fused = qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(
         &mut session,
         table,
         options.level,
     );
+    // ORT resolves the graph after a transformer changed it, checking every node's input types
+    // against its schema: a QDQ group of float8 types fused into `QLinearMatMul` at an opset
+    // below 21 (int8/uint8 only) fails the session ("Type Error: Type 'tensor(float8e4m3fn)' of
+    // input parameter ..."). Measured with the CPU wheels (1.23.2, 1.24.4, 1.31.1) on
+    // `tests/fixtures/realworld/unseen3/qdqf8.timm.convnext.onnx`.
+    if fused && let Some((at, e)) = first_type_conflict(&session, table) {
+        placement.outcome = Outcome::PartitionFail(format!("init: {e}"));
+        placement.failed_node = Some(at);
+        placement.session = session;
+        return placement;
+    }
     // Both fusions start from a MatMulInteger or a MatMulIntegerToFloat, the final cleanup
     // from a DequantizeLinear: a session without one skips their edge indices and orders.
     if session.has_live_op(&["MatMulInteger", "MatMulIntegerToFloat"]) {
