@@ -132,7 +132,8 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
-    /// The model fails to load (unsupported opset, unknown op or domain).
+    /// The model fails to load (unsupported opset, unknown op or domain, a type error; also one
+    /// that a transformer makes, which ORT reports as `INVALID_GRAPH` too).
     LoadFail(String),
     /// Some node has no kernel on any provider.
     NoKernel(String),
@@ -379,9 +380,10 @@ fn place_session(
     // against its schema: a QDQ group of float8 types fused into `QLinearMatMul` at an opset
     // below 21 (int8/uint8 only) fails the session ("Type Error: Type 'tensor(float8e4m3fn)' of
     // input parameter ..."). Measured with the CPU wheels (1.23.2, 1.24.4, 1.31.1) on
-    // `tests/fixtures/realworld/unseen3/qdqf8.timm.convnext.onnx`.
+    // `tests/fixtures/realworld/unseen3/qdqf8.timm.convnext.onnx`. ORT reports it as it does a
+    // model that fails to load (`INVALID_GRAPH : This is an invalid model. Type Error: ...`).
     if fused && let Some((at, e)) = first_type_conflict(&session, table) {
-        placement.outcome = Outcome::PartitionFail(format!("init: {e}"));
+        placement.outcome = Outcome::LoadFail(format!("load: {e}"));
         placement.failed_node = Some(at);
         placement.session = session;
         return placement;

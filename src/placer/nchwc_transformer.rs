@@ -18,15 +18,20 @@
 //! channels, and, once all their inputs are NCHWc, `Add`/`Sum` (fused into a single-use
 //! convolution, or reshaped when shapes cannot be shown equal: dims from the same source value,
 //! or equal by ONNX inference's value or `dim_param`; one split and one unsplit `Reshape` shape
-//! per graph, channels `-1`), `Mul` (from 1.25 also by a constant per-channel scale: a depthwise convolution), channel `Concat`, `Relu`/`Sigmoid`/`Tanh` (fused into a single-use
-//! convolution), `BatchNormalization` (`<name>_bn_nchwc`), an NHWC `Transpose` (a
-//! `ReorderOutput`) and nearest `Resize`/`Upsample` with integer scales. Every NCHWc value
-//! still read in NCHW gets a `ReorderOutput`. Names follow ORT's `GenerateNodeName`/
+//! per graph, channels `-1`), `Mul` (from 1.25 also by a constant per-channel scale: a depthwise convolution), channel `Concat`, `Relu`/`Sigmoid`/`Tanh` (from 1.25 `HardSigmoid`
+//! too; fused into a single-use convolution), from 1.25 the com.microsoft `QuickGelu`/`Gelu`
+//! (layout kept, never fused), from 1.31 `HardSigmoid` + `Mul` behind a convolution (its
+//! `HardSwish`), `BatchNormalization` (`<name>_bn_nchwc`), an NHWC `Transpose` (a
+//! `ReorderOutput`) and nearest `Resize`/`Upsample` with integer scales. A `ReorderInput` whose
+//! input comes from an NHWC-to-NCHW `Transpose` read by it alone reads the NHWC tensor instead
+//! (`channels_last`) and the Transpose goes. Every NCHWc value still read in NCHW gets a
+//! `ReorderOutput`. Names follow ORT's `GenerateNodeName`/
 //! `GenerateNodeArgName` calls in order, on the graph's `_token_<k>` counter; the walk's order
 //! depends on the indices the level-2 fusions gave their nodes ([`crate::placer::fusions`] walk
 //! ORT's topological order too). Measured with the probes of `tests/fixtures/nchwc/probes/`
 //! (`tools/realworld/nchwc_probes.py`, the CPU wheels 1.23.2 to 1.31.1) and the CPU-only truth of
-//! the real-world corpora (rapidocr's PyPI models, a dynamo ResNet, the zoo's light Inception).
+//! the real-world corpora (rapidocr's PyPI models, a dynamo ResNet, the zoo's light Inception;
+//! unseen3's timm/torchvision/tf2onnx convnets, whose CPU-only truth is block 16 too).
 
 use rustc_hash::FxHashMap as HashMap;
 

@@ -291,7 +291,7 @@ fn float8_qlinear_matmul_below_opset_21_fails_the_type_check() {
             assert_eq!(
                 p.outcome.error(),
                 Some(
-                    "init: Type Error: Type 'tensor(float8e4m3fn)' of input parameter (xq) of \
+                    "load: Type Error: Type 'tensor(float8e4m3fn)' of input parameter (xq) of \
                      operator (QLinearMatMul) in node (mm) is invalid."
                 ),
                 "{ort} {level:?}"
