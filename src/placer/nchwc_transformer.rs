@@ -941,7 +941,7 @@ impl Impl<'_> {
         }
         let Some(mul) = g
             .live_nodes()
-            .find_map(|(mi, m)| (m.inputs.iter().any(|i| *i == h)).then_some(mi))
+            .find_map(|(mi, m)| m.inputs.contains(&h).then_some(mi))
         else {
             return false;
         };
