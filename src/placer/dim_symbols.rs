@@ -246,7 +246,37 @@ impl Symbols<'_> {
                     )
                 }
             }
-            "Conv" | "MaxPool" | "AveragePool" if i == 0 => from(n.inputs.first()?, 0),
+            // ONNX's `convPoolShapeInference` (and the contrib `FusedConv`'s) keeps the batch dim;
+            // the global poolings keep batch and channels.
+            "Conv" | "FusedConv" | "MaxPool" | "AveragePool" | "LpPool" if i == 0 => {
+                from(n.inputs.first()?, 0)
+            }
+            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
+            | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => {
+                // The dims off the reduced axes (from the input at ReduceSum 13 and the others
+                // at 18, else the attribute); none when every axis is reduced.
+                let x = n.inputs.first()?;
+                let r = rank(x)? as i64;
+                let axes: Vec<i64> = match n.inputs.get(1).filter(|a| !a.is_empty()) {
+                    Some(a) => {
+                        crate::session::int_values(&self.session.initializer(self.gi, a)?.tensor)?
+                    }
+                    None => n.attr_ints("axes")?.to_vec(),
+                };
+                let axes: Vec<usize> = axes
+                    .iter()
+                    .map(|&a| usize::try_from(if a < 0 { a + r } else { a }).ok())
+                    .collect::<Option<_>>()?;
+                let kept: Vec<usize> = (0..r as usize).filter(|d| !axes.contains(d)).collect();
+                if n.attr_i("keepdims").unwrap_or(1) != 0 {
+                    kept.contains(&i).then(|| from(x, i)).flatten()
+                } else {
+                    kept.get(i).and_then(|&d| from(x, d))
+                }
+            }
+            "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" if i < 2 => {
+                from(n.inputs.first()?, i)
+            }
             "Expand" => {
                 // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
                 // propagation), or the input's own dim when the shape part is 1.
@@ -261,6 +291,15 @@ impl Symbols<'_> {
             }
             "Cast"
             | "Relu"
+            | "Clip"
+            | "LeakyRelu"
+            | "HardSigmoid"
+            | "HardSwish"
+            | "Elu"
+            | "Selu"
+            | "Softplus"
+            | "Softsign"
+            | "BatchNormalization"
             | "Gelu"
             | "FastGelu"
             | "QuickGelu"

@@ -133,7 +133,8 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
-    /// The model fails to load (unsupported opset, unknown op or domain).
+    /// The model fails to load (unsupported opset, unknown op or domain, a type error; also one
+    /// that a transformer makes, which ORT reports as `INVALID_GRAPH` too).
     LoadFail(String),
     /// Some node has no kernel on any provider.
     NoKernel(String),
@@ -371,11 +372,23 @@ fn place_session(
     }
     transpose::run_cpu(&mut session, table, options.level);
     qdq_transformer::qdq_s8_to_u8::run(&mut session, options.level);
-    qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(
+    let fused = qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(
         &mut session,
         table,
         options.level,
     );
+    // ORT resolves the graph after a transformer changed it, checking every node's input types
+    // against its schema: a QDQ group of float8 types fused into `QLinearMatMul` at an opset
+    // below 21 (int8/uint8 only) fails the session ("Type Error: Type 'tensor(float8e4m3fn)' of
+    // input parameter ..."). Measured with the CPU wheels (1.23.2, 1.24.4, 1.31.1) on
+    // `tests/fixtures/realworld/unseen3/qdqf8.timm.convnext.onnx`. ORT reports it as it does a
+    // model that fails to load (`INVALID_GRAPH : This is an invalid model. Type Error: ...`).
+    if fused && let Some((at, e)) = first_type_conflict(&session, table) {
+        placement.outcome = Outcome::LoadFail(format!("load: {e}"));
+        placement.failed_node = Some(at);
+        placement.session = session;
+        return placement;
+    }
     // Both fusions start from a MatMulInteger or a MatMulIntegerToFloat, the final cleanup
     // from a DequantizeLinear: a session without one skips their edge indices and orders.
     if session.has_live_op(&["MatMulInteger", "MatMulIntegerToFloat"]) {

@@ -18,15 +18,20 @@
 //! channels, and, once all their inputs are NCHWc, `Add`/`Sum` (fused into a single-use
 //! convolution, or reshaped when shapes cannot be shown equal: dims from the same source value,
 //! or equal by ONNX inference's value or `dim_param`; one split and one unsplit `Reshape` shape
-//! per graph, channels `-1`), `Mul` (from 1.25 also by a constant per-channel scale: a depthwise convolution), channel `Concat`, `Relu`/`Sigmoid`/`Tanh` (fused into a single-use
-//! convolution), `BatchNormalization` (`<name>_bn_nchwc`), an NHWC `Transpose` (a
-//! `ReorderOutput`) and nearest `Resize`/`Upsample` with integer scales. Every NCHWc value
-//! still read in NCHW gets a `ReorderOutput`. Names follow ORT's `GenerateNodeName`/
+//! per graph, channels `-1`), `Mul` (from 1.25 also by a constant per-channel scale: a depthwise convolution), channel `Concat`, `Relu`/`Sigmoid`/`Tanh` (from 1.25 `HardSigmoid`
+//! too; fused into a single-use convolution), from 1.25 the com.microsoft `QuickGelu`/`Gelu`
+//! (layout kept, never fused), from 1.31 `HardSigmoid` + `Mul` behind a convolution (its
+//! `HardSwish`), `BatchNormalization` (`<name>_bn_nchwc`), an NHWC `Transpose` (a
+//! `ReorderOutput`) and nearest `Resize`/`Upsample` with integer scales. A `ReorderInput` whose
+//! input comes from an NHWC-to-NCHW `Transpose` read by it alone reads the NHWC tensor instead
+//! (`channels_last`) and the Transpose goes. Every NCHWc value still read in NCHW gets a
+//! `ReorderOutput`. Names follow ORT's `GenerateNodeName`/
 //! `GenerateNodeArgName` calls in order, on the graph's `_token_<k>` counter; the walk's order
 //! depends on the indices the level-2 fusions gave their nodes ([`crate::placer::fusions`] walk
 //! ORT's topological order too). Measured with the probes of `tests/fixtures/nchwc/probes/`
 //! (`tools/realworld/nchwc_probes.py`, the CPU wheels 1.23.2 to 1.31.1) and the CPU-only truth of
-//! the real-world corpora (rapidocr's PyPI models, a dynamo ResNet, the zoo's light Inception).
+//! the real-world corpora (rapidocr's PyPI models, a dynamo ResNet, the zoo's light Inception;
+//! unseen3's timm/torchvision/tf2onnx convnets, whose CPU-only truth is block 16 too).
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -100,6 +105,11 @@ struct Impl<'n> {
     block: i64,
     /// ORT 1.25 or later: the newer since-versions are matched too (see [`Impl::versions`]).
     newer: bool,
+    /// ORT 1.31 or later: `HardSigmoid` + `Mul` behind a convolution fuse as its `HardSwish`
+    /// (measured: not in 1.28.0, in 1.31.1; 1.29 and 1.30 are taken to behave as 1.31).
+    hard_swish: bool,
+    /// Nodes an earlier fusion of the walk took (removed at `Finalize`, skipped until then).
+    taken: rustc_hash::FxHashSet<usize>,
     names: &'n mut NameGen,
     /// Original value → its NCHWc form, in creation order (ORT's `Finalize` walks a hash map;
     /// the names it generates do not depend on the order).
@@ -159,6 +169,8 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
             gi,
             block: i64::from(block),
             newer,
+            hard_swish: table.release_at_least(1, 29),
+            taken: Default::default(),
             names: &mut names,
             args: Vec::new(),
             index: HashMap::default(),
@@ -396,9 +408,24 @@ impl Impl<'_> {
                 let v = self.names.value("reorder");
                 self.reorder_inputs.insert(x.clone(), v.clone());
                 let name = self.names.node("ReorderInput");
+                // An NHWC-to-NCHW `Transpose` read by this node alone is folded into the
+                // reorder (`channels_last`), which reads the NHWC tensor itself.
+                let folded = self.nhwc_transpose_of(session, &x);
+                let source = match folded {
+                    Some(t) => session.graphs[self.gi].nodes[t]
+                        .inputs
+                        .first()
+                        .cloned()
+                        .unwrap_or_default(),
+                    None => x,
+                };
                 let mut node =
-                    Self::new_node(name, "ReorderInput", NCHWC, vec![x], vec![v.clone()]);
+                    Self::new_node(name, "ReorderInput", NCHWC, vec![source], vec![v.clone()]);
                 node.origin = session.graphs[self.gi].nodes[ni].origin;
+                if let Some(t) = folded {
+                    node.attrs = vec![int_attr("channels_last", 1)];
+                    self.removed.push(t);
+                }
                 self.add_node(session, node);
                 v
             }
@@ -406,6 +433,22 @@ impl Impl<'_> {
         if let Some(i) = session.graphs[self.gi].nodes[ni].inputs.first_mut() {
             *i = value;
         }
+    }
+
+    /// The CPU `Transpose` (perm `[0, 3, 1, 2]`) producing `value` when its output has one reading
+    /// slot and is no graph output: `InsertReorderInput` then reorders its NHWC input directly.
+    fn nhwc_transpose_of(&self, session: &Session, value: &str) -> Option<usize> {
+        let &t = self.producers.get(value)?;
+        let n = &session.graphs[self.gi].nodes[t];
+        let folds = !n.removed
+            && n.ep == Some(Ep::Cpu)
+            && self.versions(n, "Transpose")
+            && n.attr_ints("perm") == Some(&[0, 3, 1, 2][..])
+            && n.outputs.len() == 1
+            && n.inputs.first().is_some_and(|i| !i.is_empty())
+            && self.reads.get(value).copied() == Some(1)
+            && !self.outputs.contains(value);
+        folds.then_some(t)
     }
 
     /// The dims of the spatial output that keep the NCHWc input's symbolic source
@@ -470,6 +513,7 @@ impl Impl<'_> {
             "Concat" => (&[4, 11, 13], &[]),
             "Relu" => (&[6, 13, 14], &[]),
             "Sigmoid" | "Tanh" => (&[6, 13], &[]),
+            "HardSigmoid" => (&[], &[6, 22]),
             "BatchNormalization" => (&[7, 9, 14], &[15]),
             "Transpose" => (&[1, 13], &[21]),
             "Upsample" => (&[9], &[]),
@@ -483,6 +527,9 @@ impl Impl<'_> {
     }
 
     fn transform(&mut self, session: &mut Session, ni: usize) {
+        if self.taken.contains(&ni) {
+            return;
+        }
         let n = &session.graphs[self.gi].nodes[ni];
         let v = |op: &str| self.versions(n, op);
         if v("Conv") || is(n, "com.microsoft", "FusedConv", &[1]) {
@@ -508,8 +555,12 @@ impl Impl<'_> {
             }
         } else if v("Concat") {
             self.concat(session, ni);
-        } else if v("Relu") || v("Sigmoid") || v("Tanh") {
-            self.activation(session, ni);
+        } else if v("Relu") || v("Sigmoid") || v("Tanh") || v("HardSigmoid") {
+            self.activation(session, ni, true);
+        } else if self.newer
+            && (is(n, "com.microsoft", "QuickGelu", &[1]) || is(n, "com.microsoft", "Gelu", &[1]))
+        {
+            self.activation(session, ni, false);
         } else if v("BatchNormalization") {
             self.batch_norm(session, ni);
         } else if v("Transpose") {
@@ -818,7 +869,9 @@ impl Impl<'_> {
         self.create_arg(session, ni, ni, total, shape);
     }
 
-    fn activation(&mut self, session: &mut Session, ni: usize) {
+    /// `TransformActivation`; `fusable`: the activations an NCHWc convolution takes as its
+    /// `activation` (from 1.25 `HardSigmoid` too; `QuickGelu` and `Gelu` only keep the layout).
+    fn activation(&mut self, session: &mut Session, ni: usize, fusable: bool) {
         let gi = self.gi;
         let n = session.graphs[gi].nodes[ni].clone();
         let Some(x) = n.inputs.first() else {
@@ -831,8 +884,12 @@ impl Impl<'_> {
         if let Some(x) = self.arg_mut(x) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
+        if fusable && self.hard_swish_fusion(session, ni, x, &a) {
+            return;
+        }
         let conv = &session.graphs[gi].nodes[a.node];
-        if conv.op == "Conv"
+        if fusable
+            && conv.op == "Conv"
             && conv.domain == NCHWC
             && a.starting_uses == 1
             && conv.attr("activation").is_none()
@@ -848,6 +905,70 @@ impl Impl<'_> {
         } else {
             self.create_arg(session, ni, ni, a.channels, a.shape);
         }
+    }
+
+    /// From 1.31: a `HardSigmoid` (alpha 1/6, beta 0.5) of an NCHWc convolution read only by it
+    /// and by a `Mul` of the two, which alone reads the `HardSigmoid` and is no graph output,
+    /// becomes the convolution's `HardSwish` activation; the `Mul`'s output is then the
+    /// convolution's NCHWc value. No name is generated. Measured with the CPU wheels
+    /// (`tools/realworld/nchwc_probes.py`'s `hard_swish.onnx`).
+    fn hard_swish_fusion(&mut self, session: &mut Session, ni: usize, x: &str, a: &Arg) -> bool {
+        let gi = self.gi;
+        let g = &session.graphs[gi];
+        let n = &g.nodes[ni];
+        let conv = &g.nodes[a.node];
+        let near = |name: &str, v: f32| {
+            n.attr(name)
+                .and_then(|x| x.f)
+                .is_some_and(|f| (f - v).abs() <= 1e-6)
+        };
+        if !self.hard_swish
+            || n.op != "HardSigmoid"
+            || !near("alpha", 1.0 / 6.0)
+            || !near("beta", 0.5)
+            || conv.op != "Conv"
+            || conv.domain != NCHWC
+            || a.starting_uses != 2
+            || conv.attr("activation").is_some()
+        {
+            return false;
+        }
+        let Some(h) = n.outputs.first().cloned() else {
+            return false;
+        };
+        if self.reads.get(&h).copied() != Some(1) || self.outputs.contains(&h) {
+            return false;
+        }
+        let Some(mul) = g
+            .live_nodes()
+            .find_map(|(mi, m)| m.inputs.contains(&h).then_some(mi))
+        else {
+            return false;
+        };
+        let m = &g.nodes[mul];
+        let pair = m.inputs.len() == 2
+            && ((m.inputs[0] == x && m.inputs[1] == h) || (m.inputs[0] == h && m.inputs[1] == x));
+        if m.ep != Some(Ep::Cpu)
+            || !self.versions(m, "Mul")
+            || !pair
+            || m.outputs.first().is_none_or(|y| self.outputs.contains(y))
+        {
+            return false;
+        }
+        session.graphs[gi].nodes[a.node].attrs.push(AttributeProto {
+            name: Some("activation".into()),
+            r#type: Some(AttributeType::String as i32),
+            s: Some(b"HardSwish".to_vec().into()),
+            ..Default::default()
+        });
+        if let Some(x) = self.arg_mut(x) {
+            x.remaining_uses = x.remaining_uses.saturating_sub(1);
+        }
+        self.fuse_arg(session, mul, a);
+        self.taken.insert(mul);
+        self.removed.push(ni);
+        self.removed.push(mul);
+        true
     }
 
     fn batch_norm(&mut self, session: &mut Session, ni: usize) {

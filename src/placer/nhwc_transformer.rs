@@ -6,10 +6,12 @@
 //! (`[0, 2, .., 1]` before, `[0, r-1, 1, ..]` after). Every bundled release (1.23.2 to 1.31.1)
 //! does it: measured with the oracle and the CPU wheels on `tests/fixtures/realworld/qop*`.
 //!
-//! The names follow ORT's graph-API edits in order, on the graph's `_token_<k>` counter: the input
-//! Transpose (`GenerateNodeName("Transpose")`, output `<name>_out0`), the output Transpose (same),
-//! the node's output moved to it (`GenerateNodeArgName(<node name>)`), the node copied as the new
-//! op (`GenerateNodeName(<node name>)`, output `<new name>_out0`), and its output moved again.
+//! The edit is ORT's graph-API calls in order (`transpose::wrap_channels_last`), which decide the
+//! names on the graph's `_token_<k>` counter: `TransposeInput` (a new `Transpose`, output
+//! `<name>_out0`, unless the input already comes from the inverse Transpose, which it cancels:
+//! chained convolutions draw three tokens each, not four), `TransposeOutput` (the node's output
+//! moved to a new Transpose, the node given `GenerateNodeArgName(<node name>)`), then the copy
+//! (`GenerateNodeName(<node name>)`) that takes the outputs (the node given a fresh name again).
 //!
 //! Then, where it wrapped a node, ORT's transpose optimizer runs for the CPU provider over the
 //! graph (`transpose::run_cpu_graph`): Transposes cancel between channels-last nodes, and an
@@ -17,10 +19,8 @@
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::model::proto::AttributeProto;
-use crate::model::proto::attribute_proto::AttributeType;
 use crate::placer::OptLevel;
-use crate::placer::ir::{NameGen, SNode, Session};
+use crate::placer::ir::Session;
 use crate::tables::{Ep, KernelTable};
 
 /// Applies the transformer to every graph. Returns whether it changed anything.
@@ -36,19 +36,10 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool 
             continue;
         }
         let order = crate::session::order::ort_topological_order(session, gi);
-        let mut names: Option<NameGen> = None;
-        for ni in order {
-            if !candidate(session, gi, ni) {
-                continue;
-            }
-            let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
-            wrap(session, gi, ni, names);
-            session.graphs[gi].name_counter = names.counter;
+        if super::transpose::wrap_channels_last(session, gi, table, &order, &candidate) {
             changed = true;
-        }
-        // Then ORT's transpose optimizer for the CPU provider over the graph: Transposes
-        // cancelled between channels-last nodes, 8-bit `MaxPool`s to `NhwcMaxPool`.
-        if names.is_some() {
+            // Then ORT's transpose optimizer for the CPU provider over the graph: Transposes
+            // cancelled between channels-last nodes, 8-bit `MaxPool`s to `NhwcMaxPool`.
             super::transpose::run_cpu_graph(session, gi, table);
         }
     }
@@ -76,123 +67,6 @@ fn candidate(session: &Session, gi: usize, ni: usize) -> bool {
     );
     let rank = session.shape_of(gi, x).map(Vec::len).unwrap_or(0);
     quantized && rank >= 3
-}
-
-fn ints_attr(name: &str, v: Vec<i64>) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(AttributeType::Ints as i32),
-        ints: v,
-        ..Default::default()
-    }
-}
-
-fn transpose(name: String, input: String, output: String, perm: Vec<i64>) -> SNode {
-    SNode {
-        name,
-        op: "Transpose".into(),
-        domain: "ai.onnx".into(),
-        since: None,
-        inputs: vec![input],
-        outputs: vec![output],
-        attrs: vec![ints_attr("perm", perm)],
-        subgraphs: Vec::new(),
-        implicit_inputs: Vec::new(),
-        ep: Some(Ep::Cpu),
-        kernel: None,
-        origin: None,
-        removed: false,
-    }
-}
-
-/// The value name ORT's `GenerateNodeArgName` gives for `base` (an empty base is never free).
-fn value_name(names: &mut NameGen, base: &str) -> String {
-    if base.is_empty() {
-        names.reserve_value("");
-    }
-    names.value(base)
-}
-
-fn wrap(session: &mut Session, gi: usize, ni: usize, names: &mut NameGen) {
-    let node = session.graphs[gi].nodes[ni].clone();
-    let x = node.inputs[0].clone();
-    let y = node.outputs.first().cloned().unwrap_or_default();
-    let rank = session.shape_of(gi, &x).map(Vec::len).unwrap_or(4) as i64;
-    let to_last: Vec<i64> = std::iter::once(0)
-        .chain(2..rank)
-        .chain(std::iter::once(1))
-        .collect();
-    let to_first: Vec<i64> = [0, rank - 1].into_iter().chain(1..rank - 1).collect();
-    let permute = |s: &[Option<i64>], perm: &[i64]| -> Vec<Option<i64>> {
-        perm.iter()
-            .map(|&p| s.get(p as usize).copied().flatten())
-            .collect()
-    };
-    let x_type = session.type_of(gi, &x).cloned();
-    let x_shape = session.shape_of(gi, &x).cloned();
-    let y_type = session.type_of(gi, &y).cloned();
-    let y_shape = session.shape_of(gi, &y).cloned();
-
-    // Input: a new Transpose.
-    let t_in = names.node("Transpose");
-    let t_in_out = value_name(names, &format!("{t_in}_out0"));
-    // Output: a new Transpose takes the node's output; the node gets a fresh value.
-    let t_out = names.node("Transpose");
-    let _dropped = value_name(names, &format!("{t_out}_out0"));
-    let moved = value_name(names, &node.name);
-    // The node is copied as the channels-last op; its output moves to the copy.
-    let new_name = names.node(&node.name);
-    let _dropped = value_name(names, &format!("{new_name}_out0"));
-    let _old = value_name(names, &node.name);
-
-    let g = &mut session.graphs[gi];
-    if let Some(t) = x_type {
-        g.types.insert(t_in_out.clone(), t);
-    }
-    if let Some(s) = &x_shape {
-        g.shapes.insert(t_in_out.clone(), permute(s, &to_last));
-    }
-    if let Some(t) = y_type {
-        g.types.insert(moved.clone(), t);
-    }
-    if let Some(s) = &y_shape {
-        // `y` is channels-first; the copy writes it channels-last.
-        g.shapes.insert(moved.clone(), permute(s, &to_last));
-    }
-    let mut attrs: Vec<AttributeProto> = node
-        .attrs
-        .iter()
-        .filter(|a| a.name() != "channels_last")
-        .cloned()
-        .collect();
-    attrs.push(AttributeProto {
-        name: Some("channels_last".into()),
-        r#type: Some(AttributeType::Int as i32),
-        i: Some(1),
-        ..Default::default()
-    });
-    let mut inputs = node.inputs.clone();
-    inputs[0] = t_in_out.clone();
-    let mut outputs = node.outputs.clone();
-    if let Some(o) = outputs.first_mut() {
-        *o = moved.clone();
-    }
-    g.nodes[ni].removed = true;
-    g.generated_names.insert(t_in.clone());
-    g.generated_names.insert(t_out.clone());
-    g.generated_names.insert(new_name.clone());
-    g.nodes.push(transpose(t_in, x, t_in_out, to_last));
-    g.nodes.push(SNode {
-        name: new_name,
-        domain: "com.microsoft".into(),
-        since: Some(1),
-        inputs,
-        outputs,
-        attrs,
-        origin: node.origin,
-        ..node
-    });
-    g.nodes.push(transpose(t_out, moved, y, to_first));
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod formats;
 mod fuzz;
 mod load;
 mod nchwc_block;
+mod nhwc_probes;
 mod packaging;
 mod placement;
 mod qdq_misses;

@@ -82,8 +82,10 @@ fn nodes_of(r: &Value) -> BTreeSet<(String, String)> {
 
 /// `tests/fixtures/nchwc/probes/`: one model per mechanism of the NCHWc pass (shapes matched by
 /// `dim_param`, the input-channel alignment of 4, the shared `Reshape` shapes, the walk's order
-/// over branches that `ConvActivationFusion` fused), with the session graphs of the five CPU
-/// wheels, recorded natively by `tools/realworld/nchwc_probes.py` (block 8: no AVX-512).
+/// over branches that `ConvActivationFusion` fused, an NHWC `Transpose` folded into the
+/// `ReorderInput`, the element-wise and fused activations of each release, 1.31's `HardSwish`
+/// fusion, batch dims traced through `FusedConv`/`ReduceMean`), with the session graphs of the
+/// five CPU wheels, recorded natively by `tools/realworld/nchwc_probes.py` (block 16: AVX-512F).
 #[test]
 fn nchwc_probes_agree_with_ort() {
     let dir = support::repo().join("tests/fixtures/nchwc/probes");
@@ -100,8 +102,8 @@ fn nchwc_probes_agree_with_ort() {
             "{model}: ORT {ort}, block {block}"
         );
     }
-    assert_eq!(seen.len(), 4, "{seen:?}");
-    assert_eq!(truth.len(), 4 * 5, "five releases per probe");
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert_eq!(truth.len(), 8 * 5, "five releases per probe");
 }
 
 #[test]

@@ -252,3 +252,50 @@ fn onnx_domain_simplified_layer_norm_keeps_its_input_shape() {
         assert_eq!(got, ["relu", "sln"], "{ort}");
     }
 }
+
+/// A float8 QDQ MatMul at opset 20 (unseen3/qdqf8.timm.convnext): the QDQ selectors fuse it into
+/// an ONNX-domain `QLinearMatMul`, whose opset-10 schema takes int8/uint8 only, and ORT's graph
+/// resolve after the transformer fails the session (CPU wheels 1.23.2, 1.24.4, 1.31.1 at
+/// `extended` and `all`: "Type Error: Type 'tensor(float8e4m3fn)' of input parameter (xq) of
+/// operator (QLinearMatMul) in node (mm) is invalid."; `basic` keeps the MatMul and is fine).
+/// At opset 21 the fused node passes the type check and finds no CPU kernel instead
+/// (`QLinearMatMul(21)`), which is not simulated.
+const F8_MATMUL: &str = r#"<
+  ir_version: 9,
+  opset_import: ["" : 20]
+>
+f8mm (float[2, 4] x) => (float[2, 3] y)
+<
+  float s = {0.5},
+  float8e4m3fn z = {0},
+  float8e4m3fn[4, 3] w = {56, 64, 56, 48, 56, 64, 56, 48, 56, 64, 56, 48},
+  float ws = {0.25}
+>
+{
+  [qx] xq = QuantizeLinear (x, s, z)
+  [dqx] xd = DequantizeLinear (xq, s, z)
+  [dqw] wd = DequantizeLinear (w, ws, z)
+  [mm] m = MatMul (xd, wd)
+  [qm] mq = QuantizeLinear (m, s, z)
+  [dqm] y = DequantizeLinear (mq, s, z)
+}
+"#;
+
+#[test]
+fn float8_qlinear_matmul_below_opset_21_fails_the_type_check() {
+    for ort in ["1.23.2", "1.24.4", "1.31.1"] {
+        let p = place(F8_MATMUL, ort, OptLevel::Basic, vec![Ep::Cpu]);
+        assert!(p.outcome.placed(), "{ort} basic: {:?}", p.outcome.error());
+        for level in [OptLevel::Extended, OptLevel::All] {
+            let p = crate::support::place_text_any(F8_MATMUL, ort, level, vec![Ep::Cpu]);
+            assert_eq!(
+                p.outcome.error(),
+                Some(
+                    "load: Type Error: Type 'tensor(float8e4m3fn)' of input parameter (xq) of \
+                     operator (QLinearMatMul) in node (mm) is invalid."
+                ),
+                "{ort} {level:?}"
+            );
+        }
+    }
+}

@@ -8,8 +8,12 @@ CPU-only prediction can be checked against by name.
   cpu_truth.py --ort-root DIR --releases 1.23.2,1.31.1 --levels disable,all OUT_DIR SET=MODEL_DIR...
 
 `DIR/<release>` is a `pip install --no-deps --target` of `onnxruntime==<release>` (the CPU
-wheel). Writes `OUT_DIR/cpu-<set>-<release>-<level>.jsonl.gz`, sorted by model, `model` relative
-to MODEL_DIR. One child process per release creates every session (stderr is redirected per
+wheel). Level `all` depends on the machine: ORT's NCHWc transformer uses MLAS's block size, 16
+with AVX-512F and 8 on other x86-64 CPUs, and the tests compare the fixtures with predictions for
+block 16 (`placer::RECORDED_NCHWC_BLOCK`); so `all` is recorded only on an AVX-512F machine
+(`--any-cpu` overrides; block-8 truth belongs in tests/fixtures/nchwc, see nchwc_block.py).
+Writes `OUT_DIR/cpu-<set>-<release>-<level>.jsonl.gz`, sorted by model, `model` relative to
+MODEL_DIR. One child process per release creates every session (stderr is redirected per
 session to read its log), so a release's thousand sessions take seconds, not minutes.
 """
 import argparse
@@ -75,9 +79,15 @@ def main():
     ap.add_argument("--releases", required=True)
     ap.add_argument("--levels", default="disable,basic,extended,all")
     ap.add_argument("--oracle", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../shared/oracle"))
+    ap.add_argument("--any-cpu", action="store_true", help="record level all without AVX-512F")
     ap.add_argument("out")
     ap.add_argument("sets", nargs="+")
     a = ap.parse_args()
+    if "all" in a.levels.split(",") and not a.any_cpu:
+        with open("/proc/cpuinfo") as f:
+            if "avx512f" not in f.read().split():
+                sys.exit("cpu_truth.py: no AVX-512F here (MLAS NCHWc block 8, not the fixtures' 16): "
+                         "level all would not be the truth the tests expect (--any-cpu to record anyway)")
     sys.path.insert(0, a.oracle)
     import ortstub  # parse_log: the oracle's own reading of ORT's log
 

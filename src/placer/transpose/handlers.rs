@@ -230,7 +230,29 @@ impl Opt<'_> {
             }
             Handler::Never => false,
             Handler::MaxPool => self.handle_max_pool(node, perm, inv),
+            Handler::QLinearPool => self.handle_qlinear_pool(node, perm, inv),
         }
+    }
+
+    /// ORT's `HandleQLinearPoolOp`: under a channels-last-to-first Transpose a channels-first
+    /// pool (or under the inverse a channels-last one) flips `channels_last` and moves the
+    /// Transpose to its output. Only in the optimizer's runs for the CPU provider.
+    fn handle_qlinear_pool(&mut self, node: usize, perm: &[i64], inv: &[i64]) -> bool {
+        let rank = perm.len() as i64;
+        if self.provider.is_none() || rank < 2 {
+            return false;
+        }
+        let to_first: Vec<i64> = [0, rank - 1].into_iter().chain(1..rank - 1).collect();
+        let last = self.node(node).attr_i("channels_last").unwrap_or(0);
+        if !((last == 0 && perm == to_first.as_slice())
+            || (last != 0 && inv == to_first.as_slice()))
+        {
+            return false;
+        }
+        self.set_attr(node, int_attr("channels_last", 1 - i64::from(last != 0)));
+        self.transpose_inputs(node, inv, &[0]);
+        self.transpose_outputs(node, perm);
+        true
     }
 
     /// ORT's `HandleMaxPool` (`ort_transpose_optimization.cc`): a CPU `MaxPool` of uint8/int8

@@ -59,6 +59,10 @@ enum Handler {
     /// `MaxPool` (`HandleMaxPool`): for the CPU provider only, an 8-bit one becomes
     /// `com.microsoft` `NhwcMaxPool`; never at level 1.
     MaxPool,
+    /// `com.microsoft` `QLinearAveragePool`/`QLinearGlobalAveragePool` (`HandleQLinearPoolOp`):
+    /// the channels-first/last variant swapped (`channels_last` flipped) under a Transpose of the
+    /// matching perm; in the runs for the CPU provider (after partitioning), never at level 1.
+    QLinearPool,
     /// A handler that exists but never pushes at level 1 (provider-dependent ones such as
     /// `MaxPool`/`Resize`, which need a CPU assignment, and the QLinear contrib ops).
     Never,
@@ -74,12 +78,10 @@ impl Handler {
                 "QLinearAdd" | "QLinearMul" => Some(QLinearBinary),
                 "QLinearConcat" => Some(QLinearConcat),
                 "QLinearLeakyRelu" | "QLinearSigmoid" => Some(FirstInput),
-                "QuantizeLinear"
-                | "DequantizeLinear"
-                | "QLinearAveragePool"
-                | "QLinearGlobalAveragePool"
-                | "QLinearReduceMean"
-                | "QLinearSoftmax" => Some(Never),
+                "QLinearAveragePool" | "QLinearGlobalAveragePool" => Some(QLinearPool),
+                "QuantizeLinear" | "DequantizeLinear" | "QLinearReduceMean" | "QLinearSoftmax" => {
+                    Some(Never)
+                }
                 _ => None,
             };
         }
@@ -256,6 +258,66 @@ pub fn run_cpu_graph(session: &mut Session, gi: usize, table: &KernelTable) -> b
         &order,
         Some(cpu),
     )
+}
+
+/// The `NhwcTransformer`'s edit of graph `gi` (`nhwc_transformer.cc` on ORT's graph API): for
+/// each node of `order` that `wrap` accepts when its turn comes, `WrapTransposesAroundNode`
+/// (`TransposeInput` of input 0 by the channels-first-to-last perm, which cancels against a
+/// Transpose already there, and `TransposeOutput` of output 0 back), then
+/// `SwapNodeOpTypeDomainAndSinceVersion` to the com.microsoft op with `channels_last = 1` (a copy
+/// named `GenerateNodeName(<name>)`, the outputs moved to it). Returns whether it wrapped any.
+pub fn wrap_channels_last(
+    session: &mut Session,
+    gi: usize,
+    table: &KernelTable,
+    order: &[usize],
+    wrap: &dyn Fn(&Session, usize, usize) -> bool,
+) -> bool {
+    let versions = infer::domain_versions(session, table);
+    let mut values = Values::default();
+    let opset = versions.get("ai.onnx").copied().unwrap_or(0);
+    let mut opt = Opt {
+        gi,
+        table,
+        versions: &versions,
+        values: &mut values,
+        opset,
+        names: None,
+        generated: Vec::new(),
+        producer: HashMap::default(),
+        uses: HashMap::default(),
+        outputs: session.graphs[gi].outputs.iter().cloned().collect(),
+        provider: Some(crate::tables::Ep::Cpu),
+        session,
+    };
+    opt.index();
+    let mut wrapped = false;
+    for &ni in order {
+        if !wrap(opt.session, gi, ni) {
+            continue;
+        }
+        let x = opt.node(ni).inputs[0].clone();
+        let rank = opt
+            .session
+            .shape_of(gi, &x)
+            .map_or(4, |s| s.len() as i64)
+            .max(3);
+        let to_last: Vec<i64> = std::iter::once(0)
+            .chain(2..rank)
+            .chain(std::iter::once(1))
+            .collect();
+        let to_first = invert(&to_last);
+        opt.transpose_input(ni, 0, &to_last, &to_first);
+        opt.transpose_output(ni, 0, &to_first, &to_last);
+        opt.swap_to_channels_last(ni);
+        wrapped = true;
+    }
+    let g = &mut opt.session.graphs[gi];
+    if let Some(names) = &opt.names {
+        g.name_counter = names.counter;
+    }
+    g.generated_names.extend(opt.generated);
+    wrapped
 }
 
 fn run_for(
@@ -670,6 +732,45 @@ impl Opt<'_> {
             removed: false,
         });
         index
+    }
+
+    /// `SwapNodeOpTypeDomainAndSinceVersion(node, <op>, "com.microsoft", 1)` with
+    /// `channels_last = 1` set: `CopyNode` (named `GenerateNodeName(<name>)`, outputs
+    /// `<new name>_out<i>`), each output moved to the copy, the node removed.
+    fn swap_to_channels_last(&mut self, node: usize) {
+        let n = self.node(node).clone();
+        let name = self.names().node(&n.name);
+        self.generated.push(name.clone());
+        let outputs: Vec<String> = (0..n.outputs.len())
+            .map(|i| self.names().value(&format!("{name}_out{i}")))
+            .collect();
+        let index = self.session.graphs[self.gi].nodes.len();
+        for i in n.inputs.iter().filter(|i| !i.is_empty()) {
+            self.uses.entry(i.to_string()).or_default().push(index);
+        }
+        let mut attrs: Vec<AttributeProto> = n
+            .attrs
+            .iter()
+            .filter(|a| a.name() != "channels_last")
+            .cloned()
+            .collect();
+        attrs.push(int_attr("channels_last", 1));
+        self.session.graphs[self.gi].nodes.push(SNode {
+            name,
+            domain: "com.microsoft".into(),
+            since: Some(1),
+            outputs,
+            attrs,
+            ep: self.provider,
+            kernel: None,
+            ..n.clone()
+        });
+        for j in 0..n.outputs.len() {
+            if !self.node(node).outputs[j].is_empty() {
+                self.move_output(node, j, index, j);
+            }
+        }
+        self.remove_node(node);
     }
 
     fn set_attr(&mut self, n: usize, a: AttributeProto) {

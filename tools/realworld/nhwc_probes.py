@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Probe models for ORT's NhwcTransformer and the transpose optimizer's run after it
+(tests/it/nhwc_probes.rs), and what the CPU `onnxruntime` wheels make of them at level `all`:
+
+- `qdq_chain.onnx`: three chained QDQ convolutions (DQ -> Conv -> Q, fused into QLinearConv at
+  level 2) and a QDQ GlobalAveragePool (QLinearGlobalAveragePool). Wrapping each QLinearConv in
+  Transposes (`WrapTransposesAroundNode`), `TransposeInput` cancels against the output Transpose of
+  the convolution before, so a chained convolution draws three `_token_<k>` names, not four
+  (`<name>_token_<k>` of the channels-last copies); the transpose optimizer then pushes the last
+  Transpose through the pool (`HandleQLinearPoolOp`: `channels_last` flipped), whose new Transpose
+  after it is named by the counter at that point.
+
+  nhwc_probes.py all OUT_DIR --ort-root DIR --releases 1.23.2,1.24.4,1.31.1
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def models(out):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    rng = np.random.default_rng(16)
+    inits, nodes = [], []
+
+    def const(name, arr):
+        inits.append(nh.from_array(arr, name))
+        return name
+
+    def q(x, y, scale, name):
+        s = const(f"{name}_s", np.array(scale, np.float32))
+        z = const(f"{name}_z", np.array(128, np.uint8))
+        nodes.append(h.make_node("QuantizeLinear", [x, s, z], [y], name=name))
+        return s, z
+
+    def dq(x, s, z, y, name):
+        nodes.append(h.make_node("DequantizeLinear", [x, s, z], [y], name=name))
+
+    s, z = q("X", "xq", 0.05, "q_in")
+    dq("xq", s, z, "xf", "dq_in")
+    cur = "xf"
+    for k in range(3):
+        w = const(f"w{k}", rng.integers(-64, 64, (16, 16, 3, 3), dtype=np.int8))
+        ws = const(f"w{k}_s", np.array(0.01, np.float32))
+        wz = const(f"w{k}_z", np.array(0, np.int8))
+        dq(w, ws, wz, f"w{k}f", f"dq_w{k}")
+        b = const(f"b{k}", rng.integers(-100, 100, (16,), dtype=np.int32))
+        bs = const(f"b{k}_s", np.array(0.05 * 0.01 if k == 0 else 0.1 * 0.01, np.float32))
+        bz = const(f"b{k}_z", np.array(0, np.int32))
+        dq(b, bs, bz, f"b{k}f", f"dq_b{k}")
+        nodes.append(h.make_node("Conv", [cur, f"w{k}f", f"b{k}f"], [f"c{k}"], pads=[1, 1, 1, 1],
+                                 name=f"conv{k}"))
+        s, z = q(f"c{k}", f"c{k}q", 0.1, f"q_c{k}")
+        dq(f"c{k}q", s, z, f"c{k}f", f"dq_c{k}")
+        cur = f"c{k}f"
+    nodes.append(h.make_node("GlobalAveragePool", [cur], ["p"], name="gap"))
+    s, z = q("p", "pq", 0.1, "q_p")
+    dq("pq", s, z, "Y", "dq_p")
+    g = h.make_graph(nodes, "qdq_chain", [h.make_tensor_value_info("X", T.FLOAT, [1, 16, 8, 8])],
+                     [h.make_tensor_value_info("Y", T.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], producer_name="nhwc_probes.py")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(out, "qdq_chain.onnx"))
+
+
+CHILD = r'''
+import json, sys, onnx, onnxruntime as ort
+so = ort.SessionOptions(); so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+so.optimized_model_filepath = sys.argv[2]
+ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+g = onnx.load(sys.argv[2]).graph
+print(json.dumps({"ort": ort.__version__, "nodes": sorted([n.name, (n.domain or "ai.onnx") + ":" + n.op_type] for n in g.node)}))
+'''
+
+
+def record(path, ort_dir):
+    import onnx
+
+    site = os.path.dirname(os.path.dirname(onnx.__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ort_dir, site]))
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([sys.executable, "-c", CHILD, path, os.path.join(d, "opt.onnx")], env=env,
+                             check=True, capture_output=True, text=True).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    r["model"] = os.path.basename(path)
+    return r
+
+
+def main():
+    out = sys.argv[2]
+    args = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+    os.makedirs(out, exist_ok=True)
+    models(out)
+    records = [record(os.path.join(out, m), os.path.join(args["--ort-root"], r))
+               for m in sorted(f for f in os.listdir(out) if f.endswith(".onnx"))
+               for r in args["--releases"].split(",")]
+    with open(os.path.join(out, "truth.json"), "w") as f:
+        json.dump(records, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
