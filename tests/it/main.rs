@@ -9,6 +9,7 @@ mod architecture;
 mod cargo;
 mod cli;
 mod codegen;
+mod detector_probes;
 mod docs;
 mod double_qdq;
 mod fix;
