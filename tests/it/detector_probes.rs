@@ -13,6 +13,11 @@
 //!   ranks of the Shape's input and the Reshape's (onnxsim's `sim.tv.fasterrcnn` box head).
 //! - `expand_symbol`: an `Expand` whose shape is built at run time has unknown dims for ORT;
 //!   no release fuses the Reshape that would need them.
+//! - `unsqueeze_names` (level `extended`): `UnsqueezeElimination` generates a name for each
+//!   Unsqueeze of a constant even where it then finds no `axes` attribute (opset 13+): two
+//!   Unsqueezes of one constant advance the graph's name counter, and the Squeezes of the
+//!   `GatherSliceToSplitFusion` after them are `Squeeze_token_3` and `Squeeze_token_6`
+//!   (Mask R-CNN's paste-masks Loop body).
 
 use std::collections::BTreeSet;
 
@@ -22,14 +27,14 @@ use serde_json::{Map, Value};
 
 use crate::support;
 
-fn place(path: &std::path::Path, ort: &str, eps: Vec<Ep>) -> placer::Placement {
+fn place(path: &std::path::Path, ort: &str, level: OptLevel, eps: Vec<Ep>) -> placer::Placement {
     let m = onnx_lint::model::load(path).unwrap();
     placer::place(
         &m,
         tables::resolve(ort).unwrap().table(),
         &Options {
             eps,
-            level: OptLevel::Basic,
+            level,
             ..Default::default()
         },
     )
@@ -50,13 +55,17 @@ fn detector_probes_agree_with_ort() {
     let dir = support::repo().join("tests/fixtures/detector_probes");
     let truth: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
-    assert_eq!(truth.len(), 9, "detector_probes truth missing");
+    assert_eq!(truth.len(), 12, "detector_probes truth missing");
     for r in &truth {
         let ort = r["ort"].as_str().unwrap();
+        let level = match r["level"].as_str().unwrap() {
+            "extended" => OptLevel::Extended,
+            _ => OptLevel::Basic,
+        };
         let file = r["model"].as_str().unwrap();
         let path = dir.join(file);
         // CPU only: the saved session graph's node names, every graph.
-        let p = place(&path, ort, vec![Ep::Cpu]);
+        let p = place(&path, ort, level, vec![Ep::Cpu]);
         let mine: BTreeSet<String> = p
             .session
             .graphs
@@ -72,7 +81,7 @@ fn detector_probes_agree_with_ort() {
             .collect();
         assert_eq!(mine, theirs, "CPU wheel {ort}, {file}");
         // CUDA: placement and copies.
-        let p = place(&path, ort, vec![Ep::Cuda, Ep::Cpu]);
+        let p = place(&path, ort, level, vec![Ep::Cuda, Ep::Cpu]);
         let mine = onnx_lint::cli::placement_json(file, &p);
         let cuda = &r["cuda"];
         assert_eq!(mine["session"], cuda["session"], "oracle {ort}, {file}");
@@ -100,4 +109,5 @@ fn detector_probes_agree_with_ort() {
     assert!(at("expand_symbol.onnx").contains("\"concat\""));
     let ops = at("shape_ops.onnx");
     assert!(ops.contains("\"noop_if_diff\"") && !ops.contains("\"noop_resize\""));
+    assert!(at("unsqueeze_names.onnx").contains("\"Squeeze_token_3\""));
 }

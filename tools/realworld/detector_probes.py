@@ -2,7 +2,8 @@
 """The detector probes (tests/it/detector_probes.rs): small models that isolate what the
 torchvision detectors and DETR of unseen3 (issue 16) showed, and what ORT does with them at
 level `basic`, from the CPU wheels (node names of the saved session graph, every graph) and from
-the stubbed-GPU oracle (`placement`, `all_nodes_on`, `memcpy`).
+the stubbed-GPU oracle (`placement`, `all_nodes_on`, `memcpy`); `unsqueeze_names` at
+`extended`.
 
   detector_probes.py OUT_DIR --ort-root DIR --releases 1.23.2,1.24.4,1.31.1 \
       [--oracle PYTHON ORTSTUB]
@@ -24,6 +25,10 @@ names the oracle's Python and `ortstub.py` (../shared/oracle/). Writes the model
   Shape(q), 0)), Unsqueeze(Gather(Shape(q), 1)), [8]))`, `q` and `a` both `[batch, seq, 8]`: an
   Expand whose shape is built at run time has unknown dims for ORT (no data propagation), so no
   release fuses it.
+- `unsqueeze_names`: `UnsqueezeElimination` generates `UnsqueezeElimination_c` for each Unsqueeze
+  of the constant `c` before it finds no `axes` attribute (opset 13+): the second one advances
+  the name counter, and the Squeezes GatherSliceToSplitFusion adds at `extended` are named one
+  step later (`Squeeze_token_3` and `Squeeze_token_6`).
 """
 import json
 import os
@@ -124,11 +129,30 @@ def expand_symbol():
     return h.make_graph(nodes, "expand_symbol", ins, [h.make_tensor_value_info("y", T.FLOAT, None)], inits)
 
 
-MODELS = {"shape_ops": shape_ops, "reshape_ranks": reshape_ranks, "expand_symbol": expand_symbol}
+def unsqueeze_names():
+    """Three Gathers splitting `x` (GatherSliceToSplitFusion at `extended` names its Squeezes
+    from the graph's counter) after two Unsqueezes of the same constant `c`."""
+    inits = [i64("i0", 0), i64("i1", 1), i64("i2", 2), i64("ax0", [0]), i64("ax1", [1]),
+             i64("c", [3, 4])]
+    nodes = [h.make_node("Gather", ["x", f"i{k}"], [f"g{k}"], name=f"gather{k}", axis=0) for k in range(3)]
+    nodes += [h.make_node("Unsqueeze", ["c", "ax0"], ["u0"], name="unsqueeze0"),
+              h.make_node("Unsqueeze", ["c", "ax1"], ["u1"], name="unsqueeze1"),
+              h.make_node("Add", ["u0", "u1"], ["s"], name="add")]
+    ins = [h.make_tensor_value_info("x", T.FLOAT, [3, "n"])]
+    outs = [h.make_tensor_value_info(v, T.FLOAT, None) for v in ("g0", "g1", "g2")]
+    outs.append(h.make_tensor_value_info("s", T.INT64, None))
+    return h.make_graph(nodes, "unsqueeze_names", ins, outs, inits)
+
+
+MODELS = {"shape_ops": shape_ops, "reshape_ranks": reshape_ranks, "expand_symbol": expand_symbol,
+          "unsqueeze_names": unsqueeze_names}
+LEVELS = {"unsqueeze_names": "extended"}
 
 CHILD = r'''
 import json, sys, onnx, onnxruntime as ort
-so = ort.SessionOptions(); so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+so = ort.SessionOptions()
+so.graph_optimization_level = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                               "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED}[sys.argv[3]]
 so.optimized_model_filepath = sys.argv[2]
 ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
 names = []
@@ -157,6 +181,7 @@ def main():
     site = os.path.dirname(os.path.dirname(onnx.__file__))
     records = []
     for name, make in MODELS.items():
+        level = LEVELS.get(name, "basic")
         m = h.make_model(make(), opset_imports=[h.make_opsetid("", 17)])
         m.ir_version = 8
         path = os.path.join(out, f"{name}.onnx")
@@ -164,13 +189,14 @@ def main():
         for r in args["--releases"].split(","):
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(args["--ort-root"], r), site]))
             with tempfile.TemporaryDirectory() as d:
-                res = subprocess.run([sys.executable, "-c", CHILD, path, os.path.join(d, "o.onnx")],
+                res = subprocess.run([sys.executable, "-c", CHILD, path, os.path.join(d, "o.onnx"), level],
                                      env=env, check=True, capture_output=True, text=True).stdout
             rec = json.loads(res.strip().splitlines()[-1])
             rec["model"] = f"{name}.onnx"
+            rec["level"] = level
             if "--oracle" in args:
                 py, stub = args["--oracle"]
-                res = subprocess.run([py, stub, "place", r, path, "--level", "basic"],
+                res = subprocess.run([py, stub, "place", r, path, "--level", level],
                                      check=True, capture_output=True, text=True).stdout
                 o = json.loads(res)
                 rec["cuda"] = {k: o.get(k) for k in ("session", "placement", "all_nodes_on", "memcpy")}
