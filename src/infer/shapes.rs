@@ -453,6 +453,16 @@ pub fn infer_node(
                 Some(o)
             }
             "GatherElements" => s(1),
+            // ONNX's GatherND inference: `indices[:-1] + data[batch_dims + k:]` with `k` the
+            // indices' last dim, which must be known.
+            "GatherND" => {
+                let (x, i) = (s(0)?, s(1)?);
+                let k = usize::try_from((*i.last()?)?).ok()?;
+                let b = usize::try_from(node.attr_i("batch_dims").unwrap_or(0)).ok()?;
+                let mut o = i[..i.len() - 1].to_vec();
+                o.extend_from_slice(x.get(b.checked_add(k)?..)?);
+                Some(o)
+            }
             "Unsqueeze" | "Squeeze" => {
                 let x = s(0)?;
                 let axes: Vec<i64> = if since >= 13 {
@@ -516,7 +526,10 @@ pub fn infer_node(
                 params.or(Some(vec![None; x.len()]))
             }
             "Shape" => {
-                let x = s(0)?;
+                // A 1-D tensor whatever its input; its length needs the input's rank.
+                let Some(x) = s(0) else {
+                    return Some(vec![None]);
+                };
                 let r = x.len() as i64;
                 let clamp = |v: i64| {
                     let v = if v < 0 { v + r } else { v };
@@ -615,43 +628,67 @@ pub fn infer_node(
                 };
                 conv_pool_shape(node, s(0)?, w)
             }
-            // ONNX's `resizeShapeInference` (Resize-11 on): the output has X's rank whatever
-            // is known of the rest; a constant float `scales` gives floor(dim * scale) of the
-            // known dims, a constant `sizes` (the `stretch` policy) the dims themselves, both
-            // over the `axes` attribute's dims when it is set (the others keep X's).
-            "Resize" if since >= 11 => {
-                let x = s(0)?;
-                let rank = x.len();
-                let axes: Vec<usize> = match node.attr_ints("axes") {
-                    Some(a) => a
-                        .iter()
-                        .map(|&d| norm_axis(d, rank))
-                        .collect::<Option<_>>()?,
-                    None => (0..rank).collect(),
+            // ONNX's `convTransposeShapeInference`: `[N, W[1] * group, spatial...]`, each
+            // spatial dim `stride * (d - 1) + output_padding + (k - 1) * dilation + 1 - pads`
+            // (`d * stride` with a SAME auto_pad), or the `output_shape` attribute's.
+            "ConvTranspose" => {
+                let (x, w) = (s(0)?, s(1)?);
+                if x.len() < 3 || w.len() != x.len() {
+                    return None;
+                }
+                let spatial = x.len() - 2;
+                let group = node.attr_i("group").unwrap_or(1);
+                let mut o = vec![x[0], w[1].and_then(|c| c.checked_mul(group))];
+                if let Some(shape) = attr_ints("output_shape") {
+                    let skip = shape.len().checked_sub(spatial)?;
+                    o.extend(shape[skip..].iter().map(|&d| Some(d)));
+                    return Some(o);
+                }
+                let kernel: Vec<Option<i64>> = match attr_ints("kernel_shape") {
+                    Some(k) => k.into_iter().map(Some).collect(),
+                    None => w[2..].to_vec(),
                 };
-                let present = |i: usize| node.inputs.get(i).is_some_and(|n| !n.is_empty());
-                let mut o: Shape = vec![None; rank];
-                let stretch = node
-                    .attr_s("keep_aspect_ratio_policy")
-                    .is_none_or(|p| p == "stretch");
-                if let Some(sizes) = v(3).filter(|t| present(3) && !t.dims.contains(&0)) {
-                    let sizes = sizes.as_i64();
-                    if stretch && sizes.len() == axes.len() {
-                        o.clone_from(&x);
-                        for (k, &a) in axes.iter().enumerate() {
-                            o[a] = Some(sizes[k]);
+                let strides = attr_ints("strides").unwrap_or_else(|| vec![1; spatial]);
+                let dil = attr_ints("dilations").unwrap_or_else(|| vec![1; spatial]);
+                let opad = attr_ints("output_padding").unwrap_or_else(|| vec![0; spatial]);
+                let pads = attr_ints("pads").unwrap_or_else(|| vec![0; 2 * spatial]);
+                let auto = node.attr_s("auto_pad").unwrap_or_default();
+                for i in 0..spatial {
+                    let dim = (|| -> Option<i64> {
+                        let (d, st) = (x[2 + i]?, *strides.get(i)?);
+                        if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
+                            return d.checked_mul(st);
                         }
-                    }
-                } else if let Some(scales) = v(2).filter(|t| present(2) && t.elem == 1) {
-                    let scales = scales.as_f64();
-                    if scales.len() == axes.len() {
-                        o.clone_from(&x);
-                        for (k, &a) in axes.iter().enumerate() {
-                            o[a] = x[a].map(|d| (d as f32 * scales[k] as f32).floor() as i64);
-                        }
-                    }
+                        let ek = (*kernel.get(i)?)?
+                            .checked_sub(1)?
+                            .checked_mul(*dil.get(i)?)?
+                            .checked_add(1)?;
+                        let (p0, p1) = if auto == "VALID" {
+                            (0, 0)
+                        } else {
+                            (*pads.get(i)?, *pads.get(i + spatial)?)
+                        };
+                        st.checked_mul(d.checked_sub(1)?)?
+                            .checked_add(*opad.get(i)?)?
+                            .checked_add(ek)?
+                            .checked_sub(p0)?
+                            .checked_sub(p1)
+                    })();
+                    o.push(dim);
                 }
                 Some(o)
+            }
+            // ONNX's RoiAlign inference: `[num_rois, C, output_height, output_width]`.
+            "RoiAlign" => {
+                let (x, rois) = (s(0)?, s(1));
+                let rois_n = rois.and_then(|r| r.first().copied().flatten());
+                let n = rois_n.or_else(|| s(2).and_then(|b| b.first().copied().flatten()));
+                Some(vec![
+                    n,
+                    x.get(1).copied().flatten(),
+                    Some(node.attr_i("output_height").unwrap_or(1)),
+                    Some(node.attr_i("output_width").unwrap_or(1)),
+                ])
             }
             "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => {
                 let x = s(0)?;
@@ -673,7 +710,11 @@ pub fn infer_node(
             "Pad" => {
                 let x = s(0)?;
                 let pads = if since >= 11 {
-                    v(1)?.as_i64()
+                    // A pads input not constant at load: ONNX gives the rank alone.
+                    match v(1) {
+                        Some(p) => p.as_i64(),
+                        None => return Some(vec![None; x.len()]),
+                    }
                 } else {
                     attr_ints("pads")?
                 };
@@ -693,6 +734,47 @@ pub fn infer_node(
                     let slot = o.get_mut(a)?;
                     *slot = slot
                         .and_then(|d| d.checked_add(pads[k])?.checked_add(pads[k + axes.len()]));
+                }
+                Some(o)
+            }
+            // ONNX's `resizeShapeInference` (`defs/tensor/defs.cc`, `old.cc`): the input's rank;
+            // the dims from a constant `sizes` (on `axes` from opset 18), else from a constant
+            // `scales` (`floor(dim * scale)` in float), else unknown.
+            "Resize" | "Upsample" => {
+                let x = s(0)?;
+                let (scales_at, sizes_at) = if op == "Upsample" || since < 11 {
+                    (1, None)
+                } else {
+                    (2, Some(3))
+                };
+                let axes: Vec<usize> = match attr_ints("axes") {
+                    Some(a) if since >= 18 => a
+                        .iter()
+                        .map(|&a| norm_axis(a, x.len()))
+                        .collect::<Option<_>>()?,
+                    _ => (0..x.len()).collect(),
+                };
+                let mut o: Shape = vec![None; x.len()];
+                let stretch = node
+                    .attr_s("keep_aspect_ratio_policy")
+                    .is_none_or(|p| p == "stretch");
+                // The rank is known whatever else is; the dims off `axes` keep X's.
+                if let Some(sizes) = sizes_at.and_then(v).filter(|t| t.len() > 0) {
+                    let sizes = sizes.as_i64();
+                    if stretch && sizes.len() == axes.len() {
+                        o.clone_from(&x);
+                        for (&a, &d) in axes.iter().zip(&sizes) {
+                            o[a] = Some(d);
+                        }
+                    }
+                } else if let Some(scales) = v(scales_at).filter(|t| t.len() > 0 && t.elem == 1) {
+                    let scales = scales.as_f64();
+                    if scales.len() == axes.len() {
+                        o.clone_from(&x);
+                        for (&a, &k) in axes.iter().zip(&scales) {
+                            o[a] = x[a].map(|d| ((d as f32) * (k as f32)).floor() as i64);
+                        }
+                    }
                 }
                 Some(o)
             }
@@ -810,7 +892,7 @@ fn value_needed(op: &str, pos: usize) -> bool {
         "Pad" => pos == 1 || pos == 3,
         "ConstantOfShape" => pos == 0,
         "Range" => true,
-        "Resize" => pos >= 2,
+        "Resize" | "Upsample" => pos >= 1,
         _ => op.starts_with("Reduce") && pos == 1,
     }
 }
@@ -859,7 +941,10 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
     }
     let refs: Vec<Option<&Tensor>> = owned.iter().map(|t| t.as_deref()).collect();
     let node = &session.graphs[gi].nodes[ni];
-    let outs = infer_node(node, &input_shapes, &refs);
+    let mut outs = infer_node(node, &input_shapes, &refs);
+    if node.op == "If" && node.domain == "ai.onnx" {
+        if_shapes(session, node, &mut outs);
+    }
     let g = &mut session.graphs[gi];
     let (nodes, shapes) = (&g.nodes, &mut g.shapes);
     for (name, sh) in nodes[ni].outputs.iter().zip(outs) {
@@ -873,6 +958,37 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
                     shapes.insert(name.clone(), m);
                 }
             }
+        }
+    }
+}
+
+/// ONNX's `IfInferenceFunction` (`defs/controlflow/defs.cc`): each output is the union of the
+/// two branches' outputs (`UnionShapeInfo`): no shape where their ranks differ, a dim only where
+/// both branches agree on it. The branches are inferred before the node.
+fn if_shapes(session: &Session, node: &SNode, outs: &mut [Option<Shape>]) {
+    let branch = |attr: &str| {
+        node.subgraphs
+            .iter()
+            .find(|(a, _)| a == attr)
+            .map(|(_, g)| *g)
+    };
+    let (Some(t), Some(e)) = (branch("then_branch"), branch("else_branch")) else {
+        return;
+    };
+    for (k, slot) in outs.iter_mut().enumerate() {
+        let shape = |g: usize| {
+            let name = session.graphs.get(g)?.outputs.get(k)?;
+            session.shape_of(g, name)
+        };
+        if let (Some(a), Some(b)) = (shape(t), shape(e))
+            && a.len() == b.len()
+        {
+            *slot = Some(
+                a.iter()
+                    .zip(b)
+                    .map(|(x, y)| if x == y { *x } else { None })
+                    .collect(),
+            );
         }
     }
 }

@@ -29,67 +29,7 @@ fn key(name: &str) -> u64 {
     h.finish()
 }
 
-/// A scalar (`[]` or `[1]`) int64 constant initializer's value.
-fn scalar_i64(session: &Session, gi: usize, v: &str) -> Option<(i64, usize)> {
-    let init = session.initializer(gi, v).filter(|i| !i.overridable)?;
-    if init.elem != crate::model::DataType::Int64 as i32
-        || !(init.dims.is_empty() || init.dims == [1])
-    {
-        return None;
-    }
-    let values = crate::session::int_values(&init.tensor)?;
-    (values.len() == 1).then(|| (values[0], init.dims.len()))
-}
-
 impl Symbols<'_> {
-    /// Element `i` of a shape tensor built as `Concat(.., Unsqueeze(Gather(Shape(y), k)), ..)`:
-    /// the symbol of `y`'s dim `k`.
-    fn shape_part(&self, shape: &str, i: usize, depth: usize) -> Option<String> {
-        let g = &self.session.graphs[self.gi];
-        let c = &g.nodes[(self.producer)(shape)?];
-        if c.op != "Concat" {
-            return None;
-        }
-        // Every part before `i` must be one element long.
-        let mut at = 0;
-        for part in &c.inputs {
-            let len = self
-                .session
-                .shape_of(self.gi, part)
-                .and_then(|s| s.first().copied().flatten())?;
-            if at == i && len == 1 {
-                let u = &g.nodes[(self.producer)(part)?];
-                if u.op != "Unsqueeze" {
-                    return None;
-                }
-                let gn = &g.nodes[(self.producer)(u.inputs.first()?)?];
-                if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
-                    return None;
-                }
-                let (k, _) = scalar_i64(self.session, self.gi, gn.inputs.get(1)?)?;
-                let sn = &g.nodes[(self.producer)(gn.inputs.first()?)?];
-                if sn.op != "Shape" || sn.attr_i("start").unwrap_or(0) != 0 {
-                    return None;
-                }
-                let y = sn.inputs.first()?;
-                let k = usize::try_from(k).ok()?;
-                return match self
-                    .session
-                    .shape_of(self.gi, y)
-                    .and_then(|s| s.get(k).copied())
-                {
-                    Some(Some(_)) => None,
-                    _ => self.dim(y, k, depth + 1),
-                };
-            }
-            at += usize::try_from(len).ok()?;
-            if at > i {
-                return None;
-            }
-        }
-        None
-    }
-
     /// The symbolic dim (`dim_param`) ONNX shape inference gives dim `i` of `v`: declared on
     /// the graph's inputs, outputs and value_info, and carried through the ops transformer
     /// layers are made of (element-wise ops with broadcasting, MatMul, Transpose, Reshape's
@@ -278,16 +218,28 @@ impl Symbols<'_> {
                 from(n.inputs.first()?, i)
             }
             "Expand" => {
-                // The shape's part `i` as `Unsqueeze(Gather(Shape(y), k))` (ONNX's data
-                // propagation), or the input's own dim when the shape part is 1.
-                let part = self.shape_part(n.inputs.get(1)?, i, depth);
-                part.or_else(|| {
-                    let x = n.inputs.first()?;
-                    let r = rank(x)?;
-                    (i + r >= out_rank)
-                        .then(|| from(x, i + r - out_rank))
-                        .flatten()
-                })
+                // ONNX's Expand inference broadcasts against the shape only when the shape is a
+                // constant (ORT gives its inference no data propagation): a dim the constant
+                // shape gives as 1 keeps the input's symbol; a shape built at run time from
+                // `Shape` parts gives unknown dims. CPU wheel 1.31.1 keeps the ReshapeFusion
+                // of `Reshape(Add(e, e), Concat(Unsqueeze(Gather(Shape(a), 0)), [-1]))` whose
+                // `e = Expand(c, Concat(Unsqueeze(Gather(Shape(q), 0)), ..))` has `q`'s and
+                // `a`'s `batch` at dim 0 (tools/realworld/detector_probes.py, `expand_symbol`).
+                let shape = self
+                    .session
+                    .initializer(self.gi, n.inputs.get(1)?)
+                    .filter(|t| !t.overridable)?;
+                let values = crate::session::int_values(&shape.tensor)?;
+                let part = if i + values.len() >= out_rank {
+                    values[i + values.len() - out_rank]
+                } else {
+                    1
+                };
+                let x = n.inputs.first()?;
+                let r = rank(x)?;
+                (part == 1 && i + r >= out_rank)
+                    .then(|| from(x, i + r - out_rank))
+                    .flatten()
             }
             "Cast"
             | "Relu"

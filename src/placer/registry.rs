@@ -102,9 +102,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        No(
-            "an Unsqueeze of a constant initializer is folded by ConstantFolding with the same result for placement",
-        ),
+        Sim(RULES),
     ),
     t(
         "EliminateDropout",

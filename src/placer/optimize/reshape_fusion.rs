@@ -207,7 +207,7 @@ impl Optimizer<'_> {
 
 /// `Match_Shape` when the Shape reads another value than the Reshape: up to 1.28 the two
 /// values' whole shapes must be the same known values (`CompareShape`), from 1.29 on only
-/// the ranks and dim `index` must agree (oracle:
+/// dim `index` must agree (oracle:
 /// 1.29.0, 1.30.0 and 1.31.x fuse CodeGen's and GPT-NeoX's first `Reshape` of the fused QKV
 /// projection, whose Shape reads the LayerNorm output `[batch, sequence, 64]` against
 /// `[batch, sequence, 192]`; 1.23.2 to 1.28.0 do not). From 1.29 a dim agrees when both are
@@ -269,9 +269,13 @@ fn same_dims<'a>(
         _ => false,
     };
     if table.release_at_least(1, 29) {
-        // Same rank too: 1.31.1 keeps the `Reshape(Expand(Unsqueeze(k)), [b, 1, t, 1])` of a
-        // GQA `repeat_kv` (probes), whose Shape reads the rank-4 `k`.
-        sa.len() == sb.len() && usize::try_from(index).is_ok_and(dim_agrees)
+        // Dim `index` alone, whatever the ranks: CPU wheel 1.31.1 fuses the `[0, 0, -1]` of
+        // `Reshape(b, Concat(Unsqueeze(Gather(Shape(a), 0)), Unsqueeze(Gather(Shape(a), 1)),
+        // [-1]))` with `a` `[batch, seq, 8]` and `b` `[batch, seq, 4, 2]`
+        // (tools/realworld/detector_probes.py, `reshape_ranks`; onnxsim's value_info on
+        // unseen3/sim.tv.fasterrcnn's box head gives the same). A GQA `repeat_kv` Reshape is
+        // kept because its Expand's dims are unknown to ORT (`dim_symbols.rs`).
+        usize::try_from(index).is_ok_and(dim_agrees)
     } else {
         // Known values only: 1.24.4 and 1.28.0 keep `tests/fixtures/fix/shape_chain`'s chain,
         // whose two shapes are the same `[batch, seq, 32]`.

@@ -4,7 +4,8 @@
 //! `identity_elimination.cc`, `EliminateDropout` `dropout_elimination.cc`, `CastElimination`
 //! `cast_elimination.cc`, `PreShapeNodeElimination` `pre_shape_node_elimination.cc`,
 //! `EliminateSlice` `slice_elimination.cc`, `ExpandElimination` `expand_elimination.cc`,
-//! `NotWhereFusion` `not_where_fusion.cc`) are written here; the others have their own file.
+//! `NotWhereFusion` `not_where_fusion.cc`, `UnsqueezeElimination` `unsqueeze_elimination.cc`)
+//! are written here; the others have their own file.
 
 use super::*;
 
@@ -21,6 +22,7 @@ impl Optimizer<'_> {
         let has_rule = matches!(
             node.op.as_str(),
             "Identity"
+                | "Unsqueeze"
                 | "Dropout"
                 | "Cast"
                 | "Slice"
@@ -157,6 +159,25 @@ impl Optimizer<'_> {
             "Add" | "Sub" | "Mul" => self.noop_elimination(session, gi, ni, idx),
             "Relu" => self.fuse_relu_clip(session, gi, ni, idx),
             "Pad" => self.pad_fusion(session, gi, ni, idx),
+            "Unsqueeze" => {
+                // `UnsqueezeElimination` on an Unsqueeze of a constant initializer (looked up
+                // through enclosing scopes): it generates the name of the initializer it would
+                // make (`GenerateNodeArgName("UnsqueezeElimination_" + input)`) before it looks
+                // at `axes`, which from opset 13 is an input, not the attribute it reads: there
+                // it changes nothing but the graph's name counter, one step for each name
+                // already taken. ConstantFolding then folds the node as ORT does. Seen on
+                // torchvision's Mask R-CNN (unseen3/tv.maskrcnn): its paste-masks Loop body
+                // unsqueezes two outer constants 11 and 4 times, so the names its
+                // GatherSliceToSplitFusion generates count from 13 (`Squeeze_token_15`).
+                // Below opset 13 the rule itself replaces the node by that initializer;
+                // ConstantFolding gives the placement the same answer, so only the name is
+                // generated here too.
+                if Self::is_constant_init(session, gi, &input0) {
+                    session.graphs[gi]
+                        .generate_value_name(&format!("UnsqueezeElimination_{input0}"));
+                }
+                false
+            }
             "Gemm" => {
                 self.gemm_sum_fusion(session, gi, ni, idx)
                     || self.gemm_transpose_fusion(session, gi, ni, idx)
