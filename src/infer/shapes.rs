@@ -759,7 +759,7 @@ pub fn infer_node(
                     .attr_s("keep_aspect_ratio_policy")
                     .is_none_or(|p| p == "stretch");
                 // The rank is known whatever else is; the dims off `axes` keep X's.
-                if let Some(sizes) = sizes_at.and_then(v).filter(|t| t.len() > 0) {
+                if let Some(sizes) = sizes_at.and_then(v).filter(|t| !t.is_empty()) {
                     let sizes = sizes.as_i64();
                     if stretch && sizes.len() == axes.len() {
                         o.clone_from(&x);
@@ -767,7 +767,7 @@ pub fn infer_node(
                             o[a] = Some(d);
                         }
                     }
-                } else if let Some(scales) = v(scales_at).filter(|t| t.len() > 0 && t.elem == 1) {
+                } else if let Some(scales) = v(scales_at).filter(|t| !t.is_empty() && t.elem == 1) {
                     let scales = scales.as_f64();
                     if scales.len() == axes.len() {
                         o.clone_from(&x);
