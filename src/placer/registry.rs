@@ -384,9 +384,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         ANY,
-        No(
-            "its rules (ClipQuantFusion, ReluQuantFusion, GemmTransposeFusion again) find nothing left by level 1 outside QDQ models",
-        ),
+        Sim("placer/qdq_transformer/relu_quantizelinear.rs"),
     ),
     t(
         "TransposeOptimizer (CPU)",
