@@ -382,8 +382,10 @@ pub static REGISTRY: &[Transformer] = &[
         "Level2_RuleBasedTransformer",
         "rule_based_graph_transformer.cc",
         L2,
-        T,
-        ANY,
+        S,
+        CPU,
+        // Its one rule that finds anything left by level 1: `ReluQuantFusion` (CPU only; also
+        // `ClipQuantFusion`, `GemmTransposeFusion` again, not simulated).
         Sim("placer/qdq_transformer/relu_quantizelinear.rs"),
     ),
     t(
