@@ -370,6 +370,7 @@ fn place_session(
             return placement;
         }
     }
+    qdq_transformer::relu_quantizelinear::run(&mut session, options.level);
     transpose::run_cpu(&mut session, table, options.level);
     qdq_transformer::qdq_s8_to_u8::run(&mut session, options.level);
     let fused = qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(

@@ -380,11 +380,11 @@ pub static REGISTRY: &[Transformer] = &[
         "Level2_RuleBasedTransformer",
         "rule_based_graph_transformer.cc",
         L2,
-        T,
-        ANY,
-        No(
-            "its rules (ClipQuantFusion, ReluQuantFusion, GemmTransposeFusion again) find nothing left by level 1 outside QDQ models",
-        ),
+        S,
+        CPU,
+        // Its one rule that finds anything left by level 1: `ReluQuantFusion` (CPU only; also
+        // `ClipQuantFusion`, `GemmTransposeFusion` again, not simulated).
+        Sim("placer/qdq_transformer/relu_quantizelinear.rs"),
     ),
     t(
         "TransposeOptimizer (CPU)",

@@ -299,3 +299,65 @@ fn float8_qlinear_matmul_below_opset_21_fails_the_type_check() {
         }
     }
 }
+
+/// `ReluQuantFusion` at level 2 (unseen3/qdqkeep.tv.deeplabv3, quantized with
+/// `QDQKeepRemovableActivations`): a CPU `Relu` before a Q whose zero point is its type's minimum
+/// (int8 -128) goes; one before a Q of another zero point stays; at `basic` (nodes not yet on the
+/// CPU) both stay. CPU wheels 1.23.2, 1.24.4 and 1.31.1, the session graphs' node names.
+const RELU_QUANT: &str = r#"<
+  ir_version: 8,
+  opset_import: ["" : 17]
+>
+rq (float[1, 4, 4, 4] x) => (float[1, 4, 4, 4] y1, float[1, 4, 4, 4] y2)
+<
+  float s = {0.05},
+  int8 zmin = {-128},
+  int8 z = {-100},
+  int8[4, 4, 1, 1] w = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16},
+  float ws = {0.01},
+  int8 wz = {0}
+>
+{
+  [qx] xq = QuantizeLinear (x, s, z)
+  [dqx] xd = DequantizeLinear (xq, s, z)
+  [dqw] wd = DequantizeLinear (w, ws, wz)
+  [conv] c = Conv (xd, wd)
+  [qc] cq = QuantizeLinear (c, s, z)
+  [dqc] cd = DequantizeLinear (cq, s, z)
+  [relu_min] r1 = Relu (cd)
+  [q1] r1q = QuantizeLinear (r1, s, zmin)
+  [dq1] y1 = DequantizeLinear (r1q, s, zmin)
+  [relu_other] r2 = Relu (cd)
+  [q2] r2q = QuantizeLinear (r2, s, z)
+  [dq2] y2 = DequantizeLinear (r2q, s, z)
+}
+"#;
+
+#[test]
+fn relu_before_a_q_at_its_minimum_goes_at_level_two() {
+    let base = [
+        "conv",
+        "dq1",
+        "dq2",
+        "dqc",
+        "dqc/duplicated",
+        "dqw",
+        "dqx",
+        "q1",
+        "q2",
+        "qc",
+        "qx",
+    ];
+    for ort in ["1.23.2", "1.24.4", "1.31.1"] {
+        for (level, relus) in [
+            (OptLevel::Basic, &["relu_min", "relu_other"][..]),
+            (OptLevel::Extended, &["relu_other"][..]),
+        ] {
+            let p = place(RELU_QUANT, ort, level, vec![Ep::Cpu]);
+            let got: Vec<String> = nodes(&p, 0).into_iter().map(|(n, _)| n).collect();
+            let mut want: Vec<String> = base.iter().chain(relus).map(|s| s.to_string()).collect();
+            want.sort();
+            assert_eq!(got, want, "{ort} {level:?}");
+        }
+    }
+}

@@ -10,6 +10,13 @@
   Transpose through the pool (`HandleQLinearPoolOp`: `channels_last` flipped), whose new Transpose
   after it is named by the counter at that point.
 
+- `qdq_resize.onnx`: a QDQ convolution, then a `Resize` (nearest, constant `scales`) between a DQ
+  and a Q, which the QDQ selectors turn into a uint8 Resize: the transpose optimizer's cost check
+  keeps the convolution's output Transpose before it (`OrtEPCostCheck` pushes only a linear
+  8-bit Resize; the float Resize of unseen3/qdqkeep.tv.deeplabv3 is pushed through,
+  `EPAwareHandleResize`). Measured and not simulated: a linear one is pushed in 1.23.2/1.24.4,
+  and from 1.28 (1.25.1 not) the QDQ selectors keep a linear Resize float.
+
   nhwc_probes.py all OUT_DIR --ort-root DIR --releases 1.23.2,1.24.4,1.31.1
 """
 import json
@@ -67,6 +74,26 @@ def models(out):
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], producer_name="nhwc_probes.py")
     m.ir_version = 8
     onnx.save(m, os.path.join(out, "qdq_chain.onnx"))
+
+    inits, nodes = [], []
+    s, z = q("X", "xq", 0.05, "q_in")
+    dq("xq", s, z, "xf", "dq_in")
+    w = const("w", rng.integers(-64, 64, (16, 16, 1, 1), dtype=np.int8))
+    ws = const("w_s", np.array(0.01, np.float32))
+    wz = const("w_z", np.array(0, np.int8))
+    dq(w, ws, wz, "wf", "dq_w")
+    nodes.append(h.make_node("Conv", ["xf", "wf"], ["c"], name="conv"))
+    s, z = q("c", "cq", 0.1, "q_c")
+    dq("cq", s, z, "cf", "dq_c")
+    scales = const("scales", np.array([1, 1, 2, 2], np.float32))
+    nodes.append(h.make_node("Resize", ["cf", "", scales], ["r"], mode="nearest", name="resize"))
+    s, z = q("r", "rq", 0.1, "q_r")
+    dq("rq", s, z, "Y", "dq_r")
+    g = h.make_graph(nodes, "qdq_resize", [h.make_tensor_value_info("X", T.FLOAT, [1, 16, 8, 8])],
+                     [h.make_tensor_value_info("Y", T.FLOAT, None)], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], producer_name="nhwc_probes.py")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(out, "qdq_resize.onnx"))
 
 
 CHILD = r'''

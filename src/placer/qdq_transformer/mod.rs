@@ -13,6 +13,7 @@ pub mod double_qdq_pairs_remover;
 pub mod qdq_final_cleanup;
 pub mod qdq_propagation;
 pub mod qdq_s8_to_u8;
+pub mod relu_quantizelinear;
 pub mod selectors_actions;
 pub mod where_dummy_dq;
 

@@ -231,7 +231,41 @@ impl Opt<'_> {
             Handler::Never => false,
             Handler::MaxPool => self.handle_max_pool(node, perm, inv),
             Handler::QLinearPool => self.handle_qlinear_pool(node, perm, inv),
+            Handler::Resize => self.handle_resize(node, perm, inv),
         }
+    }
+
+    /// ORT's `EPAwareHandleResize` then `HandleResize`: for a CPU `Resize` under an
+    /// NCHW-to-NHWC (or inverse) Transpose of rank 4, `roi` (doubled perm) and `scales`/`sizes`
+    /// permuted (a permuted constant, else a `Gather`; the attribute order below opset 11), the
+    /// input transposed and the Transpose moved to the output.
+    fn handle_resize(&mut self, node: usize, perm: &[i64], inv: &[i64]) -> bool {
+        let cpu = Some(crate::tables::Ep::Cpu);
+        if self.provider != cpu
+            || self.node(node).ep != cpu
+            || !(perm == [0, 2, 3, 1] || perm == [0, 3, 1, 2])
+        {
+            return false;
+        }
+        let rank = perm.len() as i64;
+        let inputs = self.node(node).inputs.clone();
+        if self.opset < 11 {
+            self.permute_input(node, 1, inv);
+        } else {
+            if inputs.get(1).is_some_and(|i| !i.is_empty()) {
+                let mut double: Vec<i64> = inv.to_vec();
+                double.extend(inv.iter().map(|&p| p + rank));
+                self.permute_input(node, 1, &double);
+            }
+            for (i, name) in inputs.iter().enumerate().skip(2) {
+                if !name.is_empty() {
+                    self.permute_input(node, i, inv);
+                }
+            }
+        }
+        self.transpose_inputs(node, inv, &[0]);
+        self.transpose_outputs(node, perm);
+        true
     }
 
     /// ORT's `HandleQLinearPoolOp`: under a channels-last-to-first Transpose a channels-first

@@ -63,6 +63,9 @@ enum Handler {
     /// the channels-first/last variant swapped (`channels_last` flipped) under a Transpose of the
     /// matching perm; in the runs for the CPU provider (after partitioning), never at level 1.
     QLinearPool,
+    /// `Resize` (`EPAwareHandleResize`): pushed only when assigned to the CPU and the perm is
+    /// NCHW to NHWC or back (rank 4), so never at level 1.
+    Resize,
     /// A handler that exists but never pushes at level 1 (provider-dependent ones such as
     /// `MaxPool`/`Resize`, which need a CPU assignment, and the QLinear contrib ops).
     Never,
@@ -115,7 +118,7 @@ impl Handler {
             "QuantizeLinear" | "DequantizeLinear" => QuantDequant,
             "Reshape" => Reshape,
             "MaxPool" => MaxPool,
-            "Resize" => Never,
+            "Resize" => Resize,
             _ => return None,
         })
     }
