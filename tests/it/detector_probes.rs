@@ -19,8 +19,6 @@
 //!   `GatherSliceToSplitFusion` after them are `Squeeze_token_3` and `Squeeze_token_6`
 //!   (Mask R-CNN's paste-masks Loop body).
 
-use std::collections::BTreeSet;
-
 use onnx_lint::placer::{self, OptLevel, Options};
 use onnx_lint::tables::{self, Ep};
 use serde_json::{Map, Value};
@@ -66,19 +64,8 @@ fn detector_probes_agree_with_ort() {
         let path = dir.join(file);
         // CPU only: the saved session graph's node names, every graph.
         let p = place(&path, ort, level, vec![Ep::Cpu]);
-        let mine: BTreeSet<String> = p
-            .session
-            .graphs
-            .iter()
-            .flat_map(|g| g.live_nodes())
-            .map(|(_, n)| n.name.clone())
-            .collect();
-        let theirs: BTreeSet<String> = r["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n.as_str().unwrap().to_string())
-            .collect();
+        let mine = support::live_node_names(&p);
+        let theirs = support::truth_node_names(&r["nodes"]);
         assert_eq!(mine, theirs, "CPU wheel {ort}, {file}");
         // CUDA: placement and copies.
         let p = place(&path, ort, level, vec![Ep::Cuda, Ep::Cpu]);

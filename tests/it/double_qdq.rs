@@ -5,8 +5,6 @@
 //! node; `truth.json` holds the node names of the session graphs the CPU wheels 1.23.2, 1.24.4
 //! and 1.31.1 saved at level `basic`. The CPU-only `--ep cpu` prediction must name the same nodes.
 
-use std::collections::BTreeSet;
-
 use onnx_lint::placer::{self, OptLevel, Options};
 use onnx_lint::tables::{self, Ep};
 use serde_json::Value;
@@ -33,19 +31,8 @@ fn double_qdq_pairs_with_several_dqs_agree_with_ort() {
                 ..Default::default()
             },
         );
-        let mine: BTreeSet<String> = p
-            .session
-            .graphs
-            .iter()
-            .flat_map(|g| g.live_nodes())
-            .map(|(_, n)| n.name.clone())
-            .collect();
-        let theirs: BTreeSet<String> = r["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n.as_str().unwrap().to_string())
-            .collect();
+        let mine = support::live_node_names(&p);
+        let theirs = support::truth_node_names(&r["nodes"]);
         assert_eq!(mine, theirs, "ORT {ort}, {file}");
         if theirs.contains("d2/duplicated") && !theirs.contains("q2") {
             removed_with_copies += 1;

@@ -8,8 +8,6 @@
 //! 1.23.2, 1.24.4, 1.25.1, 1.28.0 and 1.31.1 saved at level `basic`; the CPU-only prediction
 //! must name the same nodes.
 
-use std::collections::BTreeSet;
-
 use onnx_lint::placer::{self, OptLevel, Options};
 use onnx_lint::tables::{self, Ep};
 use serde_json::Value;
@@ -36,19 +34,8 @@ fn reshape_fusion_matches_shapes_by_ort_inferred_dims() {
                 ..Default::default()
             },
         );
-        let mine: BTreeSet<String> = p
-            .session
-            .graphs
-            .iter()
-            .flat_map(|g| g.live_nodes())
-            .map(|(_, n)| n.name.clone())
-            .collect();
-        let theirs: BTreeSet<String> = r["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n.as_str().unwrap().to_string())
-            .collect();
+        let mine = support::live_node_names(&p);
+        let theirs = support::truth_node_names(&r["nodes"]);
         assert_eq!(mine, theirs, "ORT {ort}, {file}");
         if !theirs.contains("concat") {
             fused += 1;

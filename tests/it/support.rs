@@ -298,3 +298,24 @@ pub fn place_text_any(
         },
     )
 }
+
+/// The names of a placement's live nodes, every graph (what ORT's saved session graph is
+/// compared by).
+pub fn live_node_names(p: &onnx_lint::placer::Placement) -> std::collections::BTreeSet<String> {
+    p.session
+        .graphs
+        .iter()
+        .flat_map(|g| g.live_nodes())
+        .map(|(_, n)| n.name.clone())
+        .collect()
+}
+
+/// A truth record's `nodes` (the names of ORT's saved session graph).
+pub fn truth_node_names(nodes: &serde_json::Value) -> std::collections::BTreeSet<String> {
+    nodes
+        .as_array()
+        .expect("a truth record without `nodes`")
+        .iter()
+        .map(|n| n.as_str().expect("a node name").to_string())
+        .collect()
+}
