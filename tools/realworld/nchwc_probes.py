@@ -219,11 +219,13 @@ def record(path, ort_dir):
     return r
 
 
-def main():
+def main(write_models=None):
+    """Writes the probes (`write_models`, this file's own by default) and their truth.json; also
+    the driver of tools/realworld/nhwc_probes.py."""
     out = sys.argv[2]
     args = dict(zip(sys.argv[3::2], sys.argv[4::2]))
     os.makedirs(out, exist_ok=True)
-    models(out)
+    (write_models or models)(out)
     records = [record(os.path.join(out, m), os.path.join(args["--ort-root"], r))
                for m in sorted(f for f in os.listdir(out) if f.endswith(".onnx"))
                for r in args["--releases"].split(",")]

@@ -19,11 +19,8 @@
 
   nhwc_probes.py all OUT_DIR --ort-root DIR --releases 1.23.2,1.24.4,1.31.1
 """
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 
 def models(out):
@@ -96,41 +93,10 @@ def models(out):
     onnx.save(m, os.path.join(out, "qdq_resize.onnx"))
 
 
-CHILD = r'''
-import json, sys, onnx, onnxruntime as ort
-so = ort.SessionOptions(); so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-so.optimized_model_filepath = sys.argv[2]
-ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
-g = onnx.load(sys.argv[2]).graph
-print(json.dumps({"ort": ort.__version__, "nodes": sorted([n.name, (n.domain or "ai.onnx") + ":" + n.op_type] for n in g.node)}))
-'''
-
-
-def record(path, ort_dir):
-    import onnx
-
-    site = os.path.dirname(os.path.dirname(onnx.__file__))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ort_dir, site]))
-    with tempfile.TemporaryDirectory() as d:
-        out = subprocess.run([sys.executable, "-c", CHILD, path, os.path.join(d, "opt.onnx")], env=env,
-                             check=True, capture_output=True, text=True).stdout
-    r = json.loads(out.strip().splitlines()[-1])
-    r["model"] = os.path.basename(path)
-    return r
-
-
-def main():
-    out = sys.argv[2]
-    args = dict(zip(sys.argv[3::2], sys.argv[4::2]))
-    os.makedirs(out, exist_ok=True)
-    models(out)
-    records = [record(os.path.join(out, m), os.path.join(args["--ort-root"], r))
-               for m in sorted(f for f in os.listdir(out) if f.endswith(".onnx"))
-               for r in args["--releases"].split(",")]
-    with open(os.path.join(out, "truth.json"), "w") as f:
-        json.dump(records, f, indent=1)
-        f.write("\n")
+# The CPU-wheel recording (ORT's saved optimised graph, node names and ops) is nchwc_probes.py's.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nchwc_probes  # noqa: E402
 
 
 if __name__ == "__main__":
-    main()
+    nchwc_probes.main(models)
