@@ -45,5 +45,6 @@ pub mod model;
 pub mod placer;
 pub mod rules;
 pub mod session;
+pub mod sym;
 pub mod tables;
 pub mod verify;

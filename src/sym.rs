@@ -1,0 +1,373 @@
+//! Interned names: every value, node, op, domain and attribute name the analysis handles is
+//! stored once per process and handled as a [`Sym`], a 4-byte integer id. Two syms are equal
+//! exactly when their texts are, so comparing or hashing names is comparing or hashing one
+//! integer, and copying a name copies four bytes.
+//!
+//! The table is process-wide and append-only: a name, once interned, keeps its id and its text
+//! until the process ends (a model's names are a few percent of its file; a process that
+//! analyses many models keeps the names of all of them). Ids come from [`Sym::new`] only, so an
+//! id's text is always there to read; reading it takes no lock.
+//!
+//! A few names the analysis compares against all the time (the empty name, the ONNX domains)
+//! are predefined: their ids are constants ([`Sym::EMPTY`], [`Sym::AI_ONNX`], ...).
+//!
+//! A leaf module: depends on nothing else in the crate.
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Mutex, OnceLock};
+
+use rustc_hash::FxHashMap;
+
+/// An interned name. `Ord` compares the texts (so sorting syms sorts names); `Hash` and `Eq`
+/// use the id.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sym(u32);
+
+macro_rules! predefined {
+    ($($konst:ident = $text:literal,)*) => {
+        /// The predefined names, their ids in order.
+        const PREDEFINED: &[&str] = &[$($text,)*];
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms, dead_code)]
+        #[repr(u32)]
+        enum Predefined { $($konst,)* }
+        impl Sym {
+            $(
+                #[doc = concat!("`", $text, "`")]
+                pub const $konst: Sym = Sym(Predefined::$konst as u32);
+            )*
+        }
+    };
+}
+
+predefined! {
+    EMPTY = "",
+    AI_ONNX = "ai.onnx",
+    COM_MICROSOFT = "com.microsoft",
+    AI_ONNX_ML = "ai.onnx.ml",
+}
+
+/// Slots of the first chunk of the id table; chunk `c` holds `FIRST << c` slots, so 23 chunks
+/// hold more ids than a `u32` counts.
+const FIRST_BITS: u32 = 10;
+const CHUNKS: usize = 23;
+/// Bytes of one block of the text arena; longer names get a block of their own.
+const BLOCK: usize = 64 * 1024;
+
+type Chunk = Box<[OnceLock<&'static str>]>;
+
+/// The id → text table: chunks allocated on first use, each slot set once, before its id is
+/// handed out.
+static CHUNK_TABLE: [OnceLock<Chunk>; CHUNKS] = [const { OnceLock::new() }; CHUNKS];
+
+/// The text → id map and the arena the texts live in, behind one lock (interning only).
+static INTERNER: Mutex<Interner> = Mutex::new(Interner {
+    ids: None,
+    next: 0,
+    block: &mut [],
+});
+
+struct Interner {
+    /// Built on first use, with the predefined names.
+    ids: Option<FxHashMap<&'static str, u32>>,
+    /// Ids handed out past the predefined ones.
+    next: u32,
+    /// What is left of the current arena block.
+    block: &'static mut [u8],
+}
+
+/// The chunk and slot of interned id `k` (counted past the predefined names).
+fn slot_of(k: u32) -> (usize, usize) {
+    let at = u64::from(k) + (1u64 << FIRST_BITS);
+    let chunk = (63 - at.leading_zeros() - FIRST_BITS) as usize;
+    let slot = (at - (1u64 << (chunk as u32 + FIRST_BITS))) as usize;
+    (chunk, slot)
+}
+
+impl Interner {
+    fn ids(&mut self) -> &mut FxHashMap<&'static str, u32> {
+        self.ids.get_or_insert_with(|| {
+            PREDEFINED
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (*s, i as u32))
+                .collect()
+        })
+    }
+
+    /// A copy of `s` that lives as long as the process.
+    fn store(&mut self, s: &str) -> &'static str {
+        let bytes = s.as_bytes();
+        let stored: &'static [u8] = if bytes.len() > BLOCK / 4 {
+            Box::leak(bytes.to_vec().into_boxed_slice())
+        } else {
+            if self.block.len() < bytes.len() {
+                self.block = Box::leak(vec![0u8; BLOCK].into_boxed_slice());
+            }
+            let (head, tail) = std::mem::take(&mut self.block).split_at_mut(bytes.len());
+            head.copy_from_slice(bytes);
+            self.block = tail;
+            head
+        };
+        // The bytes of a `&str`: always UTF-8.
+        std::str::from_utf8(stored).unwrap_or_default()
+    }
+
+    fn intern(&mut self, s: &str) -> Sym {
+        if let Some(&id) = self.ids().get(s) {
+            return Sym(id);
+        }
+        let k = self.next;
+        let Some(id) = k
+            .checked_add(PREDEFINED.len() as u32)
+            .filter(|&id| id < u32::MAX)
+        else {
+            // Four billion distinct names: past anything a model the loader admits can hold.
+            return Sym::EMPTY;
+        };
+        let text = self.store(s);
+        let (chunk, slot) = slot_of(k);
+        let table = CHUNK_TABLE[chunk].get_or_init(|| {
+            (0..(1usize << (chunk as u32 + FIRST_BITS)))
+                .map(|_| OnceLock::new())
+                .collect()
+        });
+        let _ = table[slot].set(text);
+        self.next = k + 1;
+        self.ids().insert(text, id);
+        Sym(id)
+    }
+}
+
+fn interner() -> std::sync::MutexGuard<'static, Interner> {
+    // A panic while the lock was held leaves the table consistent (slots are set before the
+    // map names them): the poison carries no broken invariant.
+    INTERNER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Sym {
+    /// The sym of `s`, interning it on first sight.
+    pub fn new(s: &str) -> Sym {
+        if s.is_empty() {
+            return Sym::EMPTY;
+        }
+        interner().intern(s)
+    }
+
+    /// The sym of `s` if it was ever interned (without interning it).
+    pub fn get(s: &str) -> Option<Sym> {
+        if s.is_empty() {
+            return Some(Sym::EMPTY);
+        }
+        interner().ids().get(s).map(|&id| Sym(id))
+    }
+
+    /// The text.
+    pub fn as_str(self) -> &'static str {
+        let id = self.0 as usize;
+        if let Some(s) = PREDEFINED.get(id) {
+            return s;
+        }
+        let (chunk, slot) = slot_of(self.0 - PREDEFINED.len() as u32);
+        CHUNK_TABLE[chunk]
+            .get()
+            .and_then(|c| c.get(slot))
+            .and_then(OnceLock::get)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The empty name (an omitted optional input or output).
+    pub fn is_empty(self) -> bool {
+        self == Sym::EMPTY
+    }
+
+    /// The id (stable for the life of the process; not an order of the texts).
+    pub fn id(self) -> u32 {
+        self.0
+    }
+}
+
+impl Default for Sym {
+    fn default() -> Sym {
+        Sym::EMPTY
+    }
+}
+
+impl Deref for Sym {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Sym {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Ord for Sym {
+    fn cmp(&self, other: &Sym) -> std::cmp::Ordering {
+        if self == other {
+            return std::cmp::Ordering::Equal;
+        }
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for Sym {
+    fn partial_cmp(&self, other: &Sym) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for Sym {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl From<&str> for Sym {
+    fn from(s: &str) -> Sym {
+        Sym::new(s)
+    }
+}
+
+impl From<&String> for Sym {
+    fn from(s: &String) -> Sym {
+        Sym::new(s)
+    }
+}
+
+impl From<String> for Sym {
+    fn from(s: String) -> Sym {
+        Sym::new(&s)
+    }
+}
+
+impl From<Sym> for String {
+    fn from(s: Sym) -> String {
+        s.as_str().to_string()
+    }
+}
+
+impl PartialEq<str> for Sym {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Sym {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Sym {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<Sym> for str {
+    fn eq(&self, other: &Sym) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<Sym> for &str {
+    fn eq(&self, other: &Sym) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialEq<Sym> for String {
+    fn eq(&self, other: &Sym) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl serde::Serialize for Sym {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_texts_are_equal_syms() {
+        let a = Sym::new("onnx::MatMul_1234");
+        let b = Sym::new(&String::from("onnx::MatMul_1234"));
+        assert_eq!(a, b);
+        assert_eq!(a.as_str(), "onnx::MatMul_1234");
+        assert_ne!(a, Sym::new("onnx::MatMul_1235"));
+        assert_eq!(Sym::new(""), Sym::EMPTY);
+        assert!(Sym::EMPTY.is_empty());
+        assert_eq!(Sym::new("ai.onnx"), Sym::AI_ONNX);
+        assert_eq!(Sym::AI_ONNX.as_str(), "ai.onnx");
+        assert_eq!(a, "onnx::MatMul_1234");
+        assert_eq!(Sym::get("onnx::MatMul_1234"), Some(a));
+        assert_eq!(Sym::get("never interned: 7f3a"), None);
+    }
+
+    #[test]
+    fn order_is_the_texts() {
+        let mut v = [Sym::new("b"), Sym::new("a"), Sym::new("c"), Sym::new("")];
+        v.sort();
+        let texts: Vec<&str> = v.iter().map(|s| s.as_str()).collect();
+        assert_eq!(texts, ["", "a", "b", "c"]);
+    }
+
+    #[test]
+    fn slots_cover_the_id_space() {
+        assert_eq!(slot_of(0), (0, 0));
+        assert_eq!(slot_of(1023), (0, 1023));
+        assert_eq!(slot_of(1024), (1, 0));
+        assert_eq!(slot_of(1024 + 2047), (1, 2047));
+        assert_eq!(slot_of(1024 + 2048), (2, 0));
+        let (c, s) = slot_of(u32::MAX - 1);
+        assert!(c < CHUNKS && s < (1usize << (c as u32 + FIRST_BITS)));
+    }
+
+    #[test]
+    fn many_names_across_chunks_and_long_names_keep_their_texts() {
+        let syms: Vec<Sym> = (0..5000).map(|i| Sym::new(&format!("v{i}"))).collect();
+        let long = "x".repeat(BLOCK);
+        let l = Sym::new(&long);
+        for (i, s) in syms.iter().enumerate() {
+            assert_eq!(s.as_str(), format!("v{i}"));
+        }
+        assert_eq!(l.as_str(), long);
+    }
+
+    #[test]
+    fn threads_agree_on_ids() {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    (0..2000)
+                        .map(|i| Sym::new(&format!("t{i}")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let all: Vec<Vec<Sym>> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+        assert_eq!(all.len(), 4);
+        for v in &all[1..] {
+            assert_eq!(v, &all[0]);
+        }
+        for (i, s) in all[0].iter().enumerate() {
+            assert_eq!(s.as_str(), format!("t{i}"));
+        }
+    }
+}
