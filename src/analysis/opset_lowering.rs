@@ -19,6 +19,7 @@ use crate::infer::{self, Type, formal_input_positions, formal_output_positions};
 use crate::model::proto::{GraphProto, ModelProto, ValueInfoProto};
 use crate::model::{Model, normalize_domain};
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 use crate::tables::attributes::SchemaAttributes;
 use crate::tables::{FormalParam, KernelTable, OpSchema, ParamOption, attributes_of};
 
@@ -85,7 +86,7 @@ pub struct Types<'a> {
 }
 
 impl Types<'_> {
-    pub fn get(&self, gi: usize, name: &str) -> Option<Type> {
+    pub fn get(&self, gi: usize, name: Sym) -> Option<Type> {
         self.typed
             .type_of(gi, name)
             .or_else(|| self.placed.and_then(|p| p.type_of(gi, name)))
@@ -230,7 +231,7 @@ pub fn function(
         .map(|(i, name)| ValueInfoProto {
             name: Some(name.clone()),
             r#type: call
-                .and_then(|(gi, n)| n.inputs.get(i).and_then(|v| types.get(gi, v)))
+                .and_then(|(gi, n)| n.inputs.get(i).and_then(|v| types.get(gi, *v)))
                 .map(|t| t.to_proto()),
             ..Default::default()
         })
@@ -286,7 +287,7 @@ fn compare_session(
     // Every node: `Constant` nodes are kept as removed placeholders by `Session::from_model`.
     for (gi, g) in s.graphs.iter().enumerate() {
         for node in g.nodes.iter().filter(|n| n.domain == domain) {
-            let types = |name: &str| types.get(gi, name);
+            let types = |name: Sym| types.get(gi, name);
             verdict = verdict.worse(compare_node(table, attrs, node, &types, from, to));
             if matches!(verdict, Verdict::Breaks(_)) {
                 return verdict;
@@ -301,7 +302,7 @@ fn compare_node(
     table: &KernelTable,
     attrs: Option<&SchemaAttributes>,
     node: &SNode,
-    types: &dyn Fn(&str) -> Option<Type>,
+    types: &dyn Fn(Sym) -> Option<Type>,
     from: i64,
     to: i64,
 ) -> Verdict {
@@ -371,7 +372,7 @@ fn compare_node(
                 ));
             }
             verdict = verdict.worse(compare_type(
-                &who, now, other, p_now, p_other, name, types, kind, i,
+                &who, now, other, p_now, p_other, *name, types, kind, i,
             ));
             if matches!(verdict, Verdict::Breaks(_)) {
                 return verdict;
@@ -401,8 +402,8 @@ fn compare_type(
     other: &OpSchema,
     p_now: Option<&FormalParam>,
     p_other: &FormalParam,
-    value: &str,
-    types: &dyn Fn(&str) -> Option<Type>,
+    value: Sym,
+    types: &dyn Fn(Sym) -> Option<Type>,
     kind: &str,
     i: usize,
 ) -> Verdict {

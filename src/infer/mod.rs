@@ -15,6 +15,7 @@ pub use crate::session::types::{Type, elem_from_name, is_cuda_preferred_float};
 
 use crate::model::DataType as D;
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 use crate::tables::{KernelTable, OpSchema, ParamOption};
 
 /// Why a node has no schema: ORT fails the session load for it.
@@ -30,19 +31,20 @@ pub enum SchemaError {
 
 /// The domain → opset map ORT builds at load (§2.1): the model's imports, plus every domain the
 /// release knows at its highest version; `com.ms.internal.nhwc` follows ai.onnx.
-pub fn domain_versions(session: &Session, table: &KernelTable) -> HashMap<String, i64> {
-    let mut map: HashMap<String, i64> = table
+pub fn domain_versions(session: &Session, table: &KernelTable) -> HashMap<Sym, i64> {
+    let mut map: HashMap<Sym, i64> = table
         .opsets()
         .iter()
-        .map(|(d, v)| (d.clone(), *v))
+        .map(|(d, v)| (Sym::new(d), *v))
         .collect();
+    // Map inserts only: the order of the walk cannot reach the map's contents.
     for (d, v) in &session.opsets {
-        map.insert(d.clone(), *v);
+        map.insert(*d, *v);
     }
-    if !session.opsets.contains_key("com.ms.internal.nhwc")
-        && let Some(v) = session.opsets.get("ai.onnx")
+    if !session.opsets.contains_key(&Sym::COM_MS_INTERNAL_NHWC)
+        && let Some(v) = session.opsets.get(&Sym::AI_ONNX)
     {
-        map.insert("com.ms.internal.nhwc".into(), *v);
+        map.insert(Sym::COM_MS_INTERNAL_NHWC, *v);
     }
     map
 }
@@ -50,14 +52,14 @@ pub fn domain_versions(session: &Session, table: &KernelTable) -> HashMap<String
 /// The schema a node resolves to.
 pub fn resolve_schema<'t>(
     table: &'t KernelTable,
-    versions: &HashMap<String, i64>,
-    domain: &str,
-    op: &str,
+    versions: &HashMap<Sym, i64>,
+    domain: Sym,
+    op: Sym,
 ) -> Result<&'t OpSchema, SchemaError> {
-    let Some(&v) = versions.get(domain) else {
+    let Some(&v) = versions.get(&domain) else {
         return Err(SchemaError::UnknownDomain);
     };
-    match table.schema(domain, op, v) {
+    match table.schema_of(domain, op, v) {
         None => Err(SchemaError::UnknownOp),
         Some(s) if s.deprecated => Err(SchemaError::Deprecated(s.since)),
         Some(s) => Ok(s),
@@ -122,7 +124,7 @@ pub fn infer_session_in(
 fn infer_graph(
     session: &mut Session,
     table: &KernelTable,
-    versions: &HashMap<String, i64>,
+    versions: &HashMap<Sym, i64>,
     gi: usize,
     order: Option<&[usize]>,
     failures: &mut Vec<(usize, usize, SchemaError)>,
@@ -133,11 +135,11 @@ fn infer_graph(
     };
     for ni in order {
         let node = &session.graphs[gi].nodes[ni];
-        let schema = resolve_schema(table, versions, &node.domain, &node.op);
+        let schema = resolve_schema(table, versions, node.domain, node.op);
         let input_types: Vec<Option<Type>> = node
             .inputs
             .iter()
-            .map(|n| {
+            .map(|&n| {
                 if n.is_empty() {
                     None
                 } else {
@@ -163,15 +165,9 @@ fn infer_graph(
         let graph = &mut session.graphs[gi];
         graph.nodes[ni].since = since;
         let (nodes, types) = (&graph.nodes, &mut graph.types);
-        for (name, ty) in nodes[ni].outputs.iter().zip(outputs) {
+        for (&name, ty) in nodes[ni].outputs.iter().zip(outputs) {
             if let (false, Some(ty)) = (name.is_empty(), ty) {
-                // Overwrites a declared type in place: no new key.
-                match types.get_mut(name.as_str()) {
-                    Some(slot) => *slot = ty,
-                    None => {
-                        types.insert(name.clone(), ty);
-                    }
-                }
+                types.insert(name, ty);
             }
         }
     }
@@ -179,7 +175,7 @@ fn infer_graph(
 
 fn type_subgraph_inputs(session: &mut Session, gi: usize, ni: usize, input_types: &[Option<Type>]) {
     let node = &session.graphs[gi].nodes[ni];
-    let (op, subs) = (node.op.clone(), node.subgraphs.clone());
+    let (op, subs) = (node.op, node.subgraphs.clone());
     for (attr, sg) in subs {
         let formal = session.graphs[sg].inputs.clone();
         let mut guess: Vec<Option<Type>> = vec![None; formal.len()];
@@ -207,9 +203,9 @@ fn type_subgraph_inputs(session: &mut Session, gi: usize, ni: usize, input_types
             _ => {}
         }
         let graph = &mut session.graphs[sg];
-        for (name, t) in formal.iter().zip(guess) {
+        for (&name, t) in formal.iter().zip(guess) {
             if let Some(t) = t {
-                graph.types.entry(name.clone()).or_insert(t);
+                graph.types.entry(name).or_insert(t);
             }
         }
     }
@@ -350,7 +346,7 @@ fn special_output_type(
             Some(
                 g.outputs
                     .iter()
-                    .map(|o| session.type_of(then, o).cloned())
+                    .map(|&o| session.type_of(then, o).cloned())
                     .collect::<Vec<_>>(),
             )
         }
@@ -361,12 +357,12 @@ fn special_output_type(
                 .find(|(a, _)| a == "body")
                 .map(|(_, g)| *g)?;
             let g = &session.graphs[body];
-            let skip = usize::from(node.op == "Loop");
+            let skip = usize::from(node.op == Sym::LOOP);
             Some(
                 g.outputs
                     .iter()
                     .skip(skip)
-                    .map(|o| session.type_of(body, o).cloned())
+                    .map(|&o| session.type_of(body, o).cloned())
                     .collect(),
             )
         }
@@ -414,15 +410,15 @@ fn special_output_type(
 pub fn type_conflict(
     session: &Session,
     table: &KernelTable,
-    versions: &HashMap<String, i64>,
+    versions: &HashMap<Sym, i64>,
     gi: usize,
     ni: usize,
 ) -> Option<String> {
     let node = &session.graphs[gi].nodes[ni];
-    if node.inputs.iter().all(String::is_empty) {
+    if node.inputs.iter().all(|i| i.is_empty()) {
         return None;
     }
-    let schema = resolve_schema(table, versions, &node.domain, &node.op).ok()?;
+    let schema = resolve_schema(table, versions, node.domain, node.op).ok()?;
     let positions = formal_input_positions(schema, node.inputs.len());
     let mut bound: Vec<(&str, &Type)> = Vec::new();
     for (k, formal) in schema.inputs.iter().enumerate() {
@@ -446,7 +442,7 @@ pub fn type_conflict(
             })
         };
         for idx in range.clone() {
-            let name = &node.inputs[idx];
+            let name = node.inputs[idx];
             if name.is_empty() {
                 continue;
             }
@@ -466,7 +462,7 @@ pub fn type_conflict(
             range.clone()
         };
         for idx in args {
-            let name = &node.inputs[idx];
+            let name = node.inputs[idx];
             if name.is_empty() {
                 continue;
             }

@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use super::eval::{self, NodeView, Tensor, reshape_dims, slice_plan};
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 
 /// Dims of a value; `None` for an unknown or symbolic dim.
 pub type Shape = Vec<Option<i64>>;
@@ -15,16 +16,16 @@ pub type Shape = Vec<Option<i64>>;
 /// Constant values of initializers, decoded once.
 #[derive(Default)]
 pub struct Values {
-    cache: HashMap<(usize, String), Option<Rc<Tensor>>>,
+    cache: HashMap<(usize, Sym), Option<Rc<Tensor>>>,
 }
 
 impl Values {
     /// The constant (non-overridable) value of `name` as seen from graph `gi`, if small.
-    pub fn get(&mut self, session: &Session, gi: usize, name: &str) -> Option<Rc<Tensor>> {
+    pub fn get(&mut self, session: &Session, gi: usize, name: Sym) -> Option<Rc<Tensor>> {
         // The graph that defines the initializer, so that enclosing scopes share entries.
         let mut g = gi;
         let init = loop {
-            if let Some(i) = session.graphs[g].initializers.get(name) {
+            if let Some(i) = session.graphs[g].initializers.get(&name) {
                 break i;
             }
             g = session.graphs[g].parent?.0;
@@ -32,19 +33,17 @@ impl Values {
         if init.overridable {
             return None;
         }
-        let key = (g, name.to_string());
-        if !self.cache.contains_key(&key) {
-            let v = Tensor::from_proto(&init.tensor).map(Rc::new);
-            self.cache.insert(key.clone(), v);
-        }
-        self.cache.get(&key).cloned().flatten()
+        self.cache
+            .entry((g, name))
+            .or_insert_with(|| Tensor::from_proto(&init.tensor).map(Rc::new))
+            .clone()
     }
     /// Records a computed value (a folded output).
-    pub fn set(&mut self, gi: usize, name: &str, t: Tensor) {
-        self.cache.insert((gi, name.to_string()), Some(Rc::new(t)));
+    pub fn set(&mut self, gi: usize, name: Sym, t: Tensor) {
+        self.cache.insert((gi, name), Some(Rc::new(t)));
     }
-    pub fn forget(&mut self, gi: usize, name: &str) {
-        self.cache.remove(&(gi, name.to_string()));
+    pub fn forget(&mut self, gi: usize, name: Sym) {
+        self.cache.remove(&(gi, name));
     }
 }
 
@@ -242,7 +241,7 @@ pub fn infer_node(
     };
     let s = |i: usize| inputs.get(i).cloned().flatten();
     let v = |i: usize| values.get(i).copied().flatten();
-    if node.domain != "ai.onnx" {
+    if node.domain != Sym::AI_ONNX {
         if matches!(
             node.op.as_str(),
             "SimplifiedLayerNormalization"
@@ -272,7 +271,7 @@ pub fn infer_node(
             let xs: Option<Vec<Shape>> = (2..node.inputs.len()).step_by(3).map(s).collect();
             *first = xs.and_then(|xs| concat_shapes(&xs, node.attr_i("axis")?));
         }
-        if node.domain == "com.microsoft" {
+        if node.domain == Sym::COM_MICROSOFT {
             *first = first.take().or_else(|| contrib_shape(node, &s));
         }
         // SkipLayerNormalizationShapeInference gives `input_skip_bias_sum` (output 3) input 0's
@@ -915,7 +914,7 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
     let input_shapes: Vec<Option<Shape>> = node
         .inputs
         .iter()
-        .map(|n| {
+        .map(|&n| {
             if n.is_empty() {
                 None
             } else {
@@ -928,9 +927,9 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
     let all_const = node
         .inputs
         .iter()
-        .all(|n| n.is_empty() || session.initializer(gi, n).is_some_and(|i| !i.overridable));
+        .all(|&n| n.is_empty() || session.initializer(gi, n).is_some_and(|i| !i.overridable));
     let mut owned: Vec<Option<Rc<Tensor>>> = Vec::with_capacity(node.inputs.len());
-    for (pos, n) in node.inputs.iter().enumerate() {
+    for (pos, &n) in node.inputs.iter().enumerate() {
         owned.push(
             if n.is_empty() || !(all_const || value_needed(&node.op, pos)) {
                 None
@@ -942,7 +941,7 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
     let refs: Vec<Option<&Tensor>> = owned.iter().map(|t| t.as_deref()).collect();
     let node = &session.graphs[gi].nodes[ni];
     let mut outs = infer_node(node, &input_shapes, &refs);
-    if node.op == "If" && node.domain == "ai.onnx" {
+    if node.op == Sym::IF && node.domain == Sym::AI_ONNX {
         if_shapes(session, node, &mut outs);
     }
     let g = &mut session.graphs[gi];
@@ -952,12 +951,7 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
             continue;
         }
         if let Some(m) = merge(shapes.get(name), sh) {
-            match shapes.get_mut(name) {
-                Some(slot) => *slot = m,
-                None => {
-                    shapes.insert(name.clone(), m);
-                }
-            }
+            shapes.insert(*name, m);
         }
     }
 }
@@ -977,7 +971,7 @@ fn if_shapes(session: &Session, node: &SNode, outs: &mut [Option<Shape>]) {
     };
     for (k, slot) in outs.iter_mut().enumerate() {
         let shape = |g: usize| {
-            let name = session.graphs.get(g)?.outputs.get(k)?;
+            let name = *session.graphs.get(g)?.outputs.get(k)?;
             session.shape_of(g, name)
         };
         if let (Some(a), Some(b)) = (shape(t), shape(e))
@@ -1164,12 +1158,12 @@ mod tests {
 
     fn node(op: &str, since: i64, inputs: &[&str], outputs: usize) -> SNode {
         SNode {
-            name: String::new(),
+            name: Sym::EMPTY,
             op: op.into(),
-            domain: "ai.onnx".into(),
+            domain: Sym::AI_ONNX,
             since: Some(since),
-            inputs: inputs.iter().map(|s| s.to_string()).collect(),
-            outputs: (0..outputs).map(|i| format!("o{i}")).collect(),
+            inputs: inputs.iter().map(|&s| Sym::new(s)).collect(),
+            outputs: (0..outputs).map(|i| Sym::new(&format!("o{i}"))).collect(),
             attrs: Vec::new(),
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),

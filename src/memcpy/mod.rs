@@ -8,6 +8,7 @@
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::session::{NameGen, SNode, Session};
+use crate::sym::Sym;
 use crate::tables::Ep;
 
 /// Which way a copy goes.
@@ -42,9 +43,9 @@ pub struct Copy {
     pub direction: Direction,
     pub cause: Cause,
     /// The value copied, as ORT names it in its log.
-    pub value: String,
+    pub value: Sym,
     /// The copy node's name (`Memcpy`, `Memcpy_token_3`, ...).
-    pub node_name: String,
+    pub node_name: Sym,
 }
 
 impl Copy {
@@ -98,20 +99,20 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
     let (both, planned) = {
         let g = &session.graphs[gi];
         // Most values of a model are read and written on the provider side: sized once.
-        let mut pi: HashSet<&str> =
+        let mut pi: HashSet<Sym> =
             HashSet::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
-        let mut npi: HashSet<&str> = HashSet::default();
-        let mut po: HashSet<&str> =
+        let mut npi: HashSet<Sym> = HashSet::default();
+        let mut po: HashSet<Sym> =
             HashSet::with_capacity_and_hasher(g.nodes.len(), Default::default());
-        let mut npo: HashSet<&str> = HashSet::default();
-        let mut consumed_inits: Vec<&str> = Vec::new();
-        let mut consumed_seen: HashSet<&str> = HashSet::default();
+        let mut npo: HashSet<Sym> = HashSet::default();
+        let mut consumed_inits: Vec<Sym> = Vec::new();
+        let mut consumed_seen: HashSet<Sym> = HashSet::default();
         for (_, n) in g.live_nodes() {
             let provider = n.ep == Some(Ep::Cuda);
             if provider {
                 let (cpu_in, cpu_out) = host_args(n);
                 for (i, name) in n.existing_inputs() {
-                    if !consumed_seen.contains(name) && session.initializer(gi, name).is_some() {
+                    if !consumed_seen.contains(&name) && session.initializer(gi, name).is_some() {
                         consumed_seen.insert(name);
                         consumed_inits.push(name);
                     }
@@ -121,10 +122,8 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
                         pi.insert(name);
                     }
                 }
-                for name in &n.implicit_inputs {
-                    if !consumed_seen.contains(name.as_str())
-                        && session.initializer(gi, name).is_some()
-                    {
+                for &name in &n.implicit_inputs {
+                    if !consumed_seen.contains(&name) && session.initializer(gi, name).is_some() {
                         consumed_seen.insert(name);
                         consumed_inits.push(name);
                     }
@@ -150,7 +149,7 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
         // fresh name takes the initializer's place among the provider-side reads. A fresh name
         // is read by no node on the host side, so for planning the copies the duplicate only
         // removes the initializer from the provider side.
-        let both: Vec<&str> = consumed_inits
+        let both: Vec<Sym> = consumed_inits
             .into_iter()
             .filter(|init| pi.contains(init) && npi.contains(init))
             .collect();
@@ -158,32 +157,31 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
             pi.remove(init);
         }
 
-        let mut planned: Vec<(Direction, Cause, String)> = Vec::new();
+        let mut planned: Vec<(Direction, Cause, Sym)> = Vec::new();
         for input in &g.inputs {
-            if pi.contains(input.as_str()) && npi.contains(input.as_str()) {
-                planned.push((Direction::FromHost, Cause::GraphInput, input.clone()));
+            if pi.contains(input) && npi.contains(input) {
+                planned.push((Direction::FromHost, Cause::GraphInput, *input));
             }
         }
-        // Sorted by name, as ORT walks its `std::set`s.
-        let mut host_outputs: Vec<&str> = npo.iter().copied().filter(|v| pi.contains(v)).collect();
+        // Sorted by name (the texts: `Sym`'s order), as ORT walks its `std::set`s; the sets'
+        // own order never reaches the plan.
+        let mut host_outputs: Vec<Sym> = npo.iter().copied().filter(|v| pi.contains(v)).collect();
         host_outputs.sort_unstable();
         for v in host_outputs {
-            planned.push((Direction::FromHost, Cause::HostOutput, v.to_string()));
+            planned.push((Direction::FromHost, Cause::HostOutput, v));
         }
-        let mut device_outputs: Vec<&str> =
-            po.iter().copied().filter(|v| npi.contains(v)).collect();
+        let mut device_outputs: Vec<Sym> = po.iter().copied().filter(|v| npi.contains(v)).collect();
         device_outputs.sort_unstable();
         for v in device_outputs {
-            planned.push((Direction::ToHost, Cause::DeviceOutput, v.to_string()));
+            planned.push((Direction::ToHost, Cause::DeviceOutput, v));
         }
         if let Some((pg, pn)) = g.parent {
             for v in &session.graphs[pg].nodes[pn].implicit_inputs {
-                if pi.contains(v.as_str()) && npi.contains(v.as_str()) {
-                    planned.push((Direction::FromHost, Cause::OuterScope, v.clone()));
+                if pi.contains(v) && npi.contains(v) {
+                    planned.push((Direction::FromHost, Cause::OuterScope, *v));
                 }
             }
         }
-        let both: Vec<String> = both.into_iter().map(str::to_string).collect();
         (both, planned)
     };
 
@@ -194,53 +192,53 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
 
     if !both.is_empty() {
         let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
-        let wanted: HashSet<&str> = both.iter().map(String::as_str).collect();
-        let mut uses: rustc_hash::FxHashMap<String, Vec<(usize, usize)>> = Default::default();
+        let wanted: HashSet<Sym> = both.iter().copied().collect();
+        let mut uses: rustc_hash::FxHashMap<Sym, Vec<(usize, usize)>> = Default::default();
         for (ni, n) in session.graphs[gi].live_nodes() {
             if n.ep != Some(Ep::Cuda) {
                 continue;
             }
             let cpu_in = host_args(n).0;
             for (i, name) in n.inputs.iter().enumerate() {
-                if wanted.contains(name.as_str()) && !cpu_in.contains(&i) {
-                    uses.entry(name.clone()).or_default().push((ni, i));
+                if wanted.contains(name) && !cpu_in.contains(&i) {
+                    uses.entry(*name).or_default().push((ni, i));
                 }
             }
         }
         for init in both {
             let dup = names.value(&init);
-            if let Some(tensor) = session.initializer(gi, &init).cloned() {
+            if let Some(tensor) = session.initializer(gi, init).cloned() {
                 let g = &mut session.graphs[gi];
                 if let Some(t) = g.types.get(&init).cloned() {
-                    g.types.insert(dup.clone(), t);
+                    g.types.insert(dup, t);
                 }
-                g.initializers.insert(dup.clone(), tensor);
+                g.initializers.insert(dup, tensor);
             }
             for &(ni, i) in uses.get(&init).map(Vec::as_slice).unwrap_or(&[]) {
-                session.graphs[gi].nodes[ni].inputs[i] = dup.clone();
+                session.graphs[gi].nodes[ni].inputs[i] = dup;
             }
         }
     }
 
     // Where each value is read in device memory by a provider node, and which provider node
     // writes it in device memory: the uses a copy takes over.
-    let mut device_reads: rustc_hash::FxHashMap<String, Vec<(usize, usize)>> = Default::default();
-    let mut device_writes: rustc_hash::FxHashMap<String, Vec<(usize, usize)>> = Default::default();
+    let mut device_reads: rustc_hash::FxHashMap<Sym, Vec<(usize, usize)>> = Default::default();
+    let mut device_writes: rustc_hash::FxHashMap<Sym, Vec<(usize, usize)>> = Default::default();
     if !planned.is_empty() {
-        let wanted: HashSet<&str> = planned.iter().map(|(_, _, v)| v.as_str()).collect();
+        let wanted: HashSet<Sym> = planned.iter().map(|(_, _, v)| *v).collect();
         for (ni, n) in session.graphs[gi].live_nodes() {
             if n.ep != Some(Ep::Cuda) {
                 continue;
             }
             let (cpu_in, cpu_out) = host_args(n);
             for (i, name) in n.inputs.iter().enumerate() {
-                if wanted.contains(name.as_str()) && !cpu_in.contains(&i) {
-                    device_reads.entry(name.clone()).or_default().push((ni, i));
+                if wanted.contains(name) && !cpu_in.contains(&i) {
+                    device_reads.entry(*name).or_default().push((ni, i));
                 }
             }
             for (o, name) in n.outputs.iter().enumerate() {
-                if wanted.contains(name.as_str()) && !cpu_out.contains(&o) {
-                    device_writes.entry(name.clone()).or_default().push((ni, o));
+                if wanted.contains(name) && !cpu_out.contains(&o) {
+                    device_writes.entry(*name).or_default().push((ni, o));
                 }
             }
         }
@@ -256,32 +254,32 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
         // Device-memory reads of the value now read the copy (FromHost) or the CUDA producer's
         // renamed output (ToHost); a ToHost copy produces the original name on the host.
         for &(ni, i) in device_reads.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
-            session.graphs[gi].nodes[ni].inputs[i] = new_value.clone();
+            session.graphs[gi].nodes[ni].inputs[i] = new_value;
         }
         if direction == Direction::ToHost {
             for &(ni, o) in device_writes.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
-                session.graphs[gi].nodes[ni].outputs[o] = new_value.clone();
+                session.graphs[gi].nodes[ni].outputs[o] = new_value;
             }
         }
         let (input, output, op) = match direction {
-            Direction::FromHost => (value.clone(), new_value, "MemcpyFromHost"),
-            Direction::ToHost => (new_value, value.clone(), "MemcpyToHost"),
+            Direction::FromHost => (value, new_value, Sym::MEMCPY_FROM_HOST),
+            Direction::ToHost => (new_value, value, Sym::MEMCPY_TO_HOST),
         };
         let g = &mut session.graphs[gi];
         if let Some(t) = g.types.get(&value).cloned() {
             g.types.insert(
                 if direction == Direction::FromHost {
-                    output.clone()
+                    output
                 } else {
-                    input.clone()
+                    input
                 },
                 t,
             );
         }
         g.nodes.push(SNode {
-            name: node_name.clone(),
-            op: op.to_string(),
-            domain: "ai.onnx".into(),
+            name: node_name,
+            op,
+            domain: Sym::AI_ONNX,
             since: Some(1),
             inputs: vec![input],
             outputs: vec![output],

@@ -8,24 +8,25 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::session::{NameGen, SGraph, SNode, Session};
+use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
 const FLOAT16: i32 = D::Float16 as i32;
 const FLOAT: i32 = D::Float as i32;
 
-fn is_fp16(g: &Session, gi: usize, name: &str) -> bool {
+fn is_fp16(g: &Session, gi: usize, name: Sym) -> bool {
     !name.is_empty() && g.type_of(gi, name) == Some(&Type::Tensor(FLOAT16))
 }
 
 /// Producer node of each value of a graph, and the consumers (node, input index) of each value.
 struct Edges {
-    producer: HashMap<String, usize>,
-    consumers: HashMap<String, Vec<(usize, usize)>>,
+    producer: HashMap<Sym, usize>,
+    consumers: HashMap<Sym, Vec<(usize, usize)>>,
 }
 
 fn edges(g: &SGraph) -> Edges {
     let mut producer = HashMap::default();
-    let mut consumers: HashMap<String, Vec<(usize, usize)>> = HashMap::default();
+    let mut consumers: HashMap<Sym, Vec<(usize, usize)>> = HashMap::default();
     for (i, n) in g.live_nodes() {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
             producer.insert(o.clone(), i);
@@ -65,7 +66,7 @@ pub fn run(session: &mut Session, table: &KernelTable) -> Vec<(usize, usize)> {
         .iter()
         .any(|g| g.live_nodes().any(|(_, n)| n.ep.is_none()));
     if any_unassigned {
-        let mut updates: HashMap<String, String> = HashMap::default();
+        let mut updates: HashMap<Sym, Sym> = HashMap::default();
         let versions = crate::infer::domain_versions(session, table);
         let cx = Cx { table, versions };
         insert_casts(session, &cx, 0, &mut updates, &mut moved);
@@ -98,16 +99,16 @@ struct CastRules {
 /// fp32 CPU kernel.
 struct Cx<'t> {
     table: &'t KernelTable,
-    versions: HashMap<String, i64>,
+    versions: HashMap<Sym, i64>,
 }
 
 /// `NodeNeedsInputCastToFp32`: unassigned, with an fp16 input.
 fn needs_input_cast(s: &Session, gi: usize, n: &SNode) -> bool {
-    n.ep.is_none() && n.inputs.iter().any(|i| is_fp16(s, gi, i))
+    n.ep.is_none() && n.inputs.iter().any(|i| is_fp16(s, gi, *i))
 }
 
 /// `NeedInsertCast`: an unassigned node without subgraphs gets a Cast on each fp16 input.
-fn need_insert_cast(s: &Session, gi: usize, n: &SNode, input: &str) -> bool {
+fn need_insert_cast(s: &Session, gi: usize, n: &SNode, input: Sym) -> bool {
     n.ep.is_none() && n.subgraphs.is_empty() && is_fp16(s, gi, input)
 }
 
@@ -115,7 +116,7 @@ fn insert_casts(
     session: &mut Session,
     cx: &Cx<'_>,
     gi: usize,
-    updates: &mut HashMap<String, String>,
+    updates: &mut HashMap<Sym, Sym>,
     moved: &mut Vec<(usize, usize)>,
 ) {
     force_single_node_fp32(session, cx, gi);
@@ -124,18 +125,18 @@ fn insert_casts(
     // `GraphViewer::GetNodesInTopologicalOrder`: the reverse DFS from the leaves.
     for ni in crate::session::order::ort_topological_order(session, gi) {
         let node = &session.graphs[gi].nodes[ni];
-        let mut replacements: Vec<(String, String, bool)> = Vec::new();
+        let mut replacements: Vec<(Sym, Sym, bool)> = Vec::new();
         let mut casted = false;
         {
             for input in node.inputs.clone() {
-                if !need_insert_cast(session, gi, &session.graphs[gi].nodes[ni], &input) {
+                if !need_insert_cast(session, gi, &session.graphs[gi].nodes[ni], input) {
                     continue;
                 }
                 casted = true;
                 let dst = match updates.get(&input) {
                     Some(d) => d.clone(),
                     None => {
-                        let name = add_cast(session, gi, &mut names, &input, true);
+                        let name = add_cast(session, gi, &mut names, input, true);
                         updates.insert(input.clone(), name.clone());
                         name
                     }
@@ -146,8 +147,8 @@ fn insert_casts(
         if casted {
             let outputs = session.graphs[gi].nodes[ni].outputs.clone();
             for out in outputs {
-                if is_fp16(session, gi, &out) {
-                    let src = add_cast(session, gi, &mut names, &out, false);
+                if is_fp16(session, gi, out) {
+                    let src = add_cast(session, gi, &mut names, out, false);
                     replacements.push((out, src, false));
                 }
             }
@@ -182,29 +183,29 @@ fn add_cast(
     session: &mut Session,
     gi: usize,
     names: &mut Option<NameGen>,
-    value: &str,
+    value: Sym,
     on_input: bool,
-) -> String {
+) -> Sym {
     let g = &mut session.graphs[gi];
     let gen_ = names.get_or_insert_with(|| NameGen::new(g));
     // ORT's `GenerateNodeName`, through the graph's shared counter.
     let name = gen_.node(&format!("InsertedPrecisionFreeCast_{value}"));
     g.name_counter = gen_.counter;
-    g.generated_names.insert(name.clone());
+    g.generated_names.insert(name);
     let (input, output, to) = if on_input {
-        (value.to_string(), name.clone(), FLOAT)
+        (value, name, FLOAT)
     } else {
-        (name.clone(), value.to_string(), FLOAT16)
+        (name, value, FLOAT16)
     };
     let g = &mut session.graphs[gi];
     g.types.insert(name.clone(), Type::Tensor(FLOAT));
-    if let Some(shape) = g.shapes.get(value).cloned() {
+    if let Some(shape) = g.shapes.get(&value).cloned() {
         g.shapes.insert(name.clone(), shape);
     }
     g.nodes.push(SNode {
         name: name.clone(),
-        op: "Cast".into(),
-        domain: "ai.onnx".into(),
+        op: Sym::CAST,
+        domain: Sym::AI_ONNX,
         since: None,
         inputs: vec![input],
         outputs: vec![output],
@@ -228,7 +229,7 @@ fn add_cast(
 /// unassigned, in node order, so that it is cast to fp32 with its neighbours.
 fn force_single_node_fp32(session: &mut Session, cx: &Cx<'_>, gi: usize) {
     let e = edges(&session.graphs[gi]);
-    let graph_outputs: HashSet<String> = session.graphs[gi].outputs.iter().cloned().collect();
+    let graph_outputs: HashSet<Sym> = session.graphs[gi].outputs.iter().cloned().collect();
     let indices: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
     for ni in indices {
         if isolated_fp16_node_on_cpu(session, cx, gi, ni, &e, &graph_outputs) {
@@ -247,7 +248,7 @@ fn isolated_fp16_node_on_cpu(
     gi: usize,
     ni: usize,
     e: &Edges,
-    graph_outputs: &HashSet<String>,
+    graph_outputs: &HashSet<Sym>,
 ) -> bool {
     let g = &session.graphs[gi];
     let node = &g.nodes[ni];
@@ -263,7 +264,7 @@ fn isolated_fp16_node_on_cpu(
     {
         return false;
     }
-    let Ok(schema) = crate::infer::resolve_schema(cx.table, &cx.versions, &node.domain, &node.op)
+    let Ok(schema) = crate::infer::resolve_schema(cx.table, &cx.versions, node.domain, node.op)
     else {
         return false;
     };
@@ -273,7 +274,7 @@ fn isolated_fp16_node_on_cpu(
     let mut constraint_types: Vec<(String, String)> = Vec::new();
     let float = Type::Tensor(FLOAT).to_string();
     // Binds a type parameter to an argument's type, fp16 read as float; true for an fp16 one.
-    let mut bind_arg = |key: &str, name: &str| {
+    let mut bind_arg = |key: &str, name: Sym| {
         let fp16 = is_fp16(session, gi, name);
         let ty = if fp16 {
             float.clone()
@@ -305,7 +306,7 @@ fn isolated_fp16_node_on_cpu(
         if name.is_empty() {
             continue;
         }
-        if bind_arg(&formal.type_str, name) {
+        if bind_arg(&formal.type_str, *name) {
             fp16_inputs.push(idx);
         }
     }
@@ -327,7 +328,7 @@ fn isolated_fp16_node_on_cpu(
         let Some(name) = node.outputs.get(k).filter(|n| !n.is_empty()) else {
             continue;
         };
-        if bind_arg(&formal.type_str, name) {
+        if bind_arg(&formal.type_str, *name) {
             fp16_outputs.push(k);
         }
     }
@@ -345,7 +346,7 @@ fn isolated_fp16_node_on_cpu(
     // `KernelRegistry::TryFindKernel` with a type map: every bound constraint must be a
     // constraint of the kernel and allow the bound type.
     cx.table
-        .kernels(Ep::Cpu, &node.domain, &node.op)
+        .kernels_of(Ep::Cpu, node.domain, node.op)
         .iter()
         .filter(|kd| kd.matches_since(since))
         .any(|kd| {
@@ -427,7 +428,7 @@ fn unsafe_cast(src: Option<&Type>, dst: Option<&Type>, node_name: &str) -> bool 
 /// consumer lists are built once per graph and kept up to date by each removal, so the pass is
 /// linear in the size of the graph (it used to rebuild them after every change).
 fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
-    let graph_outputs: HashSet<String> = session.graphs[gi].outputs.iter().cloned().collect();
+    let graph_outputs: HashSet<Sym> = session.graphs[gi].outputs.iter().cloned().collect();
     let count = session.graphs[gi].nodes.len();
     let mut e: Option<Edges> = None;
     for ni in 0..count {
@@ -435,7 +436,7 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
             continue;
         }
         let mut removed_self = false;
-        if session.graphs[gi].nodes[ni].op == "Cast" {
+        if session.graphs[gi].nodes[ni].op == Sym::CAST {
             let edges = e.get_or_insert_with(|| edges(&session.graphs[gi]));
             removed_self = remove_around(session, gi, ni, &graph_outputs, edges, rules);
         }
@@ -453,11 +454,11 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
 }
 
 /// The live consumers (node, input position; `usize::MAX` for an implicit input) of `value`.
-fn live_consumers(session: &Session, gi: usize, e: &Edges, value: &str) -> Vec<(usize, usize)> {
+fn live_consumers(session: &Session, gi: usize, e: &Edges, value: Sym) -> Vec<(usize, usize)> {
     let g = &session.graphs[gi];
     let mut out: Vec<(usize, usize)> = e
         .consumers
-        .get(value)
+        .get(&value)
         .map(|l| {
             l.iter()
                 .copied()
@@ -477,7 +478,7 @@ fn remove_around(
     session: &mut Session,
     gi: usize,
     ni: usize,
-    graph_outputs: &HashSet<String>,
+    graph_outputs: &HashSet<Sym>,
     e: &mut Edges,
     rules: CastRules,
 ) -> bool {
@@ -486,10 +487,10 @@ fn remove_around(
     else {
         return false;
     };
-    let src = session.type_of(gi, &input).cloned();
-    let dst = session.type_of(gi, &output).cloned();
+    let src = session.type_of(gi, input).cloned();
+    let dst = session.type_of(gi, output).cloned();
     let loss = unsafe_cast(src.as_ref(), dst.as_ref(), &node.name);
-    let children = live_consumers(session, gi, e, &output);
+    let children = live_consumers(session, gi, e, output);
     let mut to_remove: Vec<usize> = Vec::new();
     let mut keep = 0usize;
     // A kept child on another provider, or (after a lossy cast) one that casts to bool: the
@@ -498,16 +499,16 @@ fn remove_around(
     let ep = node.ep;
     for &(c, _) in &children {
         let child = &session.graphs[gi].nodes[c];
-        if child.op != "Cast" {
+        if child.op != Sym::CAST {
             continue;
         }
         let src1 = child
             .inputs
             .first()
-            .and_then(|n| session.type_of(gi, n))
+            .and_then(|n| session.type_of(gi, *n))
             .cloned();
         let c_out = child.outputs.first().cloned().unwrap_or_default();
-        let dst1 = session.type_of(gi, &c_out).cloned();
+        let dst1 = session.type_of(gi, c_out).cloned();
         if loss && unsafe_cast(dst1.as_ref(), src1.as_ref(), &child.name) {
             return false;
         }
@@ -532,7 +533,7 @@ fn remove_around(
             .cloned()
             .unwrap_or_default();
         session.graphs[gi].nodes[c].removed = true;
-        replace_input(session, gi, e, &c_out, &input);
+        replace_input(session, gi, e, c_out, input);
     }
     if !children.is_empty()
         && !pinned
@@ -540,16 +541,16 @@ fn remove_around(
         && !graph_outputs.contains(&output)
     {
         session.graphs[gi].nodes[ni].removed = true;
-        replace_input(session, gi, e, &output, &input);
+        replace_input(session, gi, e, output, input);
         return true;
     }
     false
 }
 
 /// Every live reader of `from` in graph `gi` reads `to` instead; its consumer entries move with it.
-fn replace_input(session: &mut Session, gi: usize, e: &mut Edges, from: &str, to: &str) {
+fn replace_input(session: &mut Session, gi: usize, e: &mut Edges, from: Sym, to: Sym) {
     let readers = live_consumers(session, gi, e, from);
-    e.consumers.remove(from);
+    e.consumers.remove(&from);
     if readers.is_empty() {
         return;
     }
@@ -558,15 +559,12 @@ fn replace_input(session: &mut Session, gi: usize, e: &mut Edges, from: &str, to
             continue;
         };
         if k == usize::MAX {
-            for name in n.implicit_inputs.iter_mut().filter(|n| *n == from) {
-                *name = to.to_string();
+            for name in n.implicit_inputs.iter_mut().filter(|n| **n == from) {
+                *name = to;
             }
-        } else if let Some(name) = n.inputs.get_mut(k).filter(|n| *n == from) {
-            *name = to.to_string();
+        } else if let Some(name) = n.inputs.get_mut(k).filter(|n| **n == from) {
+            *name = to;
         }
     }
-    e.consumers
-        .entry(to.to_string())
-        .or_default()
-        .extend(readers);
+    e.consumers.entry(to).or_default().extend(readers);
 }

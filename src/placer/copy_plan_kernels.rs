@@ -30,7 +30,7 @@ pub(super) fn missing_provider_kernel(
             if n.ep != Some(Ep::Cuda) || n.kernel.is_some() || n.op.starts_with("Memcpy") {
                 continue;
             }
-            let Ok(schema) = infer::resolve_schema(table, &versions, &n.domain, &n.op) else {
+            let Ok(schema) = infer::resolve_schema(table, &versions, n.domain, n.op) else {
                 continue;
             };
             let mut probe = n.clone();

@@ -9,6 +9,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::infer::is_cuda_preferred_float;
 use crate::session::Session;
+use crate::sym::Sym;
 use crate::tables::{Ep, KernelDef};
 
 /// Initializers with at most this many elements count as cheap CPU inputs.
@@ -32,12 +33,12 @@ pub fn cpu_preferred_nodes(
     }
     // Consumers by value name within this graph, explicit and implicit inputs alike (ORT's
     // output edges).
-    let mut consumers: HashMap<&str, Vec<usize>> =
+    let mut consumers: HashMap<Sym, Vec<usize>> =
         HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
     for (i, n) in g.live_nodes() {
         for name in n.inputs.iter().chain(&n.implicit_inputs) {
             if !name.is_empty() {
-                let list = consumers.entry(name.as_str()).or_default();
+                let list = consumers.entry(*name).or_default();
                 if list.last() != Some(&i) {
                     list.push(i);
                 }
@@ -45,9 +46,9 @@ pub fn cpu_preferred_nodes(
         }
     }
     let kernel: HashMap<usize, &KernelDef> = tentative.iter().map(|(i, k)| (*i, *k)).collect();
-    let graph_inputs: HashSet<&str> = g.inputs.iter().map(String::as_str).collect();
+    let graph_inputs: HashSet<Sym> = g.inputs.iter().copied().collect();
 
-    let mut cpu_args: HashSet<&str> = HashSet::default();
+    let mut cpu_args: HashSet<Sym> = HashSet::default();
     let mut queue: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new();
     let push = |queue: &mut BinaryHeap<Reverse<(usize, usize)>>, ni: usize| {
         if let Some(&pos) = order.get(ni).filter(|&&p| p != usize::MAX) {
@@ -59,7 +60,7 @@ pub fn cpu_preferred_nodes(
         for (o, name) in node.existing_outputs() {
             if kd.cpu_outputs.contains(&o) {
                 cpu_args.insert(name);
-                for &c in consumers.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+                for &c in consumers.get(&name).map(Vec::as_slice).unwrap_or(&[]) {
                     push(&mut queue, c);
                 }
             }
@@ -77,7 +78,7 @@ pub fn cpu_preferred_nodes(
             if matches!(node.ep, None | Some(Ep::Cpu)) {
                 for (_, name) in node.existing_outputs() {
                     cpu_args.insert(name);
-                    for &c in consumers.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+                    for &c in consumers.get(&name).map(Vec::as_slice).unwrap_or(&[]) {
                         push(&mut queue, c);
                     }
                 }
@@ -85,7 +86,7 @@ pub fn cpu_preferred_nodes(
             continue;
         };
         let mut place_on_cpu = true;
-        for (i, name) in node.inputs.iter().enumerate() {
+        for (i, &name) in node.inputs.iter().enumerate() {
             if !name.is_empty()
                 && let Some(t) = session.type_of(gi, name)
                 && is_cuda_preferred_float(t, true)
@@ -97,11 +98,11 @@ pub fn cpu_preferred_nodes(
                 let small_init = session
                     .initializer(gi, name)
                     .is_some_and(|init| init.elements().is_some_and(|n| n <= SMALL_INITIALIZER));
-                if small_init || graph_inputs.contains(name.as_str()) {
+                if small_init || graph_inputs.contains(&name) {
                     continue;
                 }
             }
-            if !cpu_args.contains(name.as_str()) {
+            if !cpu_args.contains(&name) {
                 place_on_cpu = false;
                 break;
             }
@@ -114,7 +115,7 @@ pub fn cpu_preferred_nodes(
             result.insert(cur);
             for (_, name) in node.existing_outputs() {
                 cpu_args.insert(name);
-                for &c in consumers.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+                for &c in consumers.get(&name).map(Vec::as_slice).unwrap_or(&[]) {
                     push(&mut queue, c);
                 }
             }

@@ -8,25 +8,19 @@ use std::cell::RefCell;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::session::Session;
+use crate::sym::Sym;
 
 /// A value's dim `i` as the memo keys it.
-pub(crate) type Memo = RefCell<HashMap<(u64, usize), Option<String>>>;
+pub(crate) type Memo = RefCell<HashMap<(Sym, usize), Option<Sym>>>;
 
 /// One graph's symbol tracer: its declared dims and a producer lookup.
 pub(crate) struct Symbols<'a> {
     pub session: &'a Session,
     pub gi: usize,
     /// Declared symbolic dims per value (the main graph's; empty for subgraphs).
-    pub params: &'a HashMap<String, Vec<Option<String>>>,
-    pub producer: &'a dyn Fn(&str) -> Option<usize>,
+    pub params: &'a HashMap<Sym, Vec<Option<Sym>>>,
+    pub producer: &'a dyn Fn(Sym) -> Option<usize>,
     pub memo: &'a Memo,
-}
-
-fn key(name: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = rustc_hash::FxHasher::default();
-    name.hash(&mut h);
-    h.finish()
 }
 
 impl Symbols<'_> {
@@ -36,22 +30,22 @@ impl Symbols<'_> {
     /// copied 0 dims, normalisations, the fused nodes, Q/DQ and the QOperator `QLinearAdd`,
     /// `QLinearMul`, `QLinearMatMul`, `QLinearConcat` and unary ops, Split), as ORT's inference
     /// carries it.
-    pub(crate) fn dim(&self, v: &str, i: usize, depth: usize) -> Option<String> {
-        if let Some(d) = self.params.get(v) {
-            return d.get(i).cloned().flatten();
+    pub(crate) fn dim(&self, v: Sym, i: usize, depth: usize) -> Option<Sym> {
+        if let Some(d) = self.params.get(&v) {
+            return d.get(i).copied().flatten();
         }
         if depth > 200 {
             return None;
         }
-        if let Some(hit) = self.memo.borrow().get(&(key(v), i)) {
-            return hit.clone();
+        if let Some(hit) = self.memo.borrow().get(&(v, i)) {
+            return *hit;
         }
         let g = &self.session.graphs[self.gi];
         let p = (self.producer)(v)?;
         let n = &g.nodes[p];
-        let rank = |x: &str| self.session.shape_of(self.gi, x).map(Vec::len);
+        let rank = |x: Sym| self.session.shape_of(self.gi, x).map(Vec::len);
         let out_rank = rank(v)?;
-        let from = |x: &str, j: usize| -> Option<String> {
+        let from = |x: Sym, j: usize| -> Option<Sym> {
             match self
                 .session
                 .shape_of(self.gi, x)
@@ -66,12 +60,12 @@ impl Symbols<'_> {
             | "And" | "Or" | "BiasGelu" | "Max" | "Min" | "Sum" | "QLinearAdd" | "QLinearMul" => {
                 // Broadcast: every input with this dim either 1 or the same symbol
                 // (QLinearAdd/QLinearMul: (a, a_scale, a_zero_point, b, ...), inputs 0 and 3).
-                let inputs: Vec<&String> = if n.op.starts_with("QLinear") {
-                    vec![n.inputs.first()?, n.inputs.get(3)?]
+                let inputs: Vec<Sym> = if n.op.starts_with("QLinear") {
+                    vec![*n.inputs.first()?, *n.inputs.get(3)?]
                 } else {
-                    n.inputs.iter().filter(|x| !x.is_empty()).collect()
+                    n.inputs.iter().filter(|x| !x.is_empty()).copied().collect()
                 };
-                let mut out: Option<String> = None;
+                let mut out: Option<Sym> = None;
                 for x in inputs {
                     let r = rank(x)?;
                     if i + r < out_rank {
@@ -88,7 +82,7 @@ impl Symbols<'_> {
                         _ => {}
                     }
                     let s = self.dim(x, j, depth + 1)?;
-                    if out.as_ref().is_some_and(|o| *o != s) {
+                    if out.is_some_and(|o| o != s) {
                         return None;
                     }
                     out = Some(s);
@@ -104,7 +98,7 @@ impl Symbols<'_> {
                 // QLinearMatMul: (a, a_scale, a_zero_point, b, ...); the fused
                 // MatMulIntegerToFloat and DynamicQuantizeMatMul: (a, b, ...).
                 let b_at = if n.op == "QLinearMatMul" { 3 } else { 1 };
-                let (a, b) = (n.inputs.first()?, n.inputs.get(b_at)?);
+                let (a, b) = (*n.inputs.first()?, *n.inputs.get(b_at)?);
                 let (ra, rb) = (rank(a)?, rank(b)?);
                 if i + 1 == out_rank {
                     from(b, rb.checked_sub(1)?)
@@ -119,13 +113,13 @@ impl Symbols<'_> {
             "Transpose" => {
                 let perm = n.attr_ints("perm")?;
                 let j = usize::try_from(*perm.get(i)?).ok()?;
-                from(n.inputs.first()?, j)
+                from(*n.inputs.first()?, j)
             }
             "Reshape" => {
-                let shape = self.session.initializer(self.gi, n.inputs.get(1)?)?;
+                let shape = self.session.initializer(self.gi, *n.inputs.get(1)?)?;
                 let values = crate::session::int_values(&shape.tensor)?;
                 if values.get(i) == Some(&0) && n.attr_i("allowzero").unwrap_or(0) == 0 {
-                    from(n.inputs.first()?, i)
+                    from(*n.inputs.first()?, i)
                 } else {
                     None
                 }
@@ -145,12 +139,12 @@ impl Symbols<'_> {
                     n.inputs
                         .iter()
                         .filter(|x| !x.is_empty())
-                        .find_map(|x| from(x, i))
+                        .find_map(|&x| from(x, i))
                 }
             }
             "Gather" => {
                 // data[:axis] ++ indices.shape ++ data[axis + 1:]
-                let (data, indices) = (n.inputs.first()?, n.inputs.get(1)?);
+                let (data, indices) = (*n.inputs.first()?, *n.inputs.get(1)?);
                 let rd = rank(data)? as i64;
                 let axis = n.attr_i("axis").unwrap_or(0);
                 let axis = usize::try_from(if axis < 0 { axis + rd } else { axis }).ok()?;
@@ -167,7 +161,7 @@ impl Symbols<'_> {
                 // Axes from the input (opset 13+) or the attribute; the other dims shift.
                 let axes: Vec<i64> = match n.inputs.get(1).filter(|a| !a.is_empty()) {
                     Some(a) => {
-                        crate::session::int_values(&self.session.initializer(self.gi, a)?.tensor)?
+                        crate::session::int_values(&self.session.initializer(self.gi, *a)?.tensor)?
                     }
                     None => n.attr_ints("axes")?.to_vec(),
                 };
@@ -181,7 +175,7 @@ impl Symbols<'_> {
                     None
                 } else {
                     from(
-                        n.inputs.first()?,
+                        *n.inputs.first()?,
                         i - axes.iter().filter(|&&a| a < i).count(),
                     )
                 }
@@ -189,17 +183,17 @@ impl Symbols<'_> {
             // ONNX's `convPoolShapeInference` (and the contrib `FusedConv`'s) keeps the batch dim;
             // the global poolings keep batch and channels.
             "Conv" | "FusedConv" | "MaxPool" | "AveragePool" | "LpPool" if i == 0 => {
-                from(n.inputs.first()?, 0)
+                from(*n.inputs.first()?, 0)
             }
             "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
             | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare" => {
                 // The dims off the reduced axes (from the input at ReduceSum 13 and the others
                 // at 18, else the attribute); none when every axis is reduced.
-                let x = n.inputs.first()?;
+                let x = *n.inputs.first()?;
                 let r = rank(x)? as i64;
                 let axes: Vec<i64> = match n.inputs.get(1).filter(|a| !a.is_empty()) {
                     Some(a) => {
-                        crate::session::int_values(&self.session.initializer(self.gi, a)?.tensor)?
+                        crate::session::int_values(&self.session.initializer(self.gi, *a)?.tensor)?
                     }
                     None => n.attr_ints("axes")?.to_vec(),
                 };
@@ -215,7 +209,7 @@ impl Symbols<'_> {
                 }
             }
             "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" if i < 2 => {
-                from(n.inputs.first()?, i)
+                from(*n.inputs.first()?, i)
             }
             "Expand" => {
                 // ONNX's Expand inference broadcasts against the shape only when the shape is a
@@ -227,7 +221,7 @@ impl Symbols<'_> {
                 // `a`'s `batch` at dim 0 (tools/realworld/detector_probes.py, `expand_symbol`).
                 let shape = self
                     .session
-                    .initializer(self.gi, n.inputs.get(1)?)
+                    .initializer(self.gi, *n.inputs.get(1)?)
                     .filter(|t| !t.overridable)?;
                 let values = crate::session::int_values(&shape.tensor)?;
                 let part = if i + values.len() >= out_rank {
@@ -235,7 +229,7 @@ impl Symbols<'_> {
                 } else {
                     1
                 };
-                let x = n.inputs.first()?;
+                let x = *n.inputs.first()?;
                 let r = rank(x)?;
                 (part == 1 && i + r >= out_rank)
                     .then(|| from(x, i + r - out_rank))
@@ -273,7 +267,7 @@ impl Symbols<'_> {
             | "DequantizeLinear"
             | "QLinearSoftmax"
             | "QLinearSigmoid"
-            | "QLinearLeakyRelu" => from(n.inputs.first()?, i),
+            | "QLinearLeakyRelu" => from(*n.inputs.first()?, i),
             "Split" => {
                 // Every output keeps the input's dims off the split axis.
                 let axis = n.attr_i("axis").unwrap_or(0);
@@ -286,7 +280,7 @@ impl Symbols<'_> {
                 if i == axis {
                     None
                 } else {
-                    from(n.inputs.first()?, i)
+                    from(*n.inputs.first()?, i)
                 }
             }
             "QLinearConcat" => {
@@ -307,12 +301,12 @@ impl Symbols<'_> {
                         .skip(2)
                         .step_by(3)
                         .filter(|x| !x.is_empty())
-                        .find_map(|x| from(x, i))
+                        .find_map(|&x| from(x, i))
                 }
             }
             _ => None,
         };
-        self.memo.borrow_mut().insert((key(v), i), sym.clone());
+        self.memo.borrow_mut().insert((v, i), sym);
         sym
     }
 }

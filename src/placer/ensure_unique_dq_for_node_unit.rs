@@ -14,6 +14,7 @@
 //! both from the graph's name generator (`..._token_<k>` once the name is taken).
 
 use crate::placer::ir::{NameGen, SNode, Session};
+use crate::sym::Sym;
 
 /// Subgraph nesting this pass follows; deeper graphs (only a hostile model has them) are left
 /// as they are rather than exhausting the stack.
@@ -29,7 +30,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     // order is built.
     if !session.graphs[gi].live_nodes().any(|(_, n)| {
         !n.subgraphs.is_empty()
-            || (n.op == "DequantizeLinear"
+            || (n.op == Sym::DEQUANTIZE_LINEAR
                 && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft"))
     }) {
         return false;
@@ -48,7 +49,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         }
         let n = &session.graphs[gi].nodes[ni];
         if n.removed
-            || n.op != "DequantizeLinear"
+            || n.op != Sym::DEQUANTIZE_LINEAR
             || !matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
         {
             continue;

@@ -17,6 +17,7 @@ use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::placer::OptLevel;
 use crate::session::{Init, NameGen, Session};
+use crate::sym::Sym;
 
 /// Float copies of initializers up to this many elements carry their values (later transformers
 /// read small constants such as Clip bounds); larger ones carry the shape only.
@@ -31,7 +32,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     // Only a Cast reading a float16 initializer is a candidate: a graph without one is skipped
     // before its order and edges are built.
     let candidate = session.graphs[gi].live_nodes().any(|(_, n)| {
-        n.op == "Cast"
+        n.op == Sym::CAST
             && n.inputs.first().is_some_and(|x| {
                 session.graphs[gi]
                     .initializers
@@ -44,38 +45,38 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     }
     let order = crate::session::order::ort_topological_order(session, gi);
     let g = &session.graphs[gi];
-    let outputs: rustc_hash::FxHashSet<&str> = g.outputs.iter().map(String::as_str).collect();
-    let produced: rustc_hash::FxHashSet<&str> = g
+    let outputs: rustc_hash::FxHashSet<Sym> = g.outputs.iter().copied().collect();
+    let produced: rustc_hash::FxHashSet<Sym> = g
         .live_nodes()
-        .flat_map(|(_, n)| n.outputs.iter().map(String::as_str))
+        .flat_map(|(_, n)| n.outputs.iter().copied())
         .filter(|o| !o.is_empty())
         .collect();
     // Reading slots per value (ORT's output edges).
-    let mut reads: rustc_hash::FxHashMap<&str, Vec<(usize, usize)>> = Default::default();
+    let mut reads: rustc_hash::FxHashMap<Sym, Vec<(usize, usize)>> = Default::default();
     for (ni, n) in g.live_nodes() {
         for (k, i) in n.inputs.iter().enumerate().filter(|(_, i)| !i.is_empty()) {
-            reads.entry(i.as_str()).or_default().push((ni, k));
+            reads.entry(*i).or_default().push((ni, k));
         }
         for i in &n.implicit_inputs {
-            reads.entry(i.as_str()).or_default().push((ni, usize::MAX));
+            reads.entry(*i).or_default().push((ni, usize::MAX));
         }
     }
     let mut fused: Vec<(usize, usize, usize)> = Vec::new();
     for ni in order {
         let n = &g.nodes[ni];
-        if n.removed || n.op != "Cast" || n.domain != "ai.onnx" {
+        if n.removed || n.op != Sym::CAST || n.domain != Sym::AI_ONNX {
             continue;
         }
         let (Some(x), Some(y)) = (n.inputs.first(), n.outputs.first()) else {
             continue;
         };
-        if x.is_empty() || y.is_empty() || produced.contains(x.as_str()) {
+        if x.is_empty() || y.is_empty() || produced.contains(x) {
             continue;
         }
-        let Some(consumers) = reads.get(y.as_str()) else {
+        let Some(consumers) = reads.get(y) else {
             continue;
         };
-        if consumers.len() != 1 || outputs.contains(y.as_str()) {
+        if consumers.len() != 1 || outputs.contains(y) {
             continue;
         }
         let (c, slot) = consumers[0];
@@ -106,7 +107,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         let Some(init) = g.initializers.get(&x).cloned() else {
             continue;
         };
-        let copy = float_copy(&init, &name);
+        let copy = float_copy(&init, name);
         g.types.insert(name.clone(), Type::Tensor(D::Float as i32));
         g.shapes
             .insert(name.clone(), copy.dims.iter().map(|&d| Some(d)).collect());
@@ -122,7 +123,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
 }
 
 /// The initializer converted to float: values for small ones, the shape only for large ones.
-fn float_copy(init: &Init, name: &str) -> Init {
+fn float_copy(init: &Init, name: Sym) -> Init {
     let mut tensor = crate::model::proto::TensorProto {
         dims: init.dims.clone(),
         data_type: Some(D::Float as i32),

@@ -29,7 +29,7 @@ pub fn lookup<'t>(
     node: &SNode,
     schema: Option<&OpSchema>,
 ) -> Result<&'t KernelDef, Miss> {
-    let rows = table.kernels(ep, &node.domain, &node.op);
+    let rows = table.kernels_of(ep, node.domain, node.op);
     if rows.is_empty() {
         return Err(Miss::NoRegistration);
     }
@@ -103,7 +103,7 @@ fn type_mismatch(
             }
         }
         let Some(arg) = arg else { continue };
-        let Some(ty) = session.type_of(gi, arg) else {
+        let Some(ty) = session.type_of(gi, *arg) else {
             continue;
         };
         if !type_allowed(ty, allowed) {

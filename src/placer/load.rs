@@ -5,6 +5,7 @@
 //! Pure: no I/O, no printing.
 
 use crate::session::Session;
+use crate::sym::Sym;
 
 /// ONNX's Concat shape inference (`onnx/defs/tensor/defs.cc`): when every input's rank is known,
 /// all must equal input 0's. The first such Concat (graph by graph, in Kahn order, as `Resolve`
@@ -29,13 +30,13 @@ pub fn concat_rank_conflict(session: &Session) -> Option<((usize, usize), String
 /// Node `ni`'s Concat rank conflict, if it is a Concat with one.
 fn conflict(session: &Session, gi: usize, ni: usize) -> Option<((usize, usize), String)> {
     let n = session.graphs[gi].nodes.get(ni)?;
-    if n.removed || n.op != "Concat" || n.domain != crate::tables::ONNX_DOMAIN {
+    if n.removed || n.op != "Concat" || n.domain != Sym::AI_ONNX {
         return None;
     }
     let ranks: Vec<usize> = n
         .inputs
         .iter()
-        .map(|name| {
+        .map(|&name| {
             (!name.is_empty())
                 .then(|| session.shape_of(gi, name).map(Vec::len))
                 .flatten()

@@ -20,9 +20,10 @@
 use crate::placer::OptLevel;
 use crate::placer::qdq_transformer::{Edges, walk};
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 use crate::tables::Ep;
 
-const MS: &str = "com.microsoft";
+const MS: Sym = Sym::COM_MICROSOFT;
 
 /// Applies both transformers at level `extended` and above; whether they changed anything.
 pub fn run(session: &mut Session, level: OptLevel) -> bool {
@@ -53,7 +54,7 @@ fn run_at(session: &mut Session, fusion: Fusion) -> bool {
 /// `FirstParentByType`: the producer, of type `op`, of the first input that has one.
 fn first_parent(session: &Session, gi: usize, e: &Edges, n: &SNode, op: &str) -> Option<usize> {
     n.existing_inputs()
-        .filter_map(|(_, i)| e.producer.get(i).map(|&(p, _)| p))
+        .filter_map(|(_, i)| e.producer.get(&i).map(|&(p, _)| p))
         .find(|&p| session.graphs[gi].nodes[p].op == op)
 }
 
@@ -62,24 +63,18 @@ fn output_edges(e: &Edges, n: &SNode, count: usize) -> bool {
     !e.produces_graph_output(n) && e.node_output_edges(n) == count
 }
 
-fn is_constant(session: &Session, gi: usize, name: &str) -> bool {
+fn is_constant(session: &Session, gi: usize, name: Sym) -> bool {
     !name.is_empty()
         && session
             .initializer(gi, name)
             .is_some_and(|i| !i.overridable)
 }
 
-fn fused(
-    name: String,
-    op: &str,
-    inputs: Vec<String>,
-    outputs: Vec<String>,
-    ep: Option<Ep>,
-) -> SNode {
+fn fused(name: Sym, op: &str, inputs: Vec<Sym>, outputs: Vec<Sym>, ep: Option<Ep>) -> SNode {
     SNode {
         name,
-        op: op.into(),
-        domain: MS.into(),
+        op: Sym::new(op),
+        domain: Sym::COM_MICROSOFT,
         since: Some(1),
         inputs,
         outputs,
@@ -96,12 +91,12 @@ fn fused(
 fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usize) -> bool {
     let g = &session.graphs[gi];
     let m = &g.nodes[mul];
-    let float16 = m.inputs.first().and_then(|i| session.type_of(gi, i))
+    let float16 = m.inputs.first().and_then(|i| session.type_of(gi, *i))
         == Some(&crate::infer::Type::Tensor(
             crate::model::DataType::Float16 as i32,
         ));
     if m.op != "Mul"
-        || m.domain != "ai.onnx"
+        || m.domain != Sym::AI_ONNX
         || !matches!(m.since, Some(7 | 13 | 14))
         || m.ep != Some(Ep::Cpu)
         || float16
@@ -133,8 +128,8 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
     {
         let bias_shaped = |k: usize| {
             g.nodes[a].inputs.get(k).is_some_and(|b| {
-                is_constant(session, gi, b)
-                    && session.initializer(gi, b).is_some_and(|i| {
+                is_constant(session, gi, *b)
+                    && session.initializer(gi, *b).is_some_and(|i| {
                         i.dims
                             .split_last()
                             .is_some_and(|(last, lead)| *last > 1 && lead.iter().all(|&d| d == 1))
@@ -160,7 +155,7 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
         }
         None => m.outputs.clone(),
     };
-    while inputs.last().is_some_and(String::is_empty) {
+    while inputs.last().is_some_and(Sym::is_empty) {
         inputs.pop();
     }
     let node = fused(
@@ -194,12 +189,12 @@ fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usiz
         return false;
     }
     let at = |k: usize| n.inputs.get(k).cloned().unwrap_or_default();
-    if !is_constant(session, gi, &at(1)) || !is_constant(session, gi, &at(3)) {
+    if !is_constant(session, gi, at(1)) || !is_constant(session, gi, at(3)) {
         return false;
     }
     for k in [5, 6] {
         let v = at(k);
-        if !v.is_empty() && !is_constant(session, gi, &v) {
+        if !v.is_empty() && !is_constant(session, gi, v) {
             return false;
         }
     }
@@ -216,7 +211,7 @@ fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usiz
         at(5),
         at(6),
     ];
-    while inputs.last().is_some_and(String::is_empty) {
+    while inputs.last().is_some_and(Sym::is_empty) {
         inputs.pop();
     }
     let node = fused(

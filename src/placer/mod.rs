@@ -42,6 +42,7 @@ use crate::infer::{self, SchemaError};
 use crate::memcpy::{self, Copy};
 use crate::model::Model;
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 use crate::tables::{Ep, KernelDef, KernelTable};
 
 /// Function inlining repeats while it changes something; functions nest only a few deep.
@@ -185,13 +186,13 @@ pub struct Placement {
 
 impl Placement {
     /// Copies per graph name, as ORT's warning counts them (graphs with none are absent).
-    pub fn memcpy_counts(&self) -> Vec<(String, usize)> {
-        let mut out: Vec<(String, usize)> = Vec::new();
+    pub fn memcpy_counts(&self) -> Vec<(Sym, usize)> {
+        let mut out: Vec<(Sym, usize)> = Vec::new();
         for c in &self.copies {
-            let name = &self.session.graphs[c.graph].name;
-            match out.iter_mut().find(|(n, _)| n == name) {
+            let name = self.session.graphs[c.graph].name;
+            match out.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, k)) => *k += 1,
-                None => out.push((name.clone(), 1)),
+                None => out.push((name, 1)),
             }
         }
         out
@@ -245,7 +246,7 @@ fn refused(fail: String, table: &'static KernelTable, options: &Options) -> Plac
 
 /// What the session script needs of the model besides its graph: the opset check (its failure
 /// message), and the model-local functions (domain, name).
-fn admit(model: &Model, table: &'static KernelTable) -> Result<Vec<(String, String)>, String> {
+fn admit(model: &Model, table: &'static KernelTable) -> Result<Vec<(Sym, Sym)>, String> {
     // One constant-folding and one inlining budget per session (`infer::eval`, `functions`).
     crate::infer::eval::reset_budget();
     let nodes = model
@@ -271,8 +272,8 @@ fn admit(model: &Model, table: &'static KernelTable) -> Result<Vec<(String, Stri
         .iter()
         .map(|f| {
             (
-                crate::model::normalize_domain(f.domain()).to_string(),
-                f.name().to_string(),
+                Sym::new(crate::model::normalize_domain(f.domain())),
+                Sym::new(f.name()),
             )
         })
         .collect())
@@ -281,7 +282,7 @@ fn admit(model: &Model, table: &'static KernelTable) -> Result<Vec<(String, Stri
 /// The session script from the session graph on.
 fn place_session(
     mut session: Session,
-    local_functions: Vec<(String, String)>,
+    local_functions: Vec<(Sym, Sym)>,
     table: &'static KernelTable,
     options: &Options,
 ) -> Placement {
@@ -297,7 +298,7 @@ fn place_session(
         let node = &session.graphs[*gi].nodes[*ni];
         if local_functions
             .iter()
-            .any(|(d, n)| *d == node.domain && *n == node.op)
+            .any(|&(d, n)| d == node.domain && n == node.op)
         {
             continue;
         }
@@ -392,11 +393,11 @@ fn place_session(
     }
     // Both fusions start from a MatMulInteger or a MatMulIntegerToFloat, the final cleanup
     // from a DequantizeLinear: a session without one skips their edge indices and orders.
-    if session.has_live_op(&["MatMulInteger", "MatMulIntegerToFloat"]) {
+    if session.has_live_op(&[Sym::new("MatMulInteger"), Sym::new("MatMulIntegerToFloat")]) {
         matmul_integer_to_float::run(&mut session, options.level);
     }
     fusions::run(&mut session, table, options.level);
-    if session.has_live_op(&["DequantizeLinear"]) {
+    if session.has_live_op(&[Sym::DEQUANTIZE_LINEAR]) {
         qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
     }
     nchwc_transformer::run(&mut session, table, options.level, options.nchwc_block);
@@ -465,7 +466,7 @@ fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
                 .iter()
                 .any(|a| a.name() == "training_mode" && a.i() == 1);
             if n.op == "BatchNormalization"
-                && n.domain == crate::tables::ONNX_DOMAIN
+                && n.domain == Sym::AI_ONNX
                 && n.ep == Some(Ep::Cuda)
                 && n.since.is_some_and(|v| v >= 14)
                 && training
@@ -513,11 +514,7 @@ fn shape_inference_failure(n: &SNode, table: &KernelTable) -> Option<String> {
             .find(|a| a.name() == name)
             .map_or(0, |a| a.i())
     };
-    if n.op == "DFT"
-        && n.domain == crate::tables::ONNX_DOMAIN
-        && int("onesided") == 1
-        && int("inverse") == 1
-    {
+    if n.op == "DFT" && n.domain == Sym::AI_ONNX && int("onesided") == 1 && int("inverse") == 1 {
         return Some(format!(
             "load: Node ({}) Op (DFT) [ShapeInferenceError] is_onesided and inverse attributes cannot be enabled at the same time",
             n.name
@@ -548,7 +545,7 @@ fn check_attributes(session: &Session, table: &KernelTable) -> Option<((usize, u
             let Some(err) = attributes.verify(&n.domain, &n.op, since, names) else {
                 continue;
             };
-            let domain = if n.domain == crate::tables::ONNX_DOMAIN {
+            let domain = if n.domain == Sym::AI_ONNX {
                 ""
             } else {
                 n.domain.as_str()
@@ -613,7 +610,7 @@ fn bind_fused_kernels(
             if node.removed || node.ep != Some(Ep::Cuda) || decisions.contains_key(&(gi, ni)) {
                 continue;
             }
-            let Ok(schema) = infer::resolve_schema(table, &versions, &node.domain, &node.op) else {
+            let Ok(schema) = infer::resolve_schema(table, &versions, node.domain, node.op) else {
                 continue;
             };
             session.graphs[gi].nodes[ni].since = Some(schema.since);
@@ -698,14 +695,14 @@ fn partition(
                             continue;
                         }
                         let schema =
-                            infer::resolve_schema(table, &versions, &node.domain, &node.op).ok();
+                            infer::resolve_schema(table, &versions, node.domain, node.op).ok();
                         match lookup(table, Ep::Cuda, session, gi, node, schema) {
                             Err(m) => {
                                 cuda_miss.insert((gi, ni), m);
                             }
                             Ok(kd) => {
                                 if let Some(reason) =
-                                    cuda_rejects(node, session.opsets.get("ai.onnx").copied())
+                                    cuda_rejects(node, session.opsets.get(&Sym::AI_ONNX).copied())
                                 {
                                     unsupported.insert((gi, ni), reason);
                                 } else {
@@ -734,7 +731,7 @@ fn partition(
                             continue;
                         }
                         let schema =
-                            infer::resolve_schema(table, &versions, &node.domain, &node.op).ok();
+                            infer::resolve_schema(table, &versions, node.domain, node.op).ok();
                         let key = (gi, ni);
                         let decision = match lookup(table, Ep::Cpu, session, gi, node, schema) {
                             Ok(kd) => {
@@ -795,7 +792,7 @@ fn bottom_up(session: &Session) -> Vec<usize> {
 /// The CUDA EP's op-specific refusals (`CUDAExecutionProvider::GetCapability`, §4.2 step 3):
 /// the reason, when CUDA has a kernel but will not take the node.
 fn cuda_rejects(node: &crate::session::SNode, _onnx_opset: Option<i64>) -> Option<String> {
-    if node.domain != "ai.onnx" {
+    if node.domain != Sym::AI_ONNX {
         return None;
     }
     match node.op.as_str() {

@@ -41,6 +41,7 @@ use crate::model::proto::AttributeProto;
 use crate::model::proto::attribute_proto::AttributeType;
 use crate::placer::OptLevel;
 use crate::session::{Init, NameGen, SNode, Session};
+use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
 /// MLAS's NCHWc block size on the AVX-512 machine the CPU-only truth was recorded on, the
@@ -64,20 +65,20 @@ pub fn machine_block() -> Option<u32> {
         None
     }
 }
-const NCHWC: &str = "com.microsoft.nchwc";
+const NCHWC: Sym = Sym::COM_MICROSOFT_NCHWC;
 
 /// One dim of an NCHWc value's symbolic shape: the value that sourced it, and for the spatial
 /// dims how many times a stride of 2 halved it.
 #[derive(Clone, PartialEq, Eq)]
 struct Shape {
-    dims: [String; 4],
+    dims: [Sym; 4],
     shifts: [usize; 2],
 }
 
 impl Shape {
-    fn of(value: &str) -> Shape {
+    fn of(value: Sym) -> Shape {
         Shape {
-            dims: std::array::from_fn(|_| value.to_string()),
+            dims: [value; 4],
             shifts: [0, 0],
         }
     }
@@ -92,7 +93,7 @@ impl Shape {
 struct Arg {
     /// The node producing the NCHWc value.
     node: usize,
-    value: String,
+    value: Sym,
     starting_uses: usize,
     remaining_uses: usize,
     channels: i64,
@@ -113,22 +114,22 @@ struct Impl<'n> {
     names: &'n mut NameGen,
     /// Original value → its NCHWc form, in creation order (ORT's `Finalize` walks a hash map;
     /// the names it generates do not depend on the order).
-    args: Vec<(String, Arg)>,
-    index: HashMap<String, usize>,
-    reorder_inputs: HashMap<String, String>,
-    filters: HashMap<(String, bool), String>,
-    biases: HashMap<String, String>,
+    args: Vec<(Sym, Arg)>,
+    index: HashMap<Sym, usize>,
+    reorder_inputs: HashMap<Sym, Sym>,
+    filters: HashMap<(Sym, bool), Sym>,
+    biases: HashMap<Sym, Sym>,
     /// The split and unsplit shape initializers (`[0, -1, 0, 0, block]`, `[0, -1, 0, 0]`): one
     /// each per graph, whatever the channels.
-    reshape_shapes: HashMap<bool, String>,
+    reshape_shapes: HashMap<bool, Sym>,
     removed: Vec<usize>,
     /// Reading slots per value (ORT's output edges), of the graph as it was.
-    reads: HashMap<String, usize>,
-    producers: HashMap<String, usize>,
-    outputs: rustc_hash::FxHashSet<String>,
+    reads: HashMap<Sym, usize>,
+    producers: HashMap<Sym, usize>,
+    outputs: rustc_hash::FxHashSet<Sym>,
     /// The symbolic dims (`dim_param`) of the inputs of the graph's `Add`/`Sum` nodes, as ORT's
     /// shape inference left them before the walk (see [`symbols_of_sums`]).
-    symbols: HashMap<String, [Option<String>; 4]>,
+    symbols: HashMap<Sym, [Option<Sym>; 4]>,
 }
 
 /// Applies the transformer to every graph. Returns whether it changed anything.
@@ -152,8 +153,8 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
         }
         let order = crate::session::order::ort_topological_order(session, gi);
         let mut names = NameGen::new(&session.graphs[gi]);
-        let mut reads: HashMap<String, usize> = HashMap::default();
-        let mut producers: HashMap<String, usize> = HashMap::default();
+        let mut reads: HashMap<Sym, usize> = HashMap::default();
+        let mut producers: HashMap<Sym, usize> = HashMap::default();
         for (ni, n) in g.live_nodes() {
             for i in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !i.is_empty() {
@@ -204,15 +205,15 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
 fn symbols_of_sums(
     session: &Session,
     gi: usize,
-    producers: &HashMap<String, usize>,
-) -> HashMap<String, [Option<String>; 4]> {
+    producers: &HashMap<Sym, usize>,
+) -> HashMap<Sym, [Option<Sym>; 4]> {
     let empty = HashMap::default();
     let params = if gi == 0 {
         &session.graphs[0].dim_params
     } else {
         &empty
     };
-    let producer = |v: &str| producers.get(v).copied();
+    let producer = |v: Sym| producers.get(&v).copied();
     let memo = Default::default();
     let symbols = crate::placer::dim_symbols::Symbols {
         session,
@@ -221,17 +222,19 @@ fn symbols_of_sums(
         producer: &producer,
         memo: &memo,
     };
-    let mut out: HashMap<String, [Option<String>; 4]> = HashMap::default();
+    let mut out: HashMap<Sym, [Option<Sym>; 4]> = HashMap::default();
     for (_, n) in session.graphs[gi].live_nodes() {
-        if n.ep != Some(Ep::Cpu) || n.domain != "ai.onnx" || !matches!(n.op.as_str(), "Add" | "Sum")
+        if n.ep != Some(Ep::Cpu)
+            || n.domain != Sym::AI_ONNX
+            || !matches!(n.op.as_str(), "Add" | "Sum")
         {
             continue;
         }
         for x in &n.inputs {
-            if out.contains_key(x) || session.shape_of(gi, x).is_none_or(|s| s.len() != 4) {
+            if out.contains_key(x) || session.shape_of(gi, *x).is_none_or(|s| s.len() != 4) {
                 continue;
             }
-            let dims = std::array::from_fn(|d| symbols.dim(x, d, 0));
+            let dims = std::array::from_fn(|d| symbols.dim(*x, d, 0));
             out.insert(x.clone(), dims);
         }
     }
@@ -257,7 +260,7 @@ fn aligned(channels: i64, block: i64) -> i64 {
 }
 
 /// A constant initializer of `g` (not a graph input).
-fn constant<'s>(session: &'s Session, gi: usize, name: &str) -> Option<&'s Init> {
+fn constant<'s>(session: &'s Session, gi: usize, name: Sym) -> Option<&'s Init> {
     session
         .initializer(gi, name)
         .filter(|i| !i.overridable && !name.is_empty())
@@ -280,12 +283,12 @@ fn floats(init: &Init) -> Option<Vec<f32>> {
 }
 
 impl Impl<'_> {
-    fn arg(&self, value: &str) -> Option<&Arg> {
-        self.index.get(value).map(|&k| &self.args[k].1)
+    fn arg(&self, value: Sym) -> Option<&Arg> {
+        self.index.get(&value).map(|&k| &self.args[k].1)
     }
 
-    fn arg_mut(&mut self, value: &str) -> Option<&mut Arg> {
-        self.index.get(value).map(|&k| &mut self.args[k].1)
+    fn arg_mut(&mut self, value: Sym) -> Option<&mut Arg> {
+        self.index.get(&value).map(|&k| &mut self.args[k].1)
     }
 
     /// `RemoveOutputEdges`: the original uses of the node's outputs (a graph output counts one).
@@ -339,7 +342,7 @@ impl Impl<'_> {
         );
     }
 
-    fn insert_arg(&mut self, original: String, arg: Arg) {
+    fn insert_arg(&mut self, original: Sym, arg: Arg) {
         match self.index.get(&original) {
             Some(&k) => self.args[k].1 = arg,
             None => {
@@ -373,17 +376,11 @@ impl Impl<'_> {
         g.nodes.len() - 1
     }
 
-    fn new_node(
-        name: String,
-        op: &str,
-        domain: &str,
-        inputs: Vec<String>,
-        outputs: Vec<String>,
-    ) -> SNode {
+    fn new_node(name: Sym, op: &str, domain: Sym, inputs: Vec<Sym>, outputs: Vec<Sym>) -> SNode {
         SNode {
             name,
-            op: op.into(),
-            domain: domain.into(),
+            op: Sym::new(op),
+            domain,
             since: Some(1),
             inputs,
             outputs,
@@ -410,7 +407,7 @@ impl Impl<'_> {
                 let name = self.names.node("ReorderInput");
                 // An NHWC-to-NCHW `Transpose` read by this node alone is folded into the
                 // reorder (`channels_last`), which reads the NHWC tensor itself.
-                let folded = self.nhwc_transpose_of(session, &x);
+                let folded = self.nhwc_transpose_of(session, x);
                 let source = match folded {
                     Some(t) => session.graphs[self.gi].nodes[t]
                         .inputs
@@ -437,8 +434,8 @@ impl Impl<'_> {
 
     /// The CPU `Transpose` (perm `[0, 3, 1, 2]`) producing `value` when its output has one reading
     /// slot and is no graph output: `InsertReorderInput` then reorders its NHWC input directly.
-    fn nhwc_transpose_of(&self, session: &Session, value: &str) -> Option<usize> {
-        let &t = self.producers.get(value)?;
+    fn nhwc_transpose_of(&self, session: &Session, value: Sym) -> Option<usize> {
+        let &t = self.producers.get(&value)?;
         let n = &session.graphs[self.gi].nodes[t];
         let folds = !n.removed
             && n.ep == Some(Ep::Cpu)
@@ -446,8 +443,8 @@ impl Impl<'_> {
             && n.attr_ints("perm") == Some(&[0, 3, 1, 2][..])
             && n.outputs.len() == 1
             && n.inputs.first().is_some_and(|i| !i.is_empty())
-            && self.reads.get(value).copied() == Some(1)
-            && !self.outputs.contains(value);
+            && self.reads.get(&value).copied() == Some(1)
+            && !self.outputs.contains(&value);
         folds.then_some(t)
     }
 
@@ -520,7 +517,7 @@ impl Impl<'_> {
             "Resize" => (&[10, 11, 13], &[18, 19]),
             _ => (&[], &[]),
         };
-        n.domain == "ai.onnx"
+        n.domain == Sym::AI_ONNX
             && n.op == op
             && n.since
                 .is_some_and(|v| old.contains(&v) || (self.newer && new.contains(&v)))
@@ -580,7 +577,7 @@ impl Impl<'_> {
             return;
         };
         let Some(weights) =
-            constant(session, gi, w).filter(|i| i.elem == D::Float as i32 && i.dims.len() == 4)
+            constant(session, gi, *w).filter(|i| i.elem == D::Float as i32 && i.dims.len() == 4)
         else {
             return;
         };
@@ -614,7 +611,7 @@ impl Impl<'_> {
         }
         let bias = n.inputs.get(2).filter(|b| !b.is_empty()).cloned();
         if let Some(b) = &bias {
-            let ok = constant(session, gi, b).is_some_and(|i| {
+            let ok = constant(session, gi, *b).is_some_and(|i| {
                 i.elem == D::Float as i32 && i.dims.len() == 1 && i.dims[0] == out_channels
             });
             if !ok {
@@ -650,15 +647,15 @@ impl Impl<'_> {
         node.attrs = n.attrs.clone();
         node.origin = n.origin;
         let new = self.add_node(session, node);
-        let mut shape = Shape::of(y);
+        let mut shape = Shape::of(*y);
         if reorder_input {
-            match self.arg(x).cloned() {
+            match self.arg(*x).cloned() {
                 None => self.reorder_input(session, new),
                 Some(a) => {
                     if let Some(i) = session.graphs[gi].nodes[new].inputs.first_mut() {
                         *i = a.value.clone();
                     }
-                    if let Some(a) = self.arg_mut(x) {
+                    if let Some(a) = self.arg_mut(*x) {
                         a.remaining_uses = a.remaining_uses.saturating_sub(1);
                     }
                     Self::conv_pool_shape(&n, &a.shape, &mut shape, Some(&kernel));
@@ -678,10 +675,10 @@ impl Impl<'_> {
         let (Some(x), Some(y)) = (n.inputs.first(), n.outputs.first()) else {
             return;
         };
-        if session.type_of(gi, x) != Some(&Type::Tensor(D::Float as i32)) {
+        if session.type_of(gi, *x) != Some(&Type::Tensor(D::Float as i32)) {
             return;
         }
-        let Some(shape) = session.shape_of(gi, x).filter(|s| s.len() == 4) else {
+        let Some(shape) = session.shape_of(gi, *x).filter(|s| s.len() == 4) else {
             return;
         };
         let Some(channels) = shape[1] else {
@@ -695,14 +692,14 @@ impl Impl<'_> {
         node.attrs = n.attrs.clone();
         node.origin = n.origin;
         let new = self.add_node(session, node);
-        let mut out_shape = Shape::of(y);
-        match self.arg(x).cloned() {
+        let mut out_shape = Shape::of(*y);
+        match self.arg(*x).cloned() {
             None => self.reorder_input(session, new),
             Some(a) => {
                 if let Some(i) = session.graphs[gi].nodes[new].inputs.first_mut() {
                     *i = a.value.clone();
                 }
-                if let Some(a) = self.arg_mut(x) {
+                if let Some(a) = self.arg_mut(*x) {
                     a.remaining_uses = a.remaining_uses.saturating_sub(1);
                 }
                 Self::conv_pool_shape(&n, &a.shape, &mut out_shape, None);
@@ -718,7 +715,7 @@ impl Impl<'_> {
         let Some(inputs) = n
             .inputs
             .iter()
-            .map(|i| self.arg(i).cloned())
+            .map(|i| self.arg(*i).cloned())
             .collect::<Option<Vec<Arg>>>()
         else {
             return;
@@ -728,7 +725,7 @@ impl Impl<'_> {
         };
         let channels = first.channels;
         let mut all_match = true;
-        let shape0 = session.shape_of(gi, &n.inputs[0]).cloned();
+        let shape0 = session.shape_of(gi, n.inputs[0]).cloned();
         for (k, a) in inputs.iter().enumerate().skip(1) {
             if a.channels != channels {
                 return;
@@ -738,15 +735,15 @@ impl Impl<'_> {
                     continue;
                 }
                 // ONNX inference's dims: equal positive values, or the same `dim_param`.
-                let shape_n = session.shape_of(gi, &n.inputs[k]);
-                let symbol = |x: &str| self.symbols.get(x).and_then(|s| s[d].as_ref());
+                let shape_n = session.shape_of(gi, n.inputs[k]);
+                let symbol = |x: Sym| self.symbols.get(&x).and_then(|s| s[d].as_ref());
                 let known = match (&shape0, shape_n) {
                     (Some(s0), Some(sn)) => {
                         matches!(
                             (s0.get(d).copied().flatten(), sn.get(d).copied().flatten()),
                             (Some(a), Some(b)) if a > 0 && a == b
                         ) || matches!(
-                            (symbol(&n.inputs[0]), symbol(&n.inputs[k])),
+                            (symbol(n.inputs[0]), symbol(n.inputs[k])),
                             (Some(a), Some(b)) if a == b
                         )
                     }
@@ -760,7 +757,7 @@ impl Impl<'_> {
         if all_match {
             for (k, a) in inputs.iter().enumerate() {
                 session.graphs[gi].nodes[ni].inputs[k] = a.value.clone();
-                if let Some(x) = self.arg_mut(&n.inputs[k]) {
+                if let Some(x) = self.arg_mut(n.inputs[k]) {
                     x.remaining_uses = x.remaining_uses.saturating_sub(1);
                 }
             }
@@ -780,7 +777,7 @@ impl Impl<'_> {
                             .cloned()
                             .unwrap_or_default();
                         let conv = &mut session.graphs[gi].nodes[a.node];
-                        conv.inputs.resize(4, String::new());
+                        conv.inputs.resize(4, Sym::EMPTY);
                         conv.inputs[3] = other;
                         let a = a.clone();
                         self.fuse_arg(session, ni, &a);
@@ -800,7 +797,7 @@ impl Impl<'_> {
             let v = self.names.value("reshape");
             self.reshape(session, a.value.clone(), v.clone(), true);
             session.graphs[gi].nodes[ni].inputs[k] = v;
-            if let Some(x) = self.arg_mut(&n.inputs[k]) {
+            if let Some(x) = self.arg_mut(n.inputs[k]) {
                 x.remaining_uses = x.remaining_uses.saturating_sub(1);
             }
         }
@@ -809,20 +806,14 @@ impl Impl<'_> {
             return;
         };
         let back = self.reshape(session, out.clone(), y.clone(), false);
-        self.create_arg(session, ni, back, channels, Shape::of(&y));
+        self.create_arg(session, ni, back, channels, Shape::of(y));
         if let Some(o) = session.graphs[gi].nodes[ni].outputs.first_mut() {
             *o = out;
         }
     }
 
     /// `InsertReshape`: a CPU Reshape from `input` to `output` with a shared shape initializer.
-    fn reshape(
-        &mut self,
-        session: &mut Session,
-        input: String,
-        output: String,
-        split: bool,
-    ) -> usize {
+    fn reshape(&mut self, session: &mut Session, input: Sym, output: Sym, split: bool) -> usize {
         let shape = match self.reshape_shapes.get(&split) {
             Some(s) => s.clone(),
             None => {
@@ -832,7 +823,13 @@ impl Impl<'_> {
             }
         };
         let name = self.names.node("Reshape");
-        let mut node = Self::new_node(name, "Reshape", "ai.onnx", vec![input, shape], vec![output]);
+        let mut node = Self::new_node(
+            name,
+            "Reshape",
+            Sym::AI_ONNX,
+            vec![input, shape],
+            vec![output],
+        );
         node.since = None;
         self.add_node(session, node)
     }
@@ -846,7 +843,7 @@ impl Impl<'_> {
         let Some(inputs) = n
             .inputs
             .iter()
-            .map(|i| self.arg(i).cloned())
+            .map(|i| self.arg(*i).cloned())
             .collect::<Option<Vec<Arg>>>()
         else {
             return;
@@ -857,7 +854,7 @@ impl Impl<'_> {
         let total: i64 = inputs.iter().map(|a| a.channels).sum();
         for (k, a) in inputs.iter().enumerate() {
             session.graphs[gi].nodes[ni].inputs[k] = a.value.clone();
-            if let Some(x) = self.arg_mut(&n.inputs[k]) {
+            if let Some(x) = self.arg_mut(n.inputs[k]) {
                 x.remaining_uses = x.remaining_uses.saturating_sub(1);
             }
         }
@@ -877,14 +874,14 @@ impl Impl<'_> {
         let Some(x) = n.inputs.first() else {
             return;
         };
-        let Some(a) = self.arg(x).cloned() else {
+        let Some(a) = self.arg(*x).cloned() else {
             return;
         };
         session.graphs[gi].nodes[ni].inputs[0] = a.value.clone();
-        if let Some(x) = self.arg_mut(x) {
+        if let Some(x) = self.arg_mut(*x) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
-        if fusable && self.hard_swish_fusion(session, ni, x, &a) {
+        if fusable && self.hard_swish_fusion(session, ni, *x, &a) {
             return;
         }
         let conv = &session.graphs[gi].nodes[a.node];
@@ -912,7 +909,7 @@ impl Impl<'_> {
     /// becomes the convolution's `HardSwish` activation; the `Mul`'s output is then the
     /// convolution's NCHWc value. No name is generated. Measured with the CPU wheels
     /// (`tools/realworld/nchwc_probes.py`'s `hard_swish.onnx`).
-    fn hard_swish_fusion(&mut self, session: &mut Session, ni: usize, x: &str, a: &Arg) -> bool {
+    fn hard_swish_fusion(&mut self, session: &mut Session, ni: usize, x: Sym, a: &Arg) -> bool {
         let gi = self.gi;
         let g = &session.graphs[gi];
         let n = &g.nodes[ni];
@@ -977,18 +974,18 @@ impl Impl<'_> {
         if n.outputs.len() > 1 || n.inputs.len() < 5 {
             return;
         }
-        let Some(a) = self.arg(&n.inputs[0]).cloned() else {
+        let Some(a) = self.arg(n.inputs[0]).cloned() else {
             return;
         };
         if n.attr_i("spatial").is_some_and(|s| s != 1) || n.attr("epsilon").is_none() {
             return;
         }
-        let param_ok = |name: &str| {
+        let param_ok = |name: Sym| {
             constant(session, gi, name).is_some_and(|i| {
                 i.elem == D::Float as i32 && i.dims.len() == 1 && i.dims[0] == a.channels
             })
         };
-        if !n.inputs[1..5].iter().all(|p| param_ok(p)) {
+        if !n.inputs[1..5].iter().all(|p| param_ok(*p)) {
             return;
         }
         let scale = self.names.value("bn_scale");
@@ -1007,7 +1004,7 @@ impl Impl<'_> {
         node.attrs = vec![int_attr("group", aligned(a.channels, self.block))];
         node.origin = n.origin;
         let new = self.add_node(session, node);
-        if let Some(x) = self.arg_mut(&n.inputs[0]) {
+        if let Some(x) = self.arg_mut(n.inputs[0]) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
         self.create_arg(session, ni, new, a.channels, a.shape);
@@ -1025,15 +1022,15 @@ impl Impl<'_> {
         let ([x0, x1], Some(y)) = (n.inputs.as_slice(), n.outputs.first()) else {
             return false;
         };
-        let (x, other) = match (self.arg(x0).is_some(), self.arg(x1).is_some()) {
+        let (x, other) = match (self.arg(*x0).is_some(), self.arg(*x1).is_some()) {
             (true, false) => (x0, x1),
             (false, true) => (x1, x0),
             _ => return false,
         };
-        let Some(a) = self.arg(x).cloned() else {
+        let Some(a) = self.arg(*x).cloned() else {
             return false;
         };
-        let per_channel = constant(session, gi, other).is_some_and(|i| {
+        let per_channel = constant(session, gi, *other).is_some_and(|i| {
             i.elem == D::Float as i32
                 && (i.dims == [a.channels, 1, 1] || i.dims == [1, a.channels, 1, 1])
         });
@@ -1052,7 +1049,7 @@ impl Impl<'_> {
         node.attrs = vec![int_attr("group", aligned(a.channels, self.block))];
         node.origin = n.origin;
         let new = self.add_node(session, node);
-        if let Some(x) = self.arg_mut(x) {
+        if let Some(x) = self.arg_mut(*x) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
         self.create_arg(session, ni, new, a.channels, a.shape);
@@ -1063,7 +1060,7 @@ impl Impl<'_> {
     fn transpose(&mut self, session: &mut Session, ni: usize) {
         let gi = self.gi;
         let n = session.graphs[gi].nodes[ni].clone();
-        let Some(a) = n.inputs.first().and_then(|x| self.arg(x)).cloned() else {
+        let Some(a) = n.inputs.first().and_then(|x| self.arg(*x)).cloned() else {
             return;
         };
         if n.attr_ints("perm") != Some(&[0, 2, 3, 1][..]) {
@@ -1083,7 +1080,7 @@ impl Impl<'_> {
         ];
         node.origin = n.origin;
         self.add_node(session, node);
-        if let Some(x) = self.arg_mut(&n.inputs[0]) {
+        if let Some(x) = self.arg_mut(n.inputs[0]) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
         self.removed.push(ni);
@@ -1092,7 +1089,7 @@ impl Impl<'_> {
     fn resize(&mut self, session: &mut Session, ni: usize) {
         let gi = self.gi;
         let n = session.graphs[gi].nodes[ni].clone();
-        let Some(a) = n.inputs.first().and_then(|x| self.arg(x)).cloned() else {
+        let Some(a) = n.inputs.first().and_then(|x| self.arg(*x)).cloned() else {
             return;
         };
         if n.attr_s("mode").is_some_and(|m| m != "nearest") {
@@ -1112,7 +1109,7 @@ impl Impl<'_> {
                 None => return,
             }
         };
-        let Some(values) = constant(session, gi, &scales)
+        let Some(values) = constant(session, gi, scales)
             .filter(|i| i.dims.len() == 1 && i.dims[0] == 4)
             .and_then(floats)
         else {
@@ -1151,17 +1148,17 @@ impl Impl<'_> {
         }];
         node.origin = n.origin;
         let new = self.add_node(session, node);
-        if let Some(x) = self.arg_mut(&n.inputs[0]) {
+        if let Some(x) = self.arg_mut(n.inputs[0]) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
-        self.create_arg(session, ni, new, a.channels, Shape::of(y));
+        self.create_arg(session, ni, new, a.channels, Shape::of(*y));
         self.removed.push(ni);
     }
 
     /// `Finalize`: a `ReorderOutput` for every NCHWc value still read in NCHW; the replaced
     /// nodes go.
     fn finalize(&mut self, session: &mut Session) -> bool {
-        let pending: Vec<(String, Arg)> = self
+        let pending: Vec<(Sym, Arg)> = self
             .args
             .iter()
             .filter(|(_, a)| a.remaining_uses > 0)

@@ -62,10 +62,10 @@ fn candidate(session: &Session, gi: usize, ni: usize) -> bool {
         return false;
     };
     let quantized = matches!(
-        session.type_of(gi, x),
+        session.type_of(gi, *x),
         Some(Type::Tensor(t)) if *t == D::Uint8 as i32 || *t == D::Int8 as i32
     );
-    let rank = session.shape_of(gi, x).map(Vec::len).unwrap_or(0);
+    let rank = session.shape_of(gi, *x).map(Vec::len).unwrap_or(0);
     quantized && rank >= 3
 }
 

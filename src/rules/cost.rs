@@ -8,6 +8,7 @@ use crate::diagnostics::Finding;
 use crate::model::element_bits;
 use crate::rules::Context;
 use crate::rules::symbolic::{Dim, product_text};
+use crate::sym::Sym;
 
 /// The value a dim name counts when the user did not set it (`--dim`, `dims` in the
 /// configuration): one sequence of one token, the cost of one decoding step.
@@ -42,7 +43,7 @@ impl Dims {
 
 /// Bytes per run of value `name` of session graph `gi`: the symbolic expression
 /// (`2·batch·seq·64 B`) and its value at the context's dims.
-pub fn value_bytes(cx: &Context, gi: usize, name: &str) -> (Option<u64>, Option<String>) {
+pub fn value_bytes(cx: &Context, gi: usize, name: Sym) -> (Option<u64>, Option<String>) {
     use crate::infer::Type;
     let s = cx.session();
     // A tensor (or an optional one); a sequence of tensors counts an unknown number of them.
@@ -135,13 +136,13 @@ pub fn sort_by_cost(findings: &mut [Finding]) {
 }
 
 /// The values copied by the Memcpy nodes that feed node `ni` of graph `gi` or read its outputs.
-pub fn copies_at(cx: &Context, gi: usize, ni: usize) -> Vec<String> {
+pub fn copies_at(cx: &Context, gi: usize, ni: usize) -> Vec<Sym> {
     let g = &cx.session().graphs[gi];
     let Some(node) = g.nodes.get(ni) else {
         return Vec::new();
     };
     g.live_nodes()
-        .filter(|(_, m)| m.op == "MemcpyFromHost" || m.op == "MemcpyToHost")
+        .filter(|(_, m)| m.op == Sym::MEMCPY_FROM_HOST || m.op == Sym::MEMCPY_TO_HOST)
         .filter(|(_, m)| {
             m.outputs.iter().any(|o| node.inputs.contains(o))
                 || m.inputs.iter().any(|i| node.outputs.contains(i))
@@ -153,8 +154,8 @@ pub fn copies_at(cx: &Context, gi: usize, ni: usize) -> Vec<String> {
 /// Sets a finding's cost from the values it copies: `bytes`, `bytes_expr`, and `zero_cost`
 /// when there is no copy. A CPU node that no copy connects to a CUDA node runs in a CPU island
 /// ORT feeds from host-bound inputs: it costs no transfer, and ORT runs the model with 0 copies.
-pub fn set_cost(cx: &Context, gi: usize, f: &mut Finding, copied: &[String]) {
-    let sizes: Vec<_> = copied.iter().map(|v| value_bytes(cx, gi, v)).collect();
+pub fn set_cost(cx: &Context, gi: usize, f: &mut Finding, copied: &[Sym]) {
+    let sizes: Vec<_> = copied.iter().map(|v| value_bytes(cx, gi, *v)).collect();
     (f.bytes, f.bytes_expr) = sum_bytes(&sizes);
     f.zero_cost = copied.is_empty();
 }
@@ -165,7 +166,7 @@ pub fn copied_per_run(cx: &Context) -> (Option<u64>, Option<String>) {
         .placement
         .copies
         .iter()
-        .map(|c| value_bytes(cx, c.graph, &c.value))
+        .map(|c| value_bytes(cx, c.graph, c.value))
         .collect();
     sum_bytes(&sizes)
 }

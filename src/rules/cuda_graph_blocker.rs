@@ -70,7 +70,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             reasons.join("; ")
         ),
     );
-    f.graph = main.name.clone();
+    f.graph = main.name.to_string();
     f.cause = "cuda graph".into();
     f.help = Some(
         "fix the findings that cause copies; keep control flow out of the captured model".into(),

@@ -5,6 +5,7 @@ use crate::diagnostics::Finding;
 use crate::infer::Type;
 use crate::model::DataType;
 use crate::rules::{Context, Edges, nodes};
+use crate::sym::Sym;
 use crate::tables::Ep;
 
 declare_rule! {
@@ -43,13 +44,13 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
     let int64 = Type::Tensor(DataType::Int64 as i32);
     for (gi, ni, node) in nodes(s) {
-        if node.op != "CumSum" || node.domain != "ai.onnx" {
+        if node.op != "CumSum" || node.domain != Sym::AI_ONNX {
             continue;
         }
         let Some(x) = node.inputs.first() else {
             continue;
         };
-        if s.type_of(gi, x) != Some(&int64) {
+        if s.type_of(gi, *x) != Some(&int64) {
             continue;
         }
         let edges = Edges::new(s, gi);
@@ -61,7 +62,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         // The chain as found: up to the graph input it starts from, down to its first consumers.
         let mut up = Vec::new();
         let mut v = x.clone();
-        while let Some(&p) = edges.producer.get(v.as_str()) {
+        while let Some(&p) = edges.producer.get(&v) {
             let pn = &s.graphs[gi].nodes[p];
             up.push(format!("{} ({})", pn.op, ep_name(pn.ep)));
             match pn.inputs.first() {
@@ -70,7 +71,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             }
         }
         up.reverse();
-        let start = if edges.producer.contains_key(v.as_str()) {
+        let start = if edges.producer.contains_key(&v) {
             String::new()
         } else {
             format!("`{v}` → ")
@@ -78,7 +79,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let down: Vec<String> = node
             .outputs
             .first()
-            .and_then(|o| edges.consumers.get(o.as_str()))
+            .and_then(|o| edges.consumers.get(o))
             .map(|c| {
                 c.iter()
                     .map(|&d| {

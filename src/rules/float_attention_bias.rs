@@ -9,6 +9,7 @@ use crate::model::DataType;
 use crate::placer::ir::{SNode, Session};
 use crate::rules::cumsum_int64_chain::ep_name;
 use crate::rules::{Context, Edges, nodes};
+use crate::sym::Sym;
 use crate::tables::Ep;
 
 declare_rule! {
@@ -62,10 +63,10 @@ const MASK_OPS: &[&str] = &[
 const SCORE_OPS: &[&str] = &["Mul", "Div", "Cast", "Identity", "Reshape", "Transpose"];
 
 /// Whether `value` is Q·Kᵀ scores: a MatMul (or FusedMatMul) reached through scaling only.
-fn is_scores(s: &Session, gi: usize, edges: &Edges, value: &str) -> bool {
-    let mut v = value.to_string();
+fn is_scores(s: &Session, gi: usize, edges: &Edges, value: Sym) -> bool {
+    let mut v = value;
     for _ in 0..8 {
-        let Some(&p) = edges.producer.get(v.as_str()) else {
+        let Some(&p) = edges.producer.get(&v) else {
             return false;
         };
         let n = &s.graphs[gi].nodes[p];
@@ -76,11 +77,11 @@ fn is_scores(s: &Session, gi: usize, edges: &Edges, value: &str) -> bool {
             return false;
         }
         // Scaling: follow the operand that is not a constant or a scalar.
-        let next = n.inputs.iter().filter(|i| !i.is_empty()).find(|i| {
+        let next = n.inputs.iter().filter(|i| !i.is_empty()).find(|&&i| {
             s.initializer(gi, i).is_none() && s.shape_of(gi, i).is_none_or(|d| !d.is_empty())
         });
         match next {
-            Some(x) => v = x.clone(),
+            Some(&x) => v = x,
             None => return false,
         }
     }
@@ -88,31 +89,36 @@ fn is_scores(s: &Session, gi: usize, edges: &Edges, value: &str) -> bool {
 }
 
 /// The mask addend of `Add(scores, mask)`: the operand that is not the scaled Q·Kᵀ.
-fn mask_addend(s: &Session, gi: usize, edges: &Edges, add: &SNode) -> Option<String> {
-    let ins: Vec<&String> = add.inputs.iter().filter(|i| !i.is_empty()).collect();
-    let [a, b] = ins.as_slice() else {
+fn mask_addend(s: &Session, gi: usize, edges: &Edges, add: &SNode) -> Option<Sym> {
+    let ins: Vec<Sym> = add
+        .inputs
+        .iter()
+        .filter(|i| !i.is_empty())
+        .copied()
+        .collect();
+    let &[a, b] = ins.as_slice() else {
         return None;
     };
-    let direct = |v: &str| {
+    let direct = |v: Sym| {
         edges
             .producer
-            .get(v)
+            .get(&v)
             .is_some_and(|&q| s.graphs[gi].nodes[q].op == "MatMul")
     };
     match (is_scores(s, gi, edges, a), is_scores(s, gi, edges, b)) {
-        (true, false) => Some((*b).clone()),
-        (false, true) => Some((*a).clone()),
+        (true, false) => Some(b),
+        (false, true) => Some(a),
         (true, true) => None,
         // Scores this walk does not recognise: the operand not made by a MatMul.
         (false, false) => match (direct(a), direct(b)) {
-            (true, false) => Some((*b).clone()),
-            (false, true) => Some((*a).clone()),
+            (true, false) => Some(b),
+            (false, true) => Some(a),
             _ => None,
         },
     }
 }
 
-fn is_float(s: &Session, gi: usize, v: &str) -> bool {
+fn is_float(s: &Session, gi: usize, v: Sym) -> bool {
     matches!(s.type_of(gi, v), Some(Type::Tensor(e)) if *e == DataType::Float as i32 || *e == DataType::Float16 as i32 || *e == DataType::Bfloat16 as i32)
 }
 
@@ -131,11 +137,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         // The mask input of the attention computation.
         let mask = match (node.domain.as_str(), node.op.as_str()) {
             ("ai.onnx", "Softmax") => {
-                let Some(&p) = node
-                    .inputs
-                    .first()
-                    .and_then(|i| edges.producer.get(i.as_str()))
-                else {
+                let Some(&p) = node.inputs.first().and_then(|i| edges.producer.get(i)) else {
                     continue;
                 };
                 let add = &s.graphs[gi].nodes[p];
@@ -145,38 +147,38 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 mask_addend(s, gi, edges, add)
             }
             // `Add` + `Softmax` fused by ORT's level-2 `BiasSoftmaxFusion`: (scores, mask).
-            ("com.microsoft", "BiasSoftmax") => node.inputs.get(1).cloned(),
-            ("ai.onnx", "Attention") => node.inputs.get(3).cloned(),
-            ("com.microsoft", "MultiHeadAttention") => node.inputs.get(5).cloned(),
+            ("com.microsoft", "BiasSoftmax") => node.inputs.get(1).copied(),
+            ("ai.onnx", "Attention") => node.inputs.get(3).copied(),
+            ("com.microsoft", "MultiHeadAttention") => node.inputs.get(5).copied(),
             _ => continue,
         };
         let Some(mut mask) = mask.filter(|m| !m.is_empty()) else {
             continue;
         };
         // A mask ORT copies to the device: name the model's value, not the copy.
-        if let Some(&p) = edges.producer.get(mask.as_str())
+        if let Some(&p) = edges.producer.get(&mask)
             && s.graphs[gi].nodes[p].op.starts_with("Memcpy")
-            && let Some(src) = s.graphs[gi].nodes[p].inputs.first()
+            && let Some(&src) = s.graphs[gi].nodes[p].inputs.first()
         {
-            mask = src.clone();
+            mask = src;
         }
         // The name of the model's value where ORT renamed it for a copy.
         let shown = mask
             .strip_suffix("_CUDAExecutionProvider")
             .unwrap_or(&mask)
             .to_string();
-        if !is_float(s, gi, &mask) {
+        if !is_float(s, gi, mask) {
             continue;
         }
         // The nodes the mask is computed from (never through Q·Kᵀ scores).
         let mut chain = Vec::new();
-        let mut stack = vec![(mask.clone(), 0usize)];
+        let mut stack = vec![(mask, 0usize)];
         let mut seen = HashSet::new();
         while let Some((v, depth)) = stack.pop() {
-            let Some(&p) = edges.producer.get(v.as_str()) else {
+            let Some(&p) = edges.producer.get(&v) else {
                 continue;
             };
-            if depth > 10 || !seen.insert(p) || is_scores(s, gi, edges, &v) {
+            if depth > 10 || !seen.insert(p) || is_scores(s, gi, edges, v) {
                 continue;
             }
             chain.push(p);
@@ -185,7 +187,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 .iter()
                 .filter(|i| !i.is_empty())
             {
-                stack.push((i.clone(), depth + 1));
+                stack.push((*i, depth + 1));
             }
         }
         if !chain
@@ -222,7 +224,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             0,
             ValueLabel {
                 name: shown.clone(),
-                text: format!("attention mask: {}", cx.describe_value(gi, &mask)),
+                text: format!("attention mask: {}", cx.describe_value(gi, mask)),
             },
         );
         f.cause = "float mask".into();
@@ -237,7 +239,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                     || n.op.starts_with("Memcpy")
                     || n.ep == Some(Ep::Cpu)
                     || n.outputs.first().is_some_and(|o| {
-                        !matches!(s.type_of(gi, o), Some(Type::Tensor(e)) if *e == DataType::Int64 as i32 || *e == DataType::Int32 as i32)
+                        !matches!(s.type_of(gi, *o), Some(Type::Tensor(e)) if *e == DataType::Int64 as i32 || *e == DataType::Int32 as i32)
                     })
             })
             .map(|n| format!("{} ({})", n.op, ep_name(n.ep)))
@@ -248,9 +250,9 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             if skip > 0 { "… → " } else { "" },
             ops[skip..].join(" → ")
         ));
-        let opset = s.opsets.get("ai.onnx").copied().unwrap_or(0);
+        let opset = s.opsets.get(&Sym::AI_ONNX).copied().unwrap_or(0);
         let causal_already = node.op == "Attention"
-            && node.domain == "ai.onnx"
+            && node.domain == Sym::AI_ONNX
             && node.attr_i("is_causal").unwrap_or(0) != 0;
         let mut ways = Vec::new();
         if let Some(att) = cx.table.schema("ai.onnx", "Attention", opset)

@@ -6,6 +6,7 @@ use crate::memcpy::{Cause, Direction};
 use crate::model::tensor_byte_size;
 use crate::placer::{Decision, Miss};
 use crate::rules::{Context, Edges};
+use crate::sym::Sym;
 
 declare_rule! {
     /// ## What it does
@@ -52,25 +53,25 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             (Direction::FromHost, Some((_, n))) => (
                 edges
                     .producer
-                    .get(copy.value.as_str())
+                    .get(&copy.value)
                     .copied()
                     .into_iter()
                     .collect(),
                 edges
                     .consumers
-                    .get(n.outputs[0].as_str())
+                    .get(&n.outputs[0])
                     .cloned()
                     .unwrap_or_default(),
             ),
             (Direction::ToHost, Some((_, n))) => (
                 edges
                     .consumers
-                    .get(copy.value.as_str())
+                    .get(&copy.value)
                     .cloned()
                     .unwrap_or_default(),
                 edges
                     .producer
-                    .get(n.inputs[0].as_str())
+                    .get(&n.inputs[0])
                     .copied()
                     .into_iter()
                     .collect(),
@@ -125,17 +126,17 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             }
             _ => {
                 let mut f = Finding::new(RULE.code, RULE.name, RULE.default, what);
-                f.graph = g.name.clone();
+                f.graph = g.name.to_string();
                 f
             }
         };
         f.values = vec![ValueLabel {
-            name: copy.value.clone(),
-            text: format!("copied: {}", cx.describe_value(gi, &copy.value)),
+            name: copy.value.to_string(),
+            text: format!("copied: {}", cx.describe_value(gi, copy.value)),
         }];
-        (f.bytes, f.bytes_expr) = crate::rules::cost::value_bytes(cx, gi, &copy.value);
+        (f.bytes, f.bytes_expr) = crate::rules::cost::value_bytes(cx, gi, copy.value);
         if f.bytes.is_none() {
-            f.bytes = bytes(cx, gi, &copy.value);
+            f.bytes = bytes(cx, gi, copy.value);
         }
         let host_node = match copy.direction {
             Direction::FromHost => host_side.first().copied(),
@@ -163,7 +164,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
 }
 
 /// Bytes of a value per run, when its type and shape are fully known.
-fn bytes(cx: &Context, gi: usize, value: &str) -> Option<u64> {
+fn bytes(cx: &Context, gi: usize, value: Sym) -> Option<u64> {
     let s = cx.session();
     let elem = s.type_of(gi, value)?.elem()?;
     let dims: Option<Vec<i64>> = s.shape_of(gi, value)?.iter().copied().collect();

@@ -26,6 +26,7 @@ use crate::diagnostics::{Finding, Severity, ValueLabel};
 use crate::model::{Model, NodeId};
 use crate::placer::Placement;
 use crate::placer::ir::{SNode, Session};
+use crate::sym::Sym;
 use crate::tables::KernelTable;
 
 /// A rule's identity and documentation.
@@ -167,16 +168,16 @@ impl<'a> Context<'a> {
         let node = &self.session().graphs[gi].nodes[ni];
         let mut f = Finding::new(rule.code, rule.name, rule.default, message);
         f.node = node.origin;
-        f.node_name = Some(node.name.clone());
-        f.op = Some(node.op.clone());
-        f.graph = self.session().graphs[gi].name.clone();
+        f.node_name = Some(node.name.to_string());
+        f.op = Some(node.op.to_string());
+        f.graph = self.session().graphs[gi].name.to_string();
         f.values = node
             .inputs
             .iter()
             .enumerate()
             .filter(|(_, n)| !n.is_empty())
-            .map(|(i, n)| ValueLabel {
-                name: n.clone(),
+            .map(|(i, &n)| ValueLabel {
+                name: n.to_string(),
                 text: format!("input {i}: {}", self.describe_value(gi, n)),
             })
             .collect();
@@ -185,7 +186,7 @@ impl<'a> Context<'a> {
     }
 
     /// `tensor(float)[N, 8]` for a value, as far as known.
-    pub fn describe_value(&self, gi: usize, name: &str) -> String {
+    pub fn describe_value(&self, gi: usize, name: Sym) -> String {
         let s = self.session();
         let ty = s
             .type_of(gi, name)
@@ -204,28 +205,28 @@ impl<'a> Context<'a> {
     }
 
     /// Producer of each value and consumers, per graph, over the final session graph.
-    pub fn edges(&self, gi: usize) -> Edges<'_> {
+    pub fn edges(&self, gi: usize) -> Edges {
         Edges::new(self.session(), gi)
     }
 }
 
 /// Value → producer / consumers maps of one session graph.
-pub struct Edges<'a> {
-    pub producer: HashMap<&'a str, usize>,
-    pub consumers: HashMap<&'a str, Vec<usize>>,
+pub struct Edges {
+    pub producer: HashMap<Sym, usize>,
+    pub consumers: HashMap<Sym, Vec<usize>>,
 }
 
-impl<'a> Edges<'a> {
-    pub fn new(s: &'a Session, gi: usize) -> Edges<'a> {
+impl Edges {
+    pub fn new(s: &Session, gi: usize) -> Edges {
         let g = &s.graphs[gi];
         let mut producer = HashMap::default();
-        let mut consumers: HashMap<&str, Vec<usize>> = HashMap::default();
+        let mut consumers: HashMap<Sym, Vec<usize>> = HashMap::default();
         for (i, n) in g.live_nodes() {
-            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                producer.insert(o.as_str(), i);
+            for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                producer.insert(o, i);
             }
-            for name in n.inputs.iter().filter(|o| !o.is_empty()) {
-                consumers.entry(name.as_str()).or_default().push(i);
+            for &name in n.inputs.iter().filter(|o| !o.is_empty()) {
+                consumers.entry(name).or_default().push(i);
             }
         }
         Edges {
@@ -404,29 +405,29 @@ pub fn in_topological_order(s: &Session, gi: usize, nodes: &mut [usize]) {
 /// Copies (of graph `gi`) of values that the nodes of `chain` produce.
 pub fn copies_of_chain(cx: &Context, gi: usize, chain: &[usize]) -> usize {
     let g = &cx.session().graphs[gi];
-    let values: HashSet<&str> = chain
+    let values: HashSet<Sym> = chain
         .iter()
-        .flat_map(|&c| g.nodes[c].outputs.iter().map(String::as_str))
+        .flat_map(|&c| g.nodes[c].outputs.iter().copied())
         .collect();
     cx.placement
         .copies
         .iter()
-        .filter(|c| c.graph == gi && values.contains(c.value.as_str()))
+        .filter(|c| c.graph == gi && values.contains(&c.value))
         .count()
 }
 
 /// The values (of graph `gi`) that the nodes of `chain` produce and ORT copies.
-pub fn copies_of_chain_list(cx: &Context, gi: usize, chain: &[usize]) -> Vec<String> {
+pub fn copies_of_chain_list(cx: &Context, gi: usize, chain: &[usize]) -> Vec<Sym> {
     let g = &cx.session().graphs[gi];
-    let values: HashSet<&str> = chain
+    let values: HashSet<Sym> = chain
         .iter()
-        .flat_map(|&c| g.nodes[c].outputs.iter().map(String::as_str))
+        .flat_map(|&c| g.nodes[c].outputs.iter().copied())
         .collect();
     cx.placement
         .copies
         .iter()
-        .filter(|c| c.graph == gi && values.contains(c.value.as_str()))
-        .map(|c| c.value.clone())
+        .filter(|c| c.graph == gi && values.contains(&c.value))
+        .map(|c| c.value)
         .collect()
 }
 
@@ -435,7 +436,7 @@ pub fn copies_touching(s: &Session, gi: usize, ni: usize) -> usize {
     let g = &s.graphs[gi];
     let node = &g.nodes[ni];
     g.live_nodes()
-        .filter(|(_, m)| m.op == "MemcpyFromHost" || m.op == "MemcpyToHost")
+        .filter(|(_, m)| m.op == Sym::MEMCPY_FROM_HOST || m.op == Sym::MEMCPY_TO_HOST)
         .filter(|(_, m)| {
             m.outputs.iter().any(|o| node.inputs.contains(o))
                 || m.inputs.iter().any(|i| node.outputs.contains(i))

@@ -149,7 +149,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let opset = opset_for(schemas, older);
         let mut ways = Vec::new();
         let lowering = lowerings
-            .entry((node.domain.clone(), opset))
+            .entry((node.domain.to_string(), opset))
             .or_insert_with(|| {
                 opset_lowering::analyse(cx.model, cx.table, Some(cx.session()), &node.domain, opset)
             });

@@ -8,6 +8,7 @@ use crate::placer::ir::Session;
 use crate::rules::shape_proof::{Proof, Unproven, prove, prove_on, shape_input};
 use crate::rules::symbolic::Dim;
 use crate::rules::{Context, Edges, nodes};
+use crate::sym::Sym;
 use crate::tables::Ep;
 
 declare_rule! {
@@ -95,7 +96,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
     // One producer/consumer index per graph, built when a graph first needs it.
     let mut all_edges: Vec<Option<Edges>> = (0..s.graphs.len()).map(|_| None).collect();
     for (gi, ni, node) in nodes(s) {
-        if node.domain != "ai.onnx" {
+        if node.domain != Sym::AI_ONNX {
             continue;
         }
         let Some(k) = shape_input(&node.op) else {
@@ -107,7 +108,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let edges: &Edges = all_edges[gi].get_or_insert_with(|| Edges::new(s, gi));
         let mut chain = Vec::new();
         let mut seen = HashSet::new();
-        if !reaches_shape(s, gi, edges, shape, &mut chain, &mut seen, 0) {
+        if !reaches_shape(s, gi, edges, *shape, &mut chain, &mut seen, 0) {
             continue;
         }
         crate::rules::in_topological_order(s, gi, &mut chain);
@@ -144,7 +145,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         crate::rules::cost::set_cost(cx, gi, &mut f, &copies);
         let proven = prove(cx.symbolic(), gi, node);
         let collapsed = match &proven {
-            Err(_) if node.op == "Reshape" => collapse(cx, gi, edges, node),
+            Err(_) if node.op == Sym::RESHAPE => collapse(cx, gi, edges, node),
             _ => None,
         };
         match (proven, collapsed) {
@@ -158,7 +159,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 // Only a node of the user's model can be edited (not one ORT's optimisers made).
                 f.fix = node.origin.map(|_| Fix::ReplaceInputWithConstant {
                     graph: f.graph.clone(),
-                    node: node.name.clone(),
+                    node: node.name.to_string(),
                     input: k,
                     values: proof.values,
                     safety: safety(safe),
@@ -177,7 +178,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 ));
                 f.fix = node.origin.map(|_| Fix::CollapseReshape {
                     graph: f.graph.clone(),
-                    node: node.name.clone(),
+                    node: node.name.to_string(),
                     data,
                     values: proof.values,
                     safety: safety(safe),
@@ -188,7 +189,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 let after_gemm = node
                     .inputs
                     .first()
-                    .and_then(|d| edges.producer.get(d.as_str()))
+                    .and_then(|d| edges.producer.get(d))
                     .is_some_and(|&p| s.graphs[gi].nodes[p].op == "Gemm");
                 let how = if after_gemm {
                     "compute the projection as a 3-D `MatMul` + `Add` on the unflattened input instead of `Reshape → Gemm → Reshape` (GPT-2's `Conv1D`: `x @ w + b` rather than `addmm` on `view(-1, k)`)"
@@ -246,11 +247,11 @@ fn collapse(
 ) -> Option<(String, Proof)> {
     let s = cx.session();
     let sh = cx.symbolic();
-    let mut value = node.inputs.first()?.as_str();
+    let mut value = *node.inputs.first()?;
     for _ in 0..MAX_DEPTH {
-        let &p = edges.producer.get(value)?;
+        let &p = edges.producer.get(&value)?;
         let view = &s.graphs[gi].nodes[p];
-        if view.domain != "ai.onnx" || !VIEWS.contains(&view.op.as_str()) {
+        if view.domain != Sym::AI_ONNX || !VIEWS.contains(&view.op.as_str()) {
             return None;
         }
         // The view must be the user's node, reading a value of the user's model by that name.
@@ -266,10 +267,10 @@ fn collapse(
         if !same_name {
             return None;
         }
-        if let Ok(proof) = prove_on(sh, gi, node, sh.shape(gi, before)) {
-            return Some((before.clone(), proof));
+        if let Ok(proof) = prove_on(sh, gi, node, sh.shape(gi, *before)) {
+            return Some((before.to_string(), proof));
         }
-        value = before;
+        value = *before;
     }
     None
 }
@@ -288,43 +289,43 @@ fn unflatten_gemm(
     let s = cx.session();
     let sh = cx.symbolic();
     let g = &s.graphs[gi];
-    let only = |v: &str, reader: usize| {
-        edges.consumers.get(v).is_some_and(|c| c == &[reader]) && !g.outputs.iter().any(|o| o == v)
+    let only = |v: Sym, reader: usize| {
+        edges.consumers.get(&v).is_some_and(|c| c == &[reader]) && !g.outputs.contains(&v)
     };
     let data = node.inputs.first()?;
-    let &gp = edges.producer.get(data.as_str())?;
+    let &gp = edges.producer.get(data)?;
     let gemm = &g.nodes[gp];
     let flat_out = gemm.inputs.first()?;
-    let &fp = edges.producer.get(flat_out.as_str())?;
+    let &fp = edges.producer.get(flat_out)?;
     let flatten = &g.nodes[fp];
-    let &np = edges.producer.get(node.outputs.first()?.as_str())?;
+    let &np = edges.producer.get(node.outputs.first()?)?;
     let plain = gemm.attr_i("transA").unwrap_or(0) == 0
         && gemm.attr_i("transB").unwrap_or(0) == 0
         && gemm.attr("alpha").and_then(|a| a.f).unwrap_or(1.0) == 1.0
         && gemm.attr("beta").and_then(|a| a.f).unwrap_or(1.0) == 1.0;
     if gemm.op != "Gemm"
-        || flatten.op != "Reshape"
+        || flatten.op != Sym::RESHAPE
         || !plain
-        || !only(flat_out, gp)
-        || !only(data, np)
+        || !only(*flat_out, gp)
+        || !only(*data, np)
     {
         return None;
     }
-    let x = sh.shape(gi, flatten.inputs.first()?)?;
+    let x = sh.shape(gi, *flatten.inputs.first()?)?;
     let (k, lead) = x.split_last()?;
     let rows = lead.iter().try_fold(Dim::konst(1), |acc, d| acc.mul(d))?;
-    if lead.len() < 2 || sh.shape(gi, flat_out)? != [rows, k.clone()] {
+    if lead.len() < 2 || sh.shape(gi, *flat_out)? != [rows, k.clone()] {
         return None;
     }
-    let n = sh.shape(gi, data)?.get(1)?.clone();
+    let n = sh.shape(gi, *data)?.get(1)?.clone();
     let mut want = lead.to_vec();
     want.push(n.clone());
-    if sh.shape(gi, node.outputs.first()?)? != want.as_slice() {
+    if sh.shape(gi, *node.outputs.first()?)? != want.as_slice() {
         return None;
     }
     // The bias must broadcast along the last dim only: `[n]`, `[1, n]` or a scalar.
     if let Some(c) = gemm.inputs.get(2).filter(|c| !c.is_empty()) {
-        let fits = match sh.shape(gi, c)? {
+        let fits = match sh.shape(gi, *c)? {
             [] => true,
             [d] => *d == n || d.as_const() == Some(1),
             [one, d] => one.as_const() == Some(1) && (*d == n || d.as_const() == Some(1)),
@@ -338,10 +339,10 @@ fn unflatten_gemm(
         return None;
     }
     Some(Fix::UnflattenGemm {
-        graph: g.name.clone(),
-        flatten: flatten.name.clone(),
-        gemm: gemm.name.clone(),
-        unflatten: node.name.clone(),
+        graph: g.name.to_string(),
+        flatten: flatten.name.to_string(),
+        gemm: gemm.name.to_string(),
+        unflatten: node.name.to_string(),
         safety: FixSafety::Unsafe,
     })
 }
@@ -374,7 +375,7 @@ fn reaches_shape(
     s: &Session,
     gi: usize,
     edges: &Edges,
-    value: &str,
+    value: Sym,
     chain: &mut Vec<usize>,
     seen: &mut HashSet<usize>,
     depth: usize,
@@ -382,20 +383,20 @@ fn reaches_shape(
     if depth > MAX_DEPTH {
         return false;
     }
-    let Some(&p) = edges.producer.get(value) else {
+    let Some(&p) = edges.producer.get(&value) else {
         return false;
     };
     if !seen.insert(p) {
         return chain.contains(&p);
     }
     let node = &s.graphs[gi].nodes[p];
-    if node.op == "Shape" {
+    if node.op == Sym::SHAPE {
         chain.push(p);
         return true;
     }
     let mut found = false;
     for input in node.inputs.iter().filter(|i| !i.is_empty()) {
-        if reaches_shape(s, gi, edges, input, chain, seen, depth + 1) {
+        if reaches_shape(s, gi, edges, *input, chain, seen, depth + 1) {
             found = true;
         }
     }

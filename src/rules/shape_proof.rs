@@ -56,7 +56,7 @@ pub fn prove(sh: &Shapes, gi: usize, node: &SNode) -> Result<Proof, Unproven> {
         .inputs
         .first()
         .filter(|_| shape_input(&node.op) == Some(1))
-        .and_then(|d| sh.shape(gi, d));
+        .and_then(|d| sh.shape(gi, *d));
     prove_on(sh, gi, node, data)
 }
 
@@ -77,9 +77,9 @@ pub fn prove_on(
         .filter(|n| !n.is_empty())
         .ok_or_else(|| unknown("the shape input is missing".to_string()))?;
     let elems = sh
-        .value(gi, name)
+        .value(gi, *name)
         .ok_or_else(|| unknown(format!("the elements of `{name}` are not known statically")))?;
-    let out = node.outputs.first().and_then(|o| sh.shape(gi, o));
+    let out = node.outputs.first().and_then(|o| sh.shape(gi, *o));
     let unproven = |i: usize, e: &Dim| format!("element {i} (`{e}`) is not a constant");
     let data_text = |d: &[Dim]| {
         format!(

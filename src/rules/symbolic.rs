@@ -21,6 +21,7 @@ use crate::model::Model;
 use crate::model::proto::tensor_shape_proto::dimension::Value as DimValue;
 use crate::model::proto::type_proto::Value as TypeValue;
 use crate::placer::ir::{SNode, Session, int_values};
+use crate::sym::Sym;
 
 /// Most terms a polynomial keeps; more and the dim is given up (a fresh symbol).
 const MAX_TERMS: usize = 8;
@@ -225,26 +226,26 @@ pub struct Info {
 /// Symbolic shapes and values of every value of every session graph.
 #[derive(Debug, Default)]
 pub struct Shapes {
-    graphs: Vec<HashMap<String, Info>>,
+    graphs: Vec<HashMap<Sym, Info>>,
     parents: Vec<Option<usize>>,
 }
 
 impl Shapes {
-    pub fn info(&self, gi: usize, name: &str) -> Option<&Info> {
+    pub fn info(&self, gi: usize, name: Sym) -> Option<&Info> {
         let mut g = gi;
         loop {
-            if let Some(i) = self.graphs.get(g)?.get(name) {
+            if let Some(i) = self.graphs.get(g)?.get(&name) {
                 return Some(i);
             }
             g = (*self.parents.get(g)?)?;
         }
     }
 
-    pub fn shape(&self, gi: usize, name: &str) -> Option<&[Dim]> {
+    pub fn shape(&self, gi: usize, name: Sym) -> Option<&[Dim]> {
         self.info(gi, name)?.shape.as_deref()
     }
 
-    pub fn value(&self, gi: usize, name: &str) -> Option<&[Dim]> {
+    pub fn value(&self, gi: usize, name: Sym) -> Option<&[Dim]> {
         self.info(gi, name)?.value.as_deref()
     }
 }
@@ -256,7 +257,7 @@ pub fn infer(model: &Model, s: &Session) -> Shapes {
         parents: s.graphs.iter().map(|g| g.parent.map(|p| p.0)).collect(),
     };
     // Declared dims of the main graph's inputs.
-    let mut declared: HashMap<String, Vec<Dim>> = HashMap::default();
+    let mut declared: HashMap<Sym, Vec<Dim>> = HashMap::default();
     if let Some(g) = model.proto.graph.as_ref() {
         for vi in &g.input {
             let Some(TypeValue::TensorType(tt)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref())
@@ -279,22 +280,23 @@ pub fn infer(model: &Model, s: &Session) -> Shapes {
                     _ => Dim::sym(&format!("?{}#{i}", vi.name())),
                 })
                 .collect();
-            declared.insert(vi.name().to_string(), dims);
+            declared.insert(Sym::new(vi.name()), dims);
         }
     }
     for gi in 0..s.graphs.len() {
         let g = &s.graphs[gi];
-        let mut map: HashMap<String, Info> = HashMap::default();
-        for name in &g.inputs {
+        let mut map: HashMap<Sym, Info> = HashMap::default();
+        for &name in &g.inputs {
             let shape = if gi == 0 {
-                declared.get(name).cloned()
+                declared.get(&name).cloned()
             } else {
                 None
             }
             .or_else(|| session_shape(s, gi, name));
-            map.insert(name.clone(), Info { shape, value: None });
+            map.insert(name, Info { shape, value: None });
         }
-        for (name, init) in &g.initializers {
+        // Map inserts only: the order of the walk cannot reach the map's contents.
+        for (&name, init) in &g.initializers {
             if init.overridable || init.dims.len() > MAX_RANK {
                 continue;
             }
@@ -306,7 +308,7 @@ pub fn infer(model: &Model, s: &Session) -> Shapes {
                 None
             };
             map.insert(
-                name.clone(),
+                name,
                 Info {
                     shape: Some(init.dims.iter().map(|&d| Dim::konst(d)).collect()),
                     value,
@@ -317,14 +319,14 @@ pub fn infer(model: &Model, s: &Session) -> Shapes {
         for ni in crate::infer::topological_order(s, gi) {
             let node = &g.nodes[ni];
             let infos = node_infos(&out, gi, node);
-            for (k, o) in node.outputs.iter().enumerate() {
+            for (k, &o) in node.outputs.iter().enumerate() {
                 if o.is_empty() {
                     continue;
                 }
                 let mut info = infos.get(k).cloned().unwrap_or_default();
                 info.shape = reconcile(info.shape, s.shape_of(gi, o), o);
                 if let Some(graph) = out.graphs.get_mut(gi) {
-                    graph.insert(o.clone(), info);
+                    graph.insert(o, info);
                 }
             }
         }
@@ -337,7 +339,7 @@ pub fn infer(model: &Model, s: &Session) -> Shapes {
 fn reconcile(
     ours: Option<Vec<Dim>>,
     session: Option<&Vec<Option<i64>>>,
-    name: &str,
+    name: Sym,
 ) -> Option<Vec<Dim>> {
     match (ours, session) {
         (Some(mut d), Some(st)) if d.len() == st.len() => {
@@ -354,7 +356,7 @@ fn reconcile(
     }
 }
 
-fn fresh(st: &[Option<i64>], name: &str) -> Vec<Dim> {
+fn fresh(st: &[Option<i64>], name: Sym) -> Vec<Dim> {
     st.iter()
         .enumerate()
         .map(|(i, d)| match d {
@@ -364,7 +366,7 @@ fn fresh(st: &[Option<i64>], name: &str) -> Vec<Dim> {
         .collect()
 }
 
-fn session_shape(s: &Session, gi: usize, name: &str) -> Option<Vec<Dim>> {
+fn session_shape(s: &Session, gi: usize, name: Sym) -> Option<Vec<Dim>> {
     s.shape_of(gi, name)
         .filter(|d| d.len() <= MAX_RANK)
         .map(|d| fresh(d, name))
@@ -507,7 +509,7 @@ fn node_infos(sh: &Shapes, gi: usize, node: &SNode) -> Vec<Info> {
         node.inputs
             .get(i)
             .filter(|n| !n.is_empty())
-            .and_then(|n| sh.info(gi, n))
+            .and_then(|n| sh.info(gi, *n))
     };
     let shape = |i: usize| input(i).and_then(|x| x.shape.clone());
     let value = |i: usize| input(i).and_then(|x| x.value.clone());
@@ -520,7 +522,7 @@ fn node_infos(sh: &Shapes, gi: usize, node: &SNode) -> Vec<Info> {
     let fresh_dim = |k: usize| {
         Dim::sym(&format!(
             "?{}#{k}",
-            node.outputs.first().map(String::as_str).unwrap_or("")
+            node.outputs.first().copied().unwrap_or(Sym::EMPTY)
         ))
     };
     let one = |shape: Option<Vec<Dim>>, value: Option<Vec<Dim>>| vec![Info { shape, value }];
@@ -835,7 +837,7 @@ fn node_infos(sh: &Shapes, gi: usize, node: &SNode) -> Vec<Info> {
             }
         }
         "GatherElements" => one(shape(1), None),
-        "Attention" if node.domain == "ai.onnx" => attention(node, &shape),
+        "Attention" if node.domain == Sym::AI_ONNX => attention(node, &shape),
         "Expand" => {
             let (Some(x), Some(t)) = (shape(0), value(1)) else {
                 // The target's length gives the rank.
@@ -1251,7 +1253,7 @@ mod tests {
         let node = SNode {
             name: "eq".into(),
             op: "Equal".into(),
-            domain: "ai.onnx".into(),
+            domain: Sym::AI_ONNX,
             since: Some(19),
             inputs: vec!["a".into(), "b".into()],
             outputs: vec!["y".into()],

@@ -112,12 +112,16 @@ const NIL: usize = usize::MAX;
 const BEFORE_BEGIN: usize = usize::MAX - 1;
 
 /// The iteration order of a `std::unordered_map<std::string, _>` into which `names` were
-/// emplaced in order (a name already in it is skipped).
-pub fn iteration_order<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut keys: Vec<&'a str> = Vec::new();
+/// emplaced in order (a name already in it is skipped). The names are hashed by their texts
+/// (`&str`s, or interned names).
+pub fn iteration_order<T>(names: impl IntoIterator<Item = T>) -> Vec<T>
+where
+    T: Copy + Eq + std::hash::Hash + AsRef<str>,
+{
+    let mut keys: Vec<T> = Vec::new();
     let mut codes: Vec<u64> = Vec::new();
     let mut next: Vec<usize> = Vec::new();
-    let mut seen: rustc_hash::FxHashSet<&'a str> = Default::default();
+    let mut seen: rustc_hash::FxHashSet<T> = Default::default();
     let mut head = NIL;
     let mut buckets: Vec<usize> = vec![NIL; 1];
     let mut policy = Policy { next_resize: 0 };
@@ -194,7 +198,7 @@ pub fn iteration_order<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a 
             buckets = fresh;
         }
         keys.push(name);
-        codes.push(std_hash(name.as_bytes()));
+        codes.push(std_hash(name.as_ref().as_bytes()));
         next.push(NIL);
         insert(&mut next, &mut head, &mut buckets, &codes, node);
     }

@@ -26,6 +26,7 @@ use crate::model::proto::{
     attribute_proto::AttributeType,
 };
 use crate::model::{Model, NodeId, normalize_domain};
+use crate::sym::Sym;
 use crate::tables::{Ep, KernelDef};
 
 /// An initializer: a constant (or overridable) tensor.
@@ -51,21 +52,21 @@ impl Init {
 /// A node of the session graph.
 #[derive(Debug, Clone)]
 pub struct SNode {
-    pub name: String,
-    pub op: String,
+    pub name: Sym,
+    pub op: Sym,
     /// Normalised (`ai.onnx` for the empty domain).
-    pub domain: String,
+    pub domain: Sym,
     /// The schema version the node resolved to; `None` when no schema matched.
     pub since: Option<i64>,
     /// Input names; empty for an omitted optional input.
-    pub inputs: Vec<String>,
-    pub outputs: Vec<String>,
+    pub inputs: Vec<Sym>,
+    pub outputs: Vec<Sym>,
     /// Attributes except graph-valued ones (those are `subgraphs`).
     pub attrs: Vec<AttributeProto>,
     /// Subgraphs (indices into `Session::graphs`) with their attribute names.
-    pub subgraphs: Vec<(String, usize)>,
+    pub subgraphs: Vec<(Sym, usize)>,
     /// Outer-scope values read by the subgraphs, in first-use order.
-    pub implicit_inputs: Vec<String>,
+    pub implicit_inputs: Vec<Sym>,
     pub ep: Option<Ep>,
     /// The kernel registration the node is bound to on the CUDA provider (its host-memory
     /// arguments decide copies): a row of the release's table, never a copy of it.
@@ -99,49 +100,49 @@ impl SNode {
         })
     }
     /// Inputs that exist (non-empty names), with their positions.
-    pub fn existing_inputs(&self) -> impl Iterator<Item = (usize, &str)> {
+    pub fn existing_inputs(&self) -> impl Iterator<Item = (usize, Sym)> + '_ {
         self.inputs
             .iter()
             .enumerate()
             .filter(|(_, n)| !n.is_empty())
-            .map(|(i, n)| (i, n.as_str()))
+            .map(|(i, n)| (i, *n))
     }
-    pub fn existing_outputs(&self) -> impl Iterator<Item = (usize, &str)> {
+    pub fn existing_outputs(&self) -> impl Iterator<Item = (usize, Sym)> + '_ {
         self.outputs
             .iter()
             .enumerate()
             .filter(|(_, n)| !n.is_empty())
-            .map(|(i, n)| (i, n.as_str()))
+            .map(|(i, n)| (i, *n))
     }
 }
 
 /// A graph of the session: the main graph or a subgraph.
 #[derive(Debug, Clone, Default)]
 pub struct SGraph {
-    pub name: String,
+    pub name: Sym,
     /// (graph, node) holding this subgraph.
     pub parent: Option<(usize, usize)>,
     pub nodes: Vec<SNode>,
     /// ORT's `GetInputs()`: declared inputs that are not initializers (main graph), or the
     /// formal inputs (subgraph).
-    pub inputs: Vec<String>,
-    pub outputs: Vec<String>,
-    pub initializers: HashMap<String, Init>,
+    pub inputs: Vec<Sym>,
+    pub outputs: Vec<Sym>,
+    pub initializers: HashMap<Sym, Init>,
     /// Initializer names in the order ORT registers them (the graph's initializers, then the
     /// `Constant` nodes); names added by the optimiser are appended. Entries may be stale.
-    pub init_order: Vec<String>,
+    pub init_order: Vec<Sym>,
     /// Declared or inferred types of values defined in this graph.
-    pub types: HashMap<String, Type>,
+    pub types: HashMap<Sym, Type>,
     /// Declared or inferred shapes (`None` dims are unknown or symbolic).
-    pub shapes: HashMap<String, Vec<Option<i64>>>,
+    pub shapes: HashMap<Sym, Vec<Option<i64>>>,
     /// The `dim_param`s declared on the graph's inputs, outputs and value_info (main graph only),
     /// per dim; `None` for a dim without one. Symbolic dims ONNX inference starts from.
-    pub dim_params: HashMap<String, Vec<Option<String>>>,
+    pub dim_params: HashMap<Sym, Vec<Option<Sym>>>,
     /// ORT's per-graph name counter (`<base>_token_<k>`), shared by generated node and value names.
     pub name_counter: usize,
     /// Node names generated so far (ORT remembers them: a name generated once is never handed
     /// out again, even when no node took it, as the prefix of an inlined function).
-    pub generated_names: rustc_hash::FxHashSet<String>,
+    pub generated_names: rustc_hash::FxHashSet<Sym>,
     /// The node count of the graph as loaded and a digest of those nodes (names, ops, inputs,
     /// outputs, attributes, which are removed): whether any transformation changed the graph
     /// ([`SGraph::changed_since_load`]).
@@ -150,11 +151,11 @@ pub struct SGraph {
 
 impl SGraph {
     /// ORT's `Graph::GenerateNodeName`: `base` if no node has that name, else `base_token_<k>`.
-    pub fn generate_node_name(&mut self, base: &str) -> String {
+    pub fn generate_node_name(&mut self, base: &str) -> Sym {
         let mut names = NameGen::new(self);
         let name = names.node(base);
         self.name_counter = names.counter;
-        self.generated_names.insert(name.clone());
+        self.generated_names.insert(name);
         name
     }
 
@@ -197,11 +198,11 @@ impl SGraph {
 pub struct Session {
     pub graphs: Vec<SGraph>,
     /// ai.onnx etc. → opset, as ORT's domain→version map holds it.
-    pub opsets: HashMap<String, i64>,
+    pub opsets: HashMap<Sym, i64>,
     pub ir_version: i64,
     /// The model-local functions by (normalised domain, name): a node whose op has no schema
     /// but a local function calls that function (ORT inlines it).
-    pub functions: HashMap<(String, String), crate::model::proto::FunctionProto>,
+    pub functions: HashMap<(Sym, Sym), crate::model::proto::FunctionProto>,
 }
 
 impl Session {
@@ -251,15 +252,16 @@ impl Session {
     ) -> Session {
         Session {
             graphs: Vec::with_capacity(model.graphs.len()),
-            opsets: model.opsets.iter().cloned().collect(),
+            opsets: model
+                .opsets
+                .iter()
+                .map(|(d, v)| (Sym::new(d), *v))
+                .collect(),
             ir_version,
             functions: functions
                 .map(|f| {
                     (
-                        (
-                            normalize_domain(f.domain()).to_string(),
-                            f.name().to_string(),
-                        ),
+                        (Sym::new(normalize_domain(f.domain())), Sym::new(f.name())),
                         f,
                     )
                 })
@@ -283,14 +285,14 @@ impl Session {
     /// main graph as it is now (ORT always writes it from memory: its `Constant` nodes became
     /// initializers), each subgraph as it is now when anything changed
     /// ([`Session::changed_since_load`]), else as it was loaded (`Constant` nodes too).
-    pub fn saved_node_names(&self) -> Vec<&str> {
+    pub fn saved_node_names(&self) -> Vec<Sym> {
         let changed = self.changed_since_load();
         let mut out = Vec::new();
         for (gi, g) in self.graphs.iter().enumerate() {
             if gi == 0 || changed {
-                out.extend(g.live_nodes().map(|(_, n)| n.name.as_str()));
+                out.extend(g.live_nodes().map(|(_, n)| n.name));
             } else {
-                out.extend(g.nodes.iter().take(g.loaded.0).map(|n| n.name.as_str()));
+                out.extend(g.nodes.iter().take(g.loaded.0).map(|n| n.name));
             }
         }
         out
@@ -306,7 +308,7 @@ impl Session {
                     .get_mut(n.graph.0 as usize)
                     .and_then(|pg| pg.nodes.get_mut(n.index as usize))
                 {
-                    node.subgraphs.push((attr.clone(), g.id.0 as usize));
+                    node.subgraphs.push((Sym::new(attr), g.id.0 as usize));
                 }
             }
         }
@@ -331,7 +333,7 @@ impl Session {
         let g = src.proto();
         let ir4 = self.ir_version >= 4;
         let mut graph = SGraph {
-            name: g.name().to_string(),
+            name: Sym::new(g.name()),
             parent,
             ..SGraph::default()
         };
@@ -363,8 +365,8 @@ impl Session {
         drop(input_names);
         for (k, overridable) in overridable.into_iter().enumerate() {
             let t = src.initializer(k);
-            let name = t.name().to_string();
-            graph.init_order.push(name.clone());
+            let name = Sym::new(t.name());
+            graph.init_order.push(name);
             graph.initializers.insert(name, init_owning(t, overridable));
         }
         let g = src.proto();
@@ -372,31 +374,31 @@ impl Session {
             if let Some(v) = &sp.values {
                 let mut t = v.clone();
                 t.dims = sp.dims.clone();
-                graph.init_order.push(v.name().to_string());
-                graph
-                    .initializers
-                    .insert(v.name().to_string(), init_of(&t, false));
+                let name = Sym::new(v.name());
+                graph.init_order.push(name);
+                graph.initializers.insert(name, init_of(&t, false));
             }
         }
         graph.inputs = g
             .input
             .iter()
-            .filter(|i| parent.is_some() || !graph.initializers.contains_key(i.name()))
-            .map(|i| i.name().to_string())
+            .map(|i| Sym::new(i.name()))
+            .filter(|i| parent.is_some() || !graph.initializers.contains_key(i))
             .collect();
-        graph.outputs = g.output.iter().map(|o| o.name().to_string()).collect();
+        graph.outputs = g.output.iter().map(|o| Sym::new(o.name())).collect();
         for vi in g.input.iter().chain(&g.output).chain(&g.value_info) {
             if let Some(t) = vi.r#type.as_ref() {
+                let name = Sym::new(vi.name());
                 if let Some(ty) = Type::from_proto(t) {
-                    graph.types.entry(vi.name().to_string()).or_insert(ty);
+                    graph.types.entry(name).or_insert(ty);
                 }
                 if let Some(shape) = shape_of(t) {
-                    graph.shapes.entry(vi.name().to_string()).or_insert(shape);
+                    graph.shapes.entry(name).or_insert(shape);
                 }
                 if parent.is_none()
                     && let Some(params) = dim_params_of(t)
                 {
-                    graph.dim_params.insert(vi.name().to_string(), params);
+                    graph.dim_params.insert(name, params);
                 }
             }
         }
@@ -409,12 +411,12 @@ impl Session {
                 && normalize_domain(np.domain()) == "ai.onnx"
                 && let Some(t) = constant_tensor(np)
             {
-                let name = np.output.first().cloned().unwrap_or_default();
-                graph.init_order.push(name.clone());
+                let name = np.output.first().map(|o| Sym::new(o)).unwrap_or_default();
+                graph.init_order.push(name);
                 graph.initializers.insert(name, init_owning(t, false));
                 removed = true;
             }
-            let domain = normalize_domain(np.domain()).to_string();
+            let domain = Sym::new(normalize_domain(np.domain()));
             let parts = src.node(i);
             graph.nodes.push(SNode {
                 name: parts.name,
@@ -432,11 +434,12 @@ impl Session {
                 removed,
             });
         }
+        // Map inserts only: the order of the walk cannot reach the maps' contents.
         for (name, init) in &graph.initializers {
-            graph.types.insert(name.clone(), Type::Tensor(init.elem));
+            graph.types.insert(*name, Type::Tensor(init.elem));
             graph
                 .shapes
-                .insert(name.clone(), init.dims.iter().map(|&d| Some(d)).collect());
+                .insert(*name, init.dims.iter().map(|&d| Some(d)).collect());
         }
         graph
     }
@@ -444,7 +447,7 @@ impl Session {
     /// Names each subgraph reads from enclosing scopes; recorded on the parent node as its
     /// implicit inputs. Returns the outer names graph `gi` reads (none for the main graph, which
     /// has no enclosing scope).
-    pub fn compute_implicit_inputs(&mut self, gi: usize) -> Vec<String> {
+    pub fn compute_implicit_inputs(&mut self, gi: usize) -> Vec<Sym> {
         // Subgraphs first (they need `&mut self`), then one pass over this graph's names.
         for ni in 0..self.graphs[gi].nodes.len() {
             if self.graphs[gi].nodes[ni].removed || self.graphs[gi].nodes[ni].subgraphs.is_empty() {
@@ -472,21 +475,15 @@ impl Session {
         if g.parent.is_none() {
             return Vec::new();
         }
-        let mut defined: rustc_hash::FxHashSet<&str> =
-            g.inputs.iter().map(String::as_str).collect();
-        defined.extend(g.initializers.keys().map(String::as_str));
+        let mut defined: rustc_hash::FxHashSet<Sym> = g.inputs.iter().copied().collect();
+        defined.extend(g.initializers.keys().copied());
         for n in &g.nodes {
             if !n.removed {
-                defined.extend(
-                    n.outputs
-                        .iter()
-                        .filter(|o| !o.is_empty())
-                        .map(String::as_str),
-                );
+                defined.extend(n.outputs.iter().filter(|o| !o.is_empty()).copied());
             }
         }
         let mut outer = Vec::new();
-        let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+        let mut seen: rustc_hash::FxHashSet<Sym> = rustc_hash::FxHashSet::default();
         let names = g
             .nodes
             .iter()
@@ -494,8 +491,8 @@ impl Session {
             .flat_map(|n| n.inputs.iter().chain(&n.implicit_inputs))
             .chain(&g.outputs);
         for name in names {
-            if !name.is_empty() && !defined.contains(name.as_str()) && seen.insert(name.as_str()) {
-                outer.push(name.clone());
+            if !name.is_empty() && !defined.contains(name) && seen.insert(*name) {
+                outer.push(*name);
             }
         }
         outer
@@ -503,17 +500,17 @@ impl Session {
 
     /// Whether a live node of any graph has one of `ops` as its op type (any domain): a linear
     /// scan that lets a transformer with nothing to match skip its whole-graph indices.
-    pub fn has_live_op(&self, ops: &[&str]) -> bool {
+    pub fn has_live_op(&self, ops: &[Sym]) -> bool {
         self.graphs
             .iter()
-            .any(|g| g.live_nodes().any(|(_, n)| ops.contains(&n.op.as_str())))
+            .any(|g| g.live_nodes().any(|(_, n)| ops.contains(&n.op)))
     }
 
     /// The initializer `name` as seen from graph `gi` (its own, then enclosing graphs).
-    pub fn initializer(&self, gi: usize, name: &str) -> Option<&Init> {
+    pub fn initializer(&self, gi: usize, name: Sym) -> Option<&Init> {
         let mut g = gi;
         loop {
-            if let Some(i) = self.graphs[g].initializers.get(name) {
+            if let Some(i) = self.graphs[g].initializers.get(&name) {
                 return Some(i);
             }
             g = self.graphs[g].parent?.0;
@@ -521,10 +518,10 @@ impl Session {
     }
 
     /// The type of `name` as seen from graph `gi`.
-    pub fn type_of(&self, gi: usize, name: &str) -> Option<&Type> {
+    pub fn type_of(&self, gi: usize, name: Sym) -> Option<&Type> {
         let mut g = gi;
         loop {
-            if let Some(t) = self.graphs[g].types.get(name) {
+            if let Some(t) = self.graphs[g].types.get(&name) {
                 return Some(t);
             }
             g = self.graphs[g].parent?.0;
@@ -532,10 +529,10 @@ impl Session {
     }
 
     /// The shape of `name` as seen from graph `gi`.
-    pub fn shape_of(&self, gi: usize, name: &str) -> Option<&Vec<Option<i64>>> {
+    pub fn shape_of(&self, gi: usize, name: Sym) -> Option<&Vec<Option<i64>>> {
         let mut g = gi;
         loop {
-            if let Some(t) = self.graphs[g].shapes.get(name) {
+            if let Some(t) = self.graphs[g].shapes.get(&name) {
                 return Some(t);
             }
             g = self.graphs[g].parent?.0;
@@ -566,10 +563,10 @@ enum Source<'a> {
 
 /// What a session node takes from its `NodeProto`.
 struct NodeParts {
-    name: String,
-    op: String,
-    inputs: Vec<String>,
-    outputs: Vec<String>,
+    name: Sym,
+    op: Sym,
+    inputs: Vec<Sym>,
+    outputs: Vec<Sym>,
     attrs: Vec<AttributeProto>,
 }
 
@@ -601,10 +598,10 @@ impl Source<'_> {
             Source::Read(g) => {
                 let np = &g.node[i];
                 NodeParts {
-                    name: np.name().to_string(),
-                    op: np.op_type().to_string(),
-                    inputs: np.input.clone(),
-                    outputs: np.output.clone(),
+                    name: Sym::new(np.name()),
+                    op: Sym::new(np.op_type()),
+                    inputs: syms(&np.input),
+                    outputs: syms(&np.output),
                     attrs: np
                         .attribute
                         .iter()
@@ -624,16 +621,22 @@ impl Source<'_> {
                         .cloned()
                         .collect()
                 };
+                // The names are interned; the texts go with the protobuf.
                 NodeParts {
-                    name: np.name.take().unwrap_or_default(),
-                    op: np.op_type.take().unwrap_or_default(),
-                    inputs: std::mem::take(&mut np.input),
-                    outputs: std::mem::take(&mut np.output),
+                    name: Sym::new(np.name()),
+                    op: Sym::new(np.op_type()),
+                    inputs: syms(&np.input),
+                    outputs: syms(&np.output),
                     attrs,
                 }
             }
         }
     }
+}
+
+/// The syms of a list of names.
+fn syms(names: &[String]) -> Vec<Sym> {
+    names.iter().map(|n| Sym::new(n)).collect()
 }
 
 /// The `GraphProto` a graph's path leads to in `proto`, for taking it apart.
@@ -679,7 +682,7 @@ pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<
 }
 
 /// The `dim_param` of each dim of a tensor type with a shape.
-fn dim_params_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<String>>> {
+fn dim_params_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<Sym>>> {
     use crate::model::proto::{tensor_shape_proto::dimension::Value as D, type_proto::Value};
     let Some(Value::TensorType(tt)) = &t.value else {
         return None;
@@ -690,7 +693,7 @@ fn dim_params_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<String
             .dim
             .iter()
             .map(|d| match &d.value {
-                Some(D::DimParam(p)) if !p.is_empty() => Some(p.clone()),
+                Some(D::DimParam(p)) if !p.is_empty() => Some(Sym::new(p)),
                 _ => None,
             })
             .collect(),

@@ -2,29 +2,30 @@
 //! per graph, shared by node and value names.
 
 use super::SGraph;
+use crate::sym::Sym;
 
 /// ORT's `GenerateNodeName`/`GenerateNodeArgName`: the base name if free, else
 /// `<base>_token_<k>`, with one counter per graph shared by both.
 pub struct NameGen {
-    nodes: rustc_hash::FxHashSet<String>,
-    values: rustc_hash::FxHashSet<String>,
+    nodes: rustc_hash::FxHashSet<Sym>,
+    values: rustc_hash::FxHashSet<Sym>,
     pub counter: usize,
 }
 
 impl NameGen {
     pub fn new(g: &SGraph) -> NameGen {
-        let mut values: rustc_hash::FxHashSet<String> =
-            g.inputs.iter().chain(&g.outputs).cloned().collect();
-        values.extend(g.initializers.keys().cloned());
-        let mut nodes: rustc_hash::FxHashSet<String> = g.generated_names.iter().cloned().collect();
+        let mut values: rustc_hash::FxHashSet<Sym> =
+            g.inputs.iter().chain(&g.outputs).copied().collect();
+        values.extend(g.initializers.keys().copied());
+        let mut nodes: rustc_hash::FxHashSet<Sym> = g.generated_names.iter().copied().collect();
         for (_, n) in g.live_nodes() {
-            nodes.insert(n.name.clone());
+            nodes.insert(n.name);
             values.extend(
                 n.inputs
                     .iter()
                     .chain(&n.outputs)
                     .filter(|s| !s.is_empty())
-                    .cloned(),
+                    .copied(),
             );
         }
         NameGen {
@@ -34,27 +35,27 @@ impl NameGen {
         }
     }
 
-    fn fresh(set: &mut rustc_hash::FxHashSet<String>, counter: &mut usize, base: &str) -> String {
-        let mut name = base.to_string();
+    fn fresh(set: &mut rustc_hash::FxHashSet<Sym>, counter: &mut usize, base: &str) -> Sym {
+        let mut name = Sym::new(base);
         while set.contains(&name) {
-            name = format!("{base}_token_{counter}");
+            name = Sym::new(&format!("{base}_token_{counter}"));
             *counter += 1;
         }
-        set.insert(name.clone());
+        set.insert(name);
         name
     }
 
-    pub fn node(&mut self, base: &str) -> String {
+    pub fn node(&mut self, base: &str) -> Sym {
         Self::fresh(&mut self.nodes, &mut self.counter, base)
     }
 
-    pub fn value(&mut self, base: &str) -> String {
+    pub fn value(&mut self, base: &str) -> Sym {
         Self::fresh(&mut self.values, &mut self.counter, base)
     }
 
     /// Marks a value name as taken without generating it.
-    pub fn reserve_value(&mut self, name: &str) {
-        self.values.insert(name.to_string());
+    pub fn reserve_value(&mut self, name: Sym) {
+        self.values.insert(name);
     }
 }
 
@@ -63,18 +64,18 @@ impl SGraph {
     /// the simulation keeps reading the old one (`ConvBNFusion`'s folded weights): `base` if no
     /// value of the graph has that name and it was not generated before, else `base_token_<k>`.
     /// Only the counter and the remembered name matter; the name is returned for tests.
-    pub fn generate_value_name(&mut self, base: &str) -> String {
-        let taken = |g: &SGraph, s: &str| {
-            g.initializers.contains_key(s)
-                || g.generated_names.contains(s)
-                || g.inputs.iter().chain(&g.outputs).any(|v| v == s)
+    pub fn generate_value_name(&mut self, base: &str) -> Sym {
+        let taken = |g: &SGraph, s: Sym| {
+            g.initializers.contains_key(&s)
+                || g.generated_names.contains(&s)
+                || g.inputs.iter().chain(&g.outputs).any(|&v| v == s)
         };
-        let mut name = base.to_string();
-        while taken(self, &name) {
-            name = format!("{base}_token_{}", self.name_counter);
+        let mut name = Sym::new(base);
+        while taken(self, name) {
+            name = Sym::new(&format!("{base}_token_{}", self.name_counter));
             self.name_counter += 1;
         }
-        self.generated_names.insert(name.clone());
+        self.generated_names.insert(name);
         name
     }
 }
@@ -93,7 +94,7 @@ mod tests {
             ..SGraph::default()
         };
         g.initializers.insert(
-            "ConvBnFusion_W_w".into(),
+            Sym::new("ConvBnFusion_W_w"),
             Init {
                 dims: vec![],
                 elem: 1,

@@ -5,19 +5,20 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Session;
+use crate::sym::Sym;
 
 /// Nodes of graph `gi` (not removed) in a topological order: Kahn's algorithm by name, taking
 /// the lowest index first. Nodes left over by a cycle are appended in index order.
 pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
     let g = &session.graphs[gi];
-    let mut producer: HashMap<&str, usize> =
+    let mut producer: HashMap<Sym, usize> =
         HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
     for (i, n) in g.live_nodes() {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.insert(o.as_str(), i);
+            producer.insert(*o, i);
         }
     }
-    topological_order_by(session, gi, &|v| producer.get(v).copied())
+    topological_order_by(session, gi, &|v| producer.get(&v).copied())
 }
 
 /// [`topological_order`] with the producer of each value given (a caller that keeps an index
@@ -25,7 +26,7 @@ pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
 pub fn topological_order_by(
     session: &Session,
     gi: usize,
-    producer: &dyn Fn(&str) -> Option<usize>,
+    producer: &dyn Fn(Sym) -> Option<usize>,
 ) -> Vec<usize> {
     let g = &session.graphs[gi];
     // Edges producer -> user, deduplicated per user, as a flat adjacency list (CSR): users of
@@ -42,7 +43,7 @@ pub fn topological_order_by(
             n.inputs
                 .iter()
                 .chain(&n.implicit_inputs)
-                .filter_map(|v| producer(v.as_str()))
+                .filter_map(|v| producer(*v))
                 .filter(|&p| p != i),
         );
         deps.sort_unstable();
@@ -99,21 +100,21 @@ pub fn topological_order_by(
 /// reads), inputs visited in index order from the top of a stack, nodes emitted on leaving.
 pub fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
     let g = &session.graphs[gi];
-    let mut producer: HashMap<&str, usize> =
+    let mut producer: HashMap<Sym, usize> =
         HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
     for (i, n) in g.live_nodes() {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.insert(o.as_str(), i);
+            producer.insert(*o, i);
         }
     }
-    ort_topological_order_by(session, gi, &|v| producer.get(v).copied())
+    ort_topological_order_by(session, gi, &|v| producer.get(&v).copied())
 }
 
 /// [`ort_topological_order`] with the producer of each value given.
 pub fn ort_topological_order_by(
     session: &Session,
     gi: usize,
-    producer: &dyn Fn(&str) -> Option<usize>,
+    producer: &dyn Fn(Sym) -> Option<usize>,
 ) -> Vec<usize> {
     let g = &session.graphs[gi];
     // Each node's producers, deduplicated and ascending, as one flat list (CSR): those of
@@ -131,7 +132,7 @@ pub fn ort_topological_order_by(
             n.inputs
                 .iter()
                 .chain(&n.implicit_inputs)
-                .filter_map(|v| producer(v.as_str()))
+                .filter_map(|v| producer(*v))
                 .filter(|&p| p != i),
         );
         deps[from..].sort_unstable();

@@ -31,6 +31,8 @@ use std::sync::OnceLock;
 use rustc_hash::FxHashMap;
 
 use miette::Diagnostic;
+
+use crate::sym::Sym;
 use thiserror::Error;
 
 pub use format::{show_json, show_json_pretty, write};
@@ -318,7 +320,8 @@ struct OpIndex {
     schemas: Range<usize>,
 }
 
-/// One release's data. Built by [`format::parse`]; lookups are hash-map based.
+/// One release's data. Built by [`format::parse`]; lookups are hash-map based, by interned
+/// (domain, op).
 #[derive(Debug)]
 pub struct KernelTable {
     release: ReleaseInfo,
@@ -329,7 +332,7 @@ pub struct KernelTable {
     kernels: Vec<KernelDef>,
     /// Sorted by domain, op, then since ascending.
     schemas: Vec<OpSchema>,
-    index: FxHashMap<String, FxHashMap<String, OpIndex>>,
+    index: FxHashMap<(Sym, Sym), OpIndex>,
     /// `release.ort`'s major and minor, parsed once (asked per node by transformers).
     version: Option<(u64, u64)>,
 }
@@ -356,7 +359,7 @@ impl KernelTable {
         kernels
             .sort_by(|a, b| (a.ep.name(), &a.domain, &a.op).cmp(&(b.ep.name(), &b.domain, &b.op)));
         schemas.sort_by(|a, b| (&a.domain, &a.name, a.since).cmp(&(&b.domain, &b.name, b.since)));
-        let mut index: FxHashMap<String, FxHashMap<String, OpIndex>> = FxHashMap::default();
+        let mut index: FxHashMap<(Sym, Sym), OpIndex> = FxHashMap::default();
         let mut start = 0;
         while start < kernels.len() {
             let k = &kernels[start];
@@ -366,9 +369,7 @@ impl KernelTable {
                     .take_while(|x| x.ep == k.ep && x.domain == k.domain && x.op == k.op)
                     .count();
             let entry = index
-                .entry(k.domain.clone())
-                .or_default()
-                .entry(k.op.clone())
+                .entry((Sym::new(&k.domain), Sym::new(&k.op)))
                 .or_default();
             match k.ep {
                 Ep::Cuda => entry.cuda = start..end,
@@ -385,9 +386,7 @@ impl KernelTable {
                     .take_while(|x| x.domain == s.domain && x.name == s.name)
                     .count();
             index
-                .entry(s.domain.clone())
-                .or_default()
-                .entry(s.name.clone())
+                .entry((Sym::new(&s.domain), Sym::new(&s.name)))
                 .or_default()
                 .schemas = start..end;
             start = end;
@@ -414,7 +413,17 @@ impl KernelTable {
     }
 
     fn op_index(&self, domain: &str, op: &str) -> Option<&OpIndex> {
-        self.index.get(normalize_domain(domain))?.get(op)
+        // A name never interned is in no table.
+        self.op_index_of(Sym::get(normalize_domain(domain))?, Sym::get(op)?)
+    }
+
+    fn op_index_of(&self, domain: Sym, op: Sym) -> Option<&OpIndex> {
+        let domain = if domain.is_empty() {
+            Sym::AI_ONNX
+        } else {
+            domain
+        };
+        self.index.get(&(domain, op))
     }
 
     /// Provenance of the table.
@@ -459,12 +468,39 @@ impl KernelTable {
         }
     }
 
+    /// [`KernelTable::kernels`] by interned names (the session's; no string is hashed).
+    pub fn kernels_of(&self, ep: Ep, domain: Sym, op: Sym) -> &[KernelDef] {
+        match self.op_index_of(domain, op) {
+            Some(ix) => match ep {
+                Ep::Cuda => &self.kernels[ix.cuda.clone()],
+                Ep::Cpu => &self.kernels[ix.cpu.clone()],
+            },
+            None => &[],
+        }
+    }
+
     /// Every version of the op's schema, sorted by since ascending. Empty when unknown.
     pub fn schemas(&self, domain: &str, op: &str) -> &[OpSchema] {
         match self.op_index(domain, op) {
             Some(ix) => &self.schemas[ix.schemas.clone()],
             None => &[],
         }
+    }
+
+    /// [`KernelTable::schemas`] by interned names.
+    pub fn schemas_of(&self, domain: Sym, op: Sym) -> &[OpSchema] {
+        match self.op_index_of(domain, op) {
+            Some(ix) => &self.schemas[ix.schemas.clone()],
+            None => &[],
+        }
+    }
+
+    /// [`KernelTable::schema`] by interned names.
+    pub fn schema_of(&self, domain: Sym, op: Sym, opset: i64) -> Option<&OpSchema> {
+        self.schemas_of(domain, op)
+            .iter()
+            .rev()
+            .find(|s| s.since <= opset)
     }
 
     /// The schema a node of `op` resolves to under `opset` for its domain: the one with the

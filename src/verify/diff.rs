@@ -55,9 +55,9 @@ impl Predicted {
             for (ni, n) in g.live_nodes() {
                 if let Some(ep) = n.ep {
                     nodes.push(PredictedNode {
-                        graph: g.name.clone(),
-                        op: n.op.clone(),
-                        name: n.name.clone(),
+                        graph: g.name.to_string(),
+                        op: n.op.to_string(),
+                        name: n.name.to_string(),
                         ep: ep.name().to_string(),
                         inserted: matches!(p.decisions.get(&(gi, ni)), Some(Decision::Inserted))
                             || is_memcpy(&n.op),
@@ -67,7 +67,12 @@ impl Predicted {
         }
         Predicted {
             session,
-            graphs: p.session.graphs.iter().map(|g| g.name.clone()).collect(),
+            graphs: p
+                .session
+                .graphs
+                .iter()
+                .map(|g| g.name.to_string())
+                .collect(),
             nodes,
             copies: p
                 .copies
@@ -77,7 +82,7 @@ impl Predicted {
                         .session
                         .graphs
                         .get(c.graph)
-                        .map(|g| g.name.clone())
+                        .map(|g| g.name.to_string())
                         .unwrap_or_default();
                     (g, c.log_line())
                 })

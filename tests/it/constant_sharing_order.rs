@@ -17,7 +17,7 @@ fn shared(p: &placer::Placement) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = p.session.graphs[0]
         .live_nodes()
         .filter(|(_, n)| n.name == "mul" || n.name == "sub")
-        .map(|(_, n)| (n.name.clone(), n.inputs[1].clone()))
+        .map(|(_, n)| (n.name.to_string(), n.inputs[1].to_string()))
         .collect();
     v.sort();
     v

@@ -41,7 +41,7 @@ fn predicted_for(model: &str, ort: &str, block: u32) -> BTreeSet<(String, String
         .graphs
         .iter()
         .flat_map(|g| g.live_nodes())
-        .map(|(_, n)| (n.name.clone(), format!("{}:{}", n.domain, n.op)))
+        .map(|(_, n)| (n.name.to_string(), format!("{}:{}", n.domain, n.op)))
         .collect()
 }
 

@@ -33,7 +33,7 @@ fn predicted(model: &str, ort: &str) -> BTreeSet<(String, String)> {
         .graphs
         .iter()
         .flat_map(|g| g.live_nodes())
-        .map(|(_, n)| (n.name.clone(), format!("{}:{}", n.domain, n.op)))
+        .map(|(_, n)| (n.name.to_string(), format!("{}:{}", n.domain, n.op)))
         .collect()
 }
 

@@ -101,7 +101,7 @@ fn node_names(p: &placer::Placement) -> Vec<String> {
         .session
         .saved_node_names()
         .into_iter()
-        .map(str::to_string)
+        .map(|n| n.to_string())
         .collect();
     out.sort();
     out
@@ -132,7 +132,7 @@ fn print_name_diff(
     let mut ops: BTreeMap<String, String> = BTreeMap::new();
     for g in &p.session.graphs {
         for (_, n) in g.live_nodes() {
-            ops.insert(n.name.clone(), format!("{}:{}", n.domain, n.op));
+            ops.insert(n.name.to_string(), format!("{}:{}", n.domain, n.op));
         }
     }
     for n in p.session.saved_node_names() {

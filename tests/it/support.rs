@@ -306,7 +306,7 @@ pub fn live_node_names(p: &onnx_lint::placer::Placement) -> std::collections::BT
         .graphs
         .iter()
         .flat_map(|g| g.live_nodes())
-        .map(|(_, n)| n.name.clone())
+        .map(|(_, n)| n.name.to_string())
         .collect()
 }
 

@@ -18,7 +18,7 @@ fn place(text: &str, ort: &str, level: OptLevel, eps: Vec<Ep>) -> placer::Placem
 fn nodes(p: &placer::Placement) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = p.session.graphs[0]
         .live_nodes()
-        .map(|(_, n)| (n.name.clone(), n.op.clone()))
+        .map(|(_, n)| (n.name.to_string(), n.op.to_string()))
         .collect();
     v.sort();
     v

@@ -112,7 +112,7 @@ g (float[2, 3] x) => (float[3, 2] y)
         assert_eq!(p.outcome, Outcome::Ok, "{ort}");
         let mut names: Vec<String> = p.session.graphs[0]
             .live_nodes()
-            .map(|(_, n)| n.name.clone())
+            .map(|(_, n)| n.name.to_string())
             .collect();
         names.sort();
         assert_eq!(names, ["a_dq", "a_q", "dq", "q", "r", "tr"], "{ort}");

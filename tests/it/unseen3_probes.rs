@@ -13,7 +13,7 @@ fn place(text: &str, ort: &str, level: OptLevel, eps: Vec<Ep>) -> placer::Placem
 fn nodes(p: &placer::Placement, gi: usize) -> Vec<(String, Option<Ep>)> {
     let mut v: Vec<(String, Option<Ep>)> = p.session.graphs[gi]
         .live_nodes()
-        .map(|(_, n)| (n.name.clone(), n.ep))
+        .map(|(_, n)| (n.name.to_string(), n.ep))
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
@@ -172,7 +172,7 @@ fn reshape_fusion_gives_an_unmatched_gathered_dim_minus_one() {
         let g = &p.session.graphs[0];
         let shape = g
             .initializers
-            .get("shp")
+            .get(&onnx_lint::sym::Sym::new("shp"))
             .and_then(|i| onnx_lint::infer::eval::Tensor::from_proto(&i.tensor))
             .map(|t| t.as_i64());
         assert_eq!(shape, Some(vec![0, 4, 4, -1]), "{ort}");

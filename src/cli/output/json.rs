@@ -67,7 +67,7 @@ pub fn placement_json(model: &str, p: &Placement) -> Value {
     }
     let mut memcpy = Map::new();
     for (g, n) in p.memcpy_counts() {
-        memcpy.insert(g, json!(n));
+        memcpy.insert(g.to_string(), json!(n));
     }
     json!({
         "model": model,

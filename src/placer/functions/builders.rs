@@ -12,6 +12,7 @@ use super::{Context, parse_function};
 use crate::infer::Type;
 use crate::model::proto::FunctionProto;
 use crate::model::type_name;
+use crate::sym::Sym;
 
 const FLOAT: i64 = 1;
 const BOOL: i64 = 9;
@@ -25,13 +26,13 @@ const BFLOAT16: i64 = 16;
 pub(super) fn build(ctx: &Context, requested: i64) -> Option<Option<FunctionProto>> {
     let node = ctx.node;
     // com.microsoft's context-dependent bodies (`contrib_defs.cc`), built with `AddOpset("", 13)`.
-    if node.domain == "com.microsoft" {
+    if node.domain == Sym::COM_MICROSOFT {
         return match (node.op.as_str(), node.since?) {
             ("QuickGelu", 1) => Some(quick_gelu(ctx).and_then(|b| b.finish(13))),
             _ => None,
         };
     }
-    if node.domain != "ai.onnx" {
+    if node.domain != Sym::AI_ONNX {
         return None;
     }
     let since = node.since?;
@@ -1276,21 +1277,20 @@ mod tests {
         let mut names = Vec::new();
         for (k, t) in inputs.iter().enumerate() {
             if t == "-" {
-                names.push(String::new());
+                names.push(Sym::EMPTY);
                 continue;
             }
-            let name = format!("i{k}");
-            g.types
-                .insert(name.clone(), Type::parse(t).expect("input type"));
+            let name = Sym::new(&format!("i{k}"));
+            g.types.insert(name, Type::parse(t).expect("input type"));
             names.push(name);
         }
         g.nodes.push(SNode {
-            name: String::new(),
-            op: op.to_string(),
-            domain: "ai.onnx".into(),
+            name: Sym::EMPTY,
+            op: Sym::new(op),
+            domain: Sym::AI_ONNX,
             since: Some(since),
             inputs: names,
-            outputs: (0..nout).map(|k| format!("o{k}")).collect(),
+            outputs: (0..nout).map(|k| Sym::new(&format!("o{k}"))).collect(),
             attrs,
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),

@@ -39,13 +39,14 @@ use crate::infer::{self, Type};
 use crate::model::normalize_domain;
 use crate::model::proto::{AttributeProto, FunctionProto, GraphProto, NodeProto};
 use crate::session::{self, SGraph, SNode, Session};
+use crate::sym::Sym;
 use crate::tables::KernelTable;
 
 /// The exported static bodies (see the module docs).
 const STATIC_BODIES: &str = include_str!("../../../kernel-tables/functions/onnx-functions.txt");
 
 /// Static bodies by (domain, op, since_version): (function opset version, body), ascending.
-type StaticMap = HashMap<(String, String, i64), Vec<(i64, FunctionProto)>>;
+type StaticMap = HashMap<(Sym, Sym, i64), Vec<(i64, FunctionProto)>>;
 
 fn static_bodies() -> &'static StaticMap {
     static CELL: OnceLock<StaticMap> = OnceLock::new();
@@ -69,8 +70,8 @@ fn parse_static(text: &str) -> (StaticMap, Vec<String>) {
     for (header, body) in blocks {
         let mut it = header.split_whitespace();
         let key = (|| {
-            let domain = it.next()?.to_string();
-            let op = it.next()?.to_string();
+            let domain = Sym::new(it.next()?);
+            let op = Sym::new(it.next()?);
             let since = it.next()?.strip_prefix("since=")?.parse::<i64>().ok()?;
             let opset = it.next()?.strip_prefix("opset=")?.parse::<i64>().ok()?;
             Some((domain, op, since, opset))
@@ -175,7 +176,7 @@ pub(crate) fn body_size(nodes: &[NodeProto]) -> usize {
 /// Valid while only this inliner changes the graphs' nodes: one per batch of calls.
 #[derive(Default)]
 pub struct Inliner {
-    names: HashMap<usize, rustc_hash::FxHashMap<String, u32>>,
+    names: HashMap<usize, rustc_hash::FxHashMap<Sym, u32>>,
 }
 
 impl Inliner {
@@ -191,11 +192,11 @@ impl Inliner {
         inline_with(self, session, table, gi, ni)
     }
 
-    fn names(&mut self, g: &SGraph, gi: usize) -> &mut rustc_hash::FxHashMap<String, u32> {
+    fn names(&mut self, g: &SGraph, gi: usize) -> &mut rustc_hash::FxHashMap<Sym, u32> {
         self.names.entry(gi).or_insert_with(|| {
             let mut m = rustc_hash::FxHashMap::default();
             for (_, n) in g.live_nodes() {
-                *m.entry(n.name.clone()).or_insert(0) += 1;
+                *m.entry(n.name).or_insert(0) += 1;
             }
             m
         })
@@ -203,14 +204,14 @@ impl Inliner {
 
     /// ORT's `GenerateNodeName` for the prefix: `base` unless a live node has that name or it
     /// was generated before, else `base_token_<k>` from the graph's shared counter.
-    fn unique_prefix(&mut self, g: &mut SGraph, gi: usize, base: &str) -> String {
+    fn unique_prefix(&mut self, g: &mut SGraph, gi: usize, base: &str) -> Sym {
         let live = self.names(g, gi);
-        let mut name = base.to_string();
+        let mut name = Sym::new(base);
         while g.generated_names.contains(&name) || live.get(&name).is_some_and(|&c| c > 0) {
-            name = format!("{base}_token_{}", g.name_counter);
+            name = Sym::new(&format!("{base}_token_{}", g.name_counter));
             g.name_counter += 1;
         }
-        g.generated_names.insert(name.clone());
+        g.generated_names.insert(name);
         name
     }
 }
@@ -259,7 +260,7 @@ pub fn inline_aot(session: &mut Session, table: &KernelTable, eps: &[crate::tabl
         let mut todo = Vec::new();
         for (gi, g) in session.graphs.iter().enumerate() {
             for (ni, n) in g.live_nodes() {
-                let schema = infer::resolve_schema(table, &versions, &n.domain, &n.op).ok();
+                let schema = infer::resolve_schema(table, &versions, n.domain, n.op).ok();
                 let claimed = eps
                     .iter()
                     .any(|&ep| crate::placer::lookup(table, ep, session, gi, n, schema).is_ok());
@@ -295,15 +296,12 @@ fn body_of(
     // A node of an op that has no schema but a model-local function calls the function (a
     // schema, where there is one, wins: ORT binds schemas first).
     let Some(since) = node.since else {
-        return session
-            .functions
-            .get(&(node.domain.clone(), node.op.clone()))
-            .cloned();
+        return session.functions.get(&(node.domain, node.op)).cloned();
     };
     let versions = infer::domain_versions(session, table);
     // ORT asks for the graph's opset of the ONNX domain; for other domains, the since-version.
-    let requested = if node.domain == "ai.onnx" {
-        versions.get("ai.onnx").copied()
+    let requested = if node.domain == Sym::AI_ONNX {
+        versions.get(&Sym::AI_ONNX).copied()
     } else {
         None
     };
@@ -312,7 +310,7 @@ fn body_of(
     if let Some(built) = builders::build(&ctx, requested.unwrap_or(since)) {
         return built;
     }
-    let list = static_bodies().get(&(node.domain.clone(), node.op.clone(), since))?;
+    let list = static_bodies().get(&(node.domain, node.op, since))?;
     match requested {
         Some(r) => {
             let (opset, f) = list.iter().rev().find(|(v, _)| *v <= r)?;
@@ -371,7 +369,7 @@ impl<'a> Context<'a> {
             .iter()
             .map(|n| {
                 (!n.is_empty())
-                    .then(|| session.type_of(gi, n).cloned())
+                    .then(|| session.type_of(gi, *n).cloned())
                     .flatten()
             })
             .collect();
@@ -417,43 +415,42 @@ impl<'a> Context<'a> {
 /// Renaming scopes of the inliner (`function_utils::Inliner`).
 struct Renamer<'a> {
     prefix: String,
-    scopes: Vec<HashMap<String, String>>,
+    scopes: Vec<HashMap<Sym, Sym>>,
     /// The call node's attributes, then the function's attribute defaults.
     attrs: &'a [AttributeProto],
     defaults: &'a [AttributeProto],
 }
 
 impl Renamer<'_> {
-    fn make_unique(&mut self, name: &str) -> String {
-        let new = format!("{}{name}", self.prefix);
+    fn make_unique(&mut self, name: &str) -> Sym {
+        let new = Sym::new(&format!("{}{name}", self.prefix));
         if let Some(scope) = self.scopes.last_mut() {
-            scope.insert(name.to_string(), new.clone());
+            scope.insert(Sym::new(name), new);
         }
         new
     }
 
-    fn rename(&mut self, name: &str) -> String {
+    fn rename(&mut self, name: &str) -> Sym {
         if name.is_empty() {
-            return String::new();
+            return Sym::EMPTY;
         }
+        let key = Sym::new(name);
         for scope in self.scopes.iter().rev() {
-            if let Some(n) = scope.get(name) {
-                return n.clone();
+            if let Some(&n) = scope.get(&key) {
+                return n;
             }
         }
         self.make_unique(name)
     }
 
-    fn node(&mut self, n: &mut NodeProto) {
+    /// Renames body node `n`: its name, attribute references and graph attributes in place;
+    /// its inputs and outputs are returned renamed (in that order: inputs first).
+    fn node(&mut self, n: &mut NodeProto) -> (Vec<Sym>, Vec<Sym>) {
         if !n.name().is_empty() {
             n.name = Some(format!("{}{}", self.prefix, n.name()));
         }
-        for x in n.input.iter_mut() {
-            *x = self.rename(x);
-        }
-        for y in n.output.iter_mut() {
-            *y = self.rename(y);
-        }
+        let inputs: Vec<Sym> = n.input.iter().map(|x| self.rename(x)).collect();
+        let outputs: Vec<Sym> = n.output.iter().map(|y| self.rename(y)).collect();
         let mut attrs = Vec::with_capacity(n.attribute.len());
         for mut a in std::mem::take(&mut n.attribute) {
             if let Some(r) = a.ref_attr_name.as_deref().filter(|r| !r.is_empty()) {
@@ -476,18 +473,23 @@ impl Renamer<'_> {
             attrs.push(a);
         }
         n.attribute = attrs;
+        (inputs, outputs)
     }
 
+    /// Renames a graph attribute of a body node in place (it stays a `GraphProto` until it
+    /// becomes a subgraph of the session).
     fn graph(&mut self, g: &mut GraphProto) {
         self.scopes.push(HashMap::new());
         for x in g.input.iter_mut() {
-            x.name = Some(self.make_unique(x.name()));
+            x.name = Some(self.make_unique(x.name()).to_string());
         }
         for y in g.output.iter_mut() {
-            y.name = Some(self.make_unique(y.name()));
+            y.name = Some(self.make_unique(y.name()).to_string());
         }
         for n in g.node.iter_mut() {
-            self.node(n);
+            let (inputs, outputs) = self.node(n);
+            n.input = inputs.iter().map(|s| s.to_string()).collect();
+            n.output = outputs.iter().map(|s| s.to_string()).collect();
         }
         self.scopes.pop();
     }
@@ -514,9 +516,9 @@ fn splice(
         defaults: &body.attribute_proto,
     };
     for (k, formal) in body.input.iter().enumerate() {
-        let actual = node.inputs.get(k).cloned().unwrap_or_default();
+        let actual = node.inputs.get(k).copied().unwrap_or_default();
         if let Some(scope) = r.scopes.last_mut() {
-            scope.insert(formal.clone(), actual);
+            scope.insert(Sym::new(formal), actual);
         }
     }
     for (k, formal) in body.output.iter().enumerate() {
@@ -524,18 +526,23 @@ fn splice(
             .outputs
             .get(k)
             .filter(|a| !a.is_empty())
-            .cloned()
-            .unwrap_or_else(|| format!("{}{formal}", r.prefix));
+            .copied()
+            .unwrap_or_else(|| Sym::new(&format!("{}{formal}", r.prefix)));
         if let Some(scope) = r.scopes.last_mut() {
-            scope.insert(formal.clone(), actual);
+            scope.insert(Sym::new(formal), actual);
         }
     }
     // Graph attributes of the call node are subgraphs of the session; a body that reads one
     // (SequenceMap's `body`) gets it through its builder, never by reference.
-    let mut nodes = body.node.clone();
-    for n in nodes.iter_mut() {
-        r.node(n);
-    }
+    let nodes: Vec<(NodeProto, Vec<Sym>, Vec<Sym>)> = body
+        .node
+        .iter()
+        .map(|n| {
+            let mut n = n.clone();
+            let (inputs, outputs) = r.node(&mut n);
+            (n, inputs, outputs)
+        })
+        .collect();
     let had_subgraphs = !node.subgraphs.is_empty();
     orphan_subgraphs(session, gi, ni);
     if had_subgraphs {
@@ -552,12 +559,12 @@ fn splice(
     }
     let graphs_before = session.graphs.len();
     let nodes_before = session.graphs[gi].nodes.len();
-    for n in nodes {
-        add_node(session, gi, n, node.origin);
+    for (n, inputs, outputs) in nodes {
+        add_node(session, gi, n, inputs, outputs, node.origin);
     }
     if let Some(m) = inliner.names.get_mut(&gi) {
         for n in session.graphs[gi].nodes.iter().skip(nodes_before) {
-            *m.entry(n.name.clone()).or_insert(0) += 1;
+            *m.entry(n.name).or_insert(0) += 1;
         }
     }
     // Implicit inputs change only where subgraphs come or go: a body reads nothing from outer
@@ -584,27 +591,40 @@ fn orphan_subgraphs(session: &mut Session, gi: usize, ni: usize) {
     }
 }
 
-/// Adds a (renamed) node of a body to graph `gi`: a `Constant` becomes an initializer, graph
-/// attributes become subgraphs of the session.
-fn add_node(session: &mut Session, gi: usize, np: NodeProto, origin: Option<crate::model::NodeId>) {
+/// Adds a (renamed) node of a body to graph `gi`, with its (renamed) inputs and outputs: a
+/// `Constant` becomes an initializer, graph attributes become subgraphs of the session.
+fn add_node(
+    session: &mut Session,
+    gi: usize,
+    np: NodeProto,
+    inputs: Vec<Sym>,
+    outputs: Vec<Sym>,
+    origin: Option<crate::model::NodeId>,
+) {
     if np.op_type() == "Constant"
         && normalize_domain(np.domain()) == "ai.onnx"
-        && let Some(t) = session::constant_tensor(&np)
+        && let Some(mut t) = session::constant_tensor(&np)
     {
-        let name = np.output.first().cloned().unwrap_or_default();
-        let init = session::init_of(&t, false);
+        let name = outputs.first().copied().unwrap_or_default();
+        t.name = Some(name.to_string());
+        let init = session::init_owning(t, false);
         let g = &mut session.graphs[gi];
-        g.types.insert(name.clone(), Type::Tensor(init.elem));
+        g.types.insert(name, Type::Tensor(init.elem));
         g.shapes
-            .insert(name.clone(), init.dims.iter().map(|&d| Some(d)).collect());
+            .insert(name, init.dims.iter().map(|&d| Some(d)).collect());
         g.initializers.insert(name, init);
         return;
     }
+    let (name, op, domain) = (
+        Sym::new(np.name()),
+        Sym::new(np.op_type()),
+        Sym::new(normalize_domain(np.domain())),
+    );
     let mut attrs = Vec::with_capacity(np.attribute.len());
-    let mut graphs: Vec<(String, GraphProto)> = Vec::new();
-    for a in np.attribute {
-        if let Some(g) = a.g {
-            graphs.push((a.name.unwrap_or_default(), g));
+    let mut graphs: Vec<(Sym, GraphProto)> = Vec::new();
+    for mut a in np.attribute {
+        if let Some(g) = a.g.take() {
+            graphs.push((Sym::new(a.name()), g));
         } else if !a.graphs.is_empty() {
             // No ONNX op takes a list of graphs; keep the attribute out of the node as ORT's
             // session graph would hold it as subgraphs we do not model.
@@ -615,12 +635,12 @@ fn add_node(session: &mut Session, gi: usize, np: NodeProto, origin: Option<crat
     }
     let new_ni = session.graphs[gi].nodes.len();
     session.graphs[gi].nodes.push(SNode {
-        name: np.name.unwrap_or_default(),
-        op: np.op_type.unwrap_or_default(),
-        domain: normalize_domain(np.domain.as_deref().unwrap_or("")).to_string(),
+        name,
+        op,
+        domain,
         since: None,
-        inputs: np.input,
-        outputs: np.output,
+        inputs,
+        outputs,
         attrs,
         subgraphs: Vec::new(),
         implicit_inputs: Vec::new(),
@@ -643,37 +663,41 @@ fn add_graph(
     origin: Option<crate::model::NodeId>,
 ) -> usize {
     let mut graph = SGraph {
-        name: g.name().to_string(),
+        name: Sym::new(g.name()),
         parent: Some(parent),
         ..SGraph::default()
     };
     for t in &g.initializer {
         graph
             .initializers
-            .insert(t.name().to_string(), session::init_of(t, false));
+            .insert(Sym::new(t.name()), session::init_of(t, false));
     }
-    graph.inputs = g.input.iter().map(|i| i.name().to_string()).collect();
-    graph.outputs = g.output.iter().map(|o| o.name().to_string()).collect();
+    graph.inputs = g.input.iter().map(|i| Sym::new(i.name())).collect();
+    graph.outputs = g.output.iter().map(|o| Sym::new(o.name())).collect();
     for vi in g.input.iter().chain(&g.output).chain(&g.value_info) {
         if let Some(t) = vi.r#type.as_ref() {
+            let name = Sym::new(vi.name());
             if let Some(ty) = Type::from_proto(t) {
-                graph.types.entry(vi.name().to_string()).or_insert(ty);
+                graph.types.entry(name).or_insert(ty);
             }
             if let Some(shape) = session::shape_of(t) {
-                graph.shapes.entry(vi.name().to_string()).or_insert(shape);
+                graph.shapes.entry(name).or_insert(shape);
             }
         }
     }
+    // Map inserts only: the order of the walk cannot reach the maps' contents.
     for (name, init) in &graph.initializers {
-        graph.types.insert(name.clone(), Type::Tensor(init.elem));
+        graph.types.insert(*name, Type::Tensor(init.elem));
         graph
             .shapes
-            .insert(name.clone(), init.dims.iter().map(|&d| Some(d)).collect());
+            .insert(*name, init.dims.iter().map(|&d| Some(d)).collect());
     }
     let sg = session.graphs.len();
     session.graphs.push(graph);
     for n in g.node {
-        add_node(session, sg, n, origin);
+        let inputs = n.input.iter().map(|s| Sym::new(s)).collect();
+        let outputs = n.output.iter().map(|s| Sym::new(s)).collect();
+        add_node(session, sg, n, inputs, outputs, origin);
     }
     sg
 }
@@ -683,8 +707,8 @@ fn add_graph(
 pub(crate) fn graph_proto(session: &Session, sg: usize) -> GraphProto {
     use crate::model::proto::ValueInfoProto;
     let g = &session.graphs[sg];
-    let vi = |name: &String| ValueInfoProto {
-        name: Some(name.clone()),
+    let vi = |name: &Sym| ValueInfoProto {
+        name: Some(name.to_string()),
         r#type: g.types.get(name).map(|t| {
             let mut tp = t.to_proto();
             if let (Some(shape), Some(crate::model::proto::type_proto::Value::TensorType(tt))) =
@@ -701,30 +725,31 @@ pub(crate) fn graph_proto(session: &Session, sg: usize) -> GraphProto {
         let mut attrs = n.attrs.clone();
         for (a, s) in &n.subgraphs {
             attrs.push(AttributeProto {
-                name: Some(a.clone()),
+                name: Some(a.to_string()),
                 r#type: Some(crate::model::proto::attribute_proto::AttributeType::Graph as i32),
                 g: Some(graph_proto(session, *s)),
                 ..Default::default()
             });
         }
         nodes.push(NodeProto {
-            name: Some(n.name.clone()),
-            op_type: Some(n.op.clone()),
-            domain: Some(n.domain.clone()),
-            input: n.inputs.clone(),
-            output: n.outputs.clone(),
+            name: Some(n.name.to_string()),
+            op_type: Some(n.op.to_string()),
+            domain: Some(n.domain.to_string()),
+            input: n.inputs.iter().map(|s| s.to_string()).collect(),
+            output: n.outputs.iter().map(|s| s.to_string()).collect(),
             attribute: attrs,
             ..Default::default()
         });
     }
     // Initializers (including former `Constant` nodes) travel as `Constant` nodes.
-    let mut inits: Vec<(&String, &session::Init)> = g.initializers.iter().collect();
+    // By name (the texts), not in the map's order.
+    let mut inits: Vec<(&Sym, &session::Init)> = g.initializers.iter().collect();
     inits.sort_by(|a, b| a.0.cmp(b.0));
     let mut consts: Vec<NodeProto> = inits
         .into_iter()
         .map(|(name, init)| NodeProto {
             op_type: Some("Constant".into()),
-            output: vec![name.clone()],
+            output: vec![name.to_string()],
             attribute: vec![AttributeProto {
                 name: Some("value".into()),
                 r#type: Some(crate::model::proto::attribute_proto::AttributeType::Tensor as i32),
@@ -736,7 +761,7 @@ pub(crate) fn graph_proto(session: &Session, sg: usize) -> GraphProto {
         .collect();
     consts.extend(nodes);
     GraphProto {
-        name: Some(g.name.clone()),
+        name: Some(g.name.to_string()),
         input: g.inputs.iter().map(vi).collect(),
         output: g.outputs.iter().map(vi).collect(),
         node: consts,
@@ -781,7 +806,7 @@ mod tests {
             .count();
         assert_eq!(map.values().map(Vec::len).sum::<usize>(), blocks);
         let mish = map
-            .get(&("ai.onnx".to_string(), "Mish".to_string(), 22))
+            .get(&(Sym::AI_ONNX, Sym::new("Mish"), 22))
             .expect("Mish-22 has a body");
         let ops: Vec<&str> = mish[0].1.node.iter().map(|n| n.op_type()).collect();
         assert_eq!(ops, ["Softplus", "Tanh", "Mul"]);
@@ -790,7 +815,7 @@ mod tests {
     #[test]
     fn static_defaults_are_attribute_protos() {
         let map = static_bodies();
-        let swish = &map[&("ai.onnx".to_string(), "Swish".to_string(), 24)][0].1;
+        let swish = &map[&(Sym::AI_ONNX, Sym::new("Swish"), 24)][0].1;
         assert_eq!(swish.attribute_proto.len(), 1);
         assert_eq!(swish.attribute_proto[0].name(), "alpha");
         assert_eq!(swish.attribute_proto[0].f, Some(1.0));
@@ -800,10 +825,10 @@ mod tests {
         SNode {
             name: name.into(),
             op: op.into(),
-            domain: "ai.onnx".into(),
+            domain: Sym::AI_ONNX,
             since: Some(since),
-            inputs: inputs.iter().map(|s| s.to_string()).collect(),
-            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            inputs: inputs.iter().map(|&s| Sym::new(s)).collect(),
+            outputs: outputs.iter().map(|&s| Sym::new(s)).collect(),
             attrs: Vec::new(),
             subgraphs: Vec::new(),
             implicit_inputs: Vec::new(),
@@ -832,7 +857,7 @@ mod tests {
         g.nodes.push(node("m3", "Mish", 22, &["Y"], &["Z"]));
         let mut s = Session {
             graphs: vec![g],
-            opsets: [("ai.onnx".to_string(), 22)].into_iter().collect(),
+            opsets: [(Sym::AI_ONNX, 22)].into_iter().collect(),
             ir_version: 10,
             ..Session::default()
         };
@@ -846,8 +871,8 @@ mod tests {
                 (
                     n.name.as_str(),
                     n.op.as_str(),
-                    n.inputs.iter().map(String::as_str).collect(),
-                    n.outputs.iter().map(String::as_str).collect(),
+                    n.inputs.iter().map(|i| i.as_str()).collect(),
+                    n.outputs.iter().map(|o| o.as_str()).collect(),
                 )
             })
             .collect();
@@ -877,7 +902,7 @@ mod tests {
         g.nodes.push(node("", "Swish", 24, &["x"], &["y"]));
         let mut s = Session {
             graphs: vec![g],
-            opsets: [("ai.onnx".to_string(), 24)].into_iter().collect(),
+            opsets: [(Sym::AI_ONNX, 24)].into_iter().collect(),
             ir_version: 10,
             ..Session::default()
         };
@@ -885,7 +910,7 @@ mod tests {
         let g = &s.graphs[0];
         let alpha = g
             .initializers
-            .get("_inlfunc_Swish_Alpha")
+            .get(&Sym::new("_inlfunc_Swish_Alpha"))
             .expect("initializer");
         assert_eq!(alpha.tensor.float_data, vec![1.0]);
         let ops: Vec<&str> = g.live_nodes().map(|(_, n)| n.op.as_str()).collect();

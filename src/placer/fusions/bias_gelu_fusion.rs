@@ -10,7 +10,7 @@ impl Fuser {
             let n = &session.graphs[g].nodes[ni];
             if n.removed
                 || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
-                || n.domain != "ai.onnx"
+                || n.domain != Sym::AI_ONNX
                 || n.op != "Add"
                 || !matches!(n.since, Some(7 | 13 | 14))
                 || n.inputs.len() != 2
@@ -20,8 +20,8 @@ impl Fuser {
                 continue;
             }
             let (Some(a), Some(b)) = (
-                session.shape_of(g, &n.inputs[0]),
-                session.shape_of(g, &n.inputs[1]),
+                session.shape_of(g, n.inputs[0]),
+                session.shape_of(g, n.inputs[1]),
             ) else {
                 continue;
             };
@@ -42,7 +42,7 @@ impl Fuser {
             };
             let cn = &session.graphs[g].nodes[c];
             let is_gelu = (cn.domain == MS && cn.op == "Gelu")
-                || (cn.domain == "ai.onnx"
+                || (cn.domain == Sym::AI_ONNX
                     && cn.op == "Gelu"
                     && cn.attr_s("approximate").is_none_or(|a| a == "none"));
             // A one-input FastGelu takes the bias as its second input (same fusion).

@@ -56,7 +56,7 @@ impl Fuser {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed
                 || n.ep != Some(Ep::Cuda)
-                || n.domain != "ai.onnx"
+                || n.domain != Sym::AI_ONNX
                 || n.op != "Add"
                 || !matches!(n.since, Some(7 | 13 | 14))
                 || n.inputs.len() != 2
@@ -67,21 +67,21 @@ impl Fuser {
                 continue;
             };
             let s = &session.graphs[self.gi].nodes[sm];
-            if s.domain != "ai.onnx"
+            if s.domain != Sym::AI_ONNX
                 || s.op != "Softmax"
                 || s.ep != Some(Ep::Cuda)
                 || !matches!(s.since, Some(1 | 11 | 13))
                 || self.produces_graph_output(n)
                 || !n.inputs.iter().all(|i| {
-                    matches!(session.type_of(self.gi, i), Some(Type::Tensor(t))
+                    matches!(session.type_of(self.gi, *i), Some(Type::Tensor(t))
                         if [D::Float, D::Float16, D::Double].iter().any(|d| *d as i32 == *t))
                 })
             {
                 continue;
             }
             let (Some(a), Some(b)) = (
-                session.shape_of(self.gi, &n.inputs[0]),
-                session.shape_of(self.gi, &n.inputs[1]),
+                session.shape_of(self.gi, n.inputs[0]),
+                session.shape_of(self.gi, n.inputs[1]),
             ) else {
                 continue;
             };
@@ -103,7 +103,7 @@ impl Fuser {
             let (va, vb) = (n.inputs[0].clone(), n.inputs[1].clone());
             let sym_eq = |i: usize, j: usize| {
                 matches!(
-                    (self.dim_symbol(session, &va, i, 0), self.dim_symbol(session, &vb, j, 0)),
+                    (self.dim_symbol(session, va, i, 0), self.dim_symbol(session, vb, j, 0)),
                     (Some(x), Some(y)) if x == y
                 )
             };

@@ -57,15 +57,15 @@ impl Fuser {
         a.inputs.iter().skip(1).all(|b| {
             b.is_empty()
                 || session
-                    .initializer(self.gi, b)
+                    .initializer(self.gi, *b)
                     .is_some_and(|i| !i.overridable)
         })
     }
 }
 
 /// The value is a float tensor.
-pub(super) fn is_float(session: &Session, gi: usize, name: Option<&String>) -> bool {
-    name.is_some_and(|x| session.type_of(gi, x) == Some(&Type::Tensor(D::Float as i32)))
+pub(super) fn is_float(session: &Session, gi: usize, name: Option<&Sym>) -> bool {
+    name.is_some_and(|&x| session.type_of(gi, x) == Some(&Type::Tensor(D::Float as i32)))
 }
 
 pub(super) fn string_attr(name: &str, v: &str) -> AttributeProto {

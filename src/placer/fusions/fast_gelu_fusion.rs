@@ -21,9 +21,9 @@ const SQRT_2_OVER_PI: f64 = 0.797_884_583_473_205_6;
 /// the second formula with a `Cast` parent, that Cast's input.
 struct Head {
     nodes: Vec<usize>,
-    x: String,
+    x: Sym,
     tanh_input: usize,
-    cast_input: Option<String>,
+    cast_input: Option<Sym>,
 }
 
 impl Fuser {
@@ -61,12 +61,12 @@ impl Fuser {
     }
 
     /// The other input of binary `n` than the first slot reading `v` (`IndexOfNodeInput`).
-    pub(super) fn other_input<'a>(n: &'a SNode, v: &str) -> Option<&'a str> {
-        let at = n.inputs.iter().position(|i| i == v)?;
+    pub(super) fn other_input(n: &SNode, v: Sym) -> Option<Sym> {
+        let at = n.inputs.iter().position(|i| *i == v)?;
         if n.inputs.len() != 2 {
             return None;
         }
-        n.inputs.get((at + 1) % 2).map(String::as_str)
+        n.inputs.get((at + 1) % 2).copied()
     }
 
     /// The start node of a formula: `op` at `since`, on CUDA or CPU, one output edge, supported
@@ -86,20 +86,25 @@ impl Fuser {
         if !self.fast_gelu_start(session, m1, "Mul", MUL_ADD) || m1.inputs.len() != 2 {
             return None;
         }
-        let k = (0..2).find(|&i| is_const(session, g, &m1.inputs[i], 0.044_715))?;
+        let k = (0..2).find(|&i| is_const(session, g, m1.inputs[i], 0.044_715))?;
         let x = m1.inputs[(k + 1) % 2].clone();
         let ep = m1.ep;
         let mul2 = self.single_consumer(session, m1)?;
         let m2 = &nodes[mul2];
         if !self.fast_gelu_node(session, mul2, "Mul", MUL_ADD, ep, true)
-            || Self::other_input(m2, m1.outputs.first()?)? != x
+            || Self::other_input(m2, *m1.outputs.first()?)? != x
         {
             return None;
         }
         let add1 = self.single_consumer(session, m2)?;
         let a1 = &nodes[add1];
         if !self.fast_gelu_node(session, add1, "Add", MUL_ADD, ep, true)
-            || !is_const(session, g, Self::other_input(a1, m2.outputs.first()?)?, 1.0)
+            || !is_const(
+                session,
+                g,
+                Self::other_input(a1, *m2.outputs.first()?)?,
+                1.0,
+            )
         {
             return None;
         }
@@ -108,7 +113,7 @@ impl Fuser {
             return None;
         }
         let m3 = &nodes[mul3];
-        let mul4 = self.producer_of(session, Self::other_input(m3, a1.outputs.first()?)?)?;
+        let mul4 = self.producer_of(session, Self::other_input(m3, *a1.outputs.first()?)?)?;
         // ORT checks the op and version of the third Mul again here, not of this node: any op
         // reading `x` and the constant passes.
         let m4 = &nodes[mul4];
@@ -122,7 +127,7 @@ impl Fuser {
         if m4.inputs.len() != 2 {
             return None;
         }
-        let c = (0..2).find(|&i| is_const(session, g, &m4.inputs[i], SQRT_2_OVER_PI))?;
+        let c = (0..2).find(|&i| is_const(session, g, m4.inputs[i], SQRT_2_OVER_PI))?;
         if m4.inputs[(c + 1) % 2] != x {
             return None;
         }
@@ -140,7 +145,7 @@ impl Fuser {
         let nodes = &session.graphs[g].nodes;
         let p = &nodes[pow1];
         if !self.fast_gelu_start(session, p, "Pow", &[7, 12, 13, 15])
-            || !is_const(session, g, p.inputs.get(1)?, 3.0)
+            || !is_const(session, g, *p.inputs.get(1)?, 3.0)
         {
             return None;
         }
@@ -152,7 +157,7 @@ impl Fuser {
             || !is_const(
                 session,
                 g,
-                Self::other_input(m1, p.outputs.first()?)?,
+                Self::other_input(m1, *p.outputs.first()?)?,
                 0.044_715,
             )
         {
@@ -161,7 +166,7 @@ impl Fuser {
         let add1 = self.single_consumer(session, m1)?;
         let a1 = &nodes[add1];
         if !self.fast_gelu_node(session, add1, "Add", MUL_ADD, ep, true)
-            || Self::other_input(a1, m1.outputs.first()?)? != x
+            || Self::other_input(a1, *m1.outputs.first()?)? != x
         {
             return None;
         }
@@ -183,7 +188,7 @@ impl Fuser {
             || !is_const(
                 session,
                 g,
-                Self::other_input(&nodes[mul2], a1.outputs.first()?)?,
+                Self::other_input(&nodes[mul2], *a1.outputs.first()?)?,
                 SQRT_2_OVER_PI,
             )
         {
@@ -247,7 +252,7 @@ impl Fuser {
             return None;
         }
         let a2 = &nodes[add2];
-        if !is_const(session, g, Self::other_input(a2, t.outputs.first()?)?, 1.0) {
+        if !is_const(session, g, Self::other_input(a2, *t.outputs.first()?)?, 1.0) {
             return None;
         }
         let mul5 = self.single_consumer(session, a2)?;
@@ -256,7 +261,7 @@ impl Fuser {
         }
         let m5 = &nodes[mul5];
         let mut out = vec![tanh, add2];
-        let mut mul6 = self.producer_of(session, Self::other_input(m5, a2.outputs.first()?)?)?;
+        let mut mul6 = self.producer_of(session, Self::other_input(m5, *a2.outputs.first()?)?)?;
         if head.cast_input.is_some() {
             // The Cast-wrapped variant: `Mul(0.5, x)` → Cast → the last Mul.
             let cast3 = self.first_parent(session, m5, "Cast")?;
@@ -273,7 +278,7 @@ impl Fuser {
         if m6.inputs.len() != 2 {
             return None;
         }
-        let h = (0..2).find(|&i| is_const(session, g, &m6.inputs[i], 0.5))?;
+        let h = (0..2).find(|&i| is_const(session, g, m6.inputs[i], 0.5))?;
         let want = head.cast_input.as_deref().unwrap_or(&head.x);
         if m6.inputs[(h + 1) % 2] != want {
             return None;

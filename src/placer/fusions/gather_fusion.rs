@@ -28,44 +28,51 @@ impl Fuser {
         let g = &session.graphs[self.gi];
         // Only values read by two or more Gathers/Slices can fuse: count those first, so the
         // pass costs a hash lookup per node.
-        let mut sliced: HashMap<u64, usize> = HashMap::default();
+        let (gather, slice) = (Sym::new("Gather"), Sym::new("Slice"));
+        let mut sliced: HashMap<Sym, usize> = HashMap::default();
         for (_, n) in g.live_nodes() {
-            if (n.op == "Gather" || n.op == "Slice")
-                && let Some(x) = n.inputs.first()
+            if (n.op == gather || n.op == slice)
+                && let Some(&x) = n.inputs.first()
             {
-                *sliced.entry(key(x)).or_default() += 1;
+                *sliced.entry(x).or_default() += 1;
             }
         }
-        let many = |v: &str| sliced.get(&key(v)).is_some_and(|&k| k >= 2);
+        let many = |v: Sym| sliced.get(&v).is_some_and(|&k| k >= 2);
         if !sliced.values().any(|&k| k >= 2) {
             return;
         }
-        let mut candidates: Vec<String> = Vec::new();
-        for i in &g.inputs {
+        let mut candidates: Vec<Sym> = Vec::new();
+        for &i in &g.inputs {
             if many(i) {
-                candidates.push(i.clone());
+                candidates.push(i);
             }
         }
-        let mut inits: Vec<&String> = g.initializers.keys().filter(|i| many(i)).collect();
-        inits.sort();
-        candidates.extend(inits.into_iter().cloned());
+        // By name (the texts), not in the map's order.
+        let mut inits: Vec<Sym> = g
+            .initializers
+            .keys()
+            .copied()
+            .filter(|&i| many(i))
+            .collect();
+        inits.sort_unstable();
+        candidates.extend(inits);
         for ni in self.pass_order(session) {
             let n = &g.nodes[ni];
-            if n.op == "Shape" || n.outputs.len() != 1 || !many(&n.outputs[0]) {
+            if n.op == Sym::SHAPE || n.outputs.len() != 1 || !many(n.outputs[0]) {
                 continue;
             }
             if self.out_edges(session, n) > 1 {
-                candidates.push(n.outputs[0].clone());
+                candidates.push(n.outputs[0]);
             }
         }
         for v in candidates {
-            if let Some(plan) = self.match_split(session, &v) {
-                self.apply_split(session, &v, plan);
+            if let Some(plan) = self.match_split(session, v) {
+                self.apply_split(session, v, plan);
             }
         }
     }
 
-    pub(super) fn match_split(&self, session: &Session, v: &str) -> Option<SplitPlan> {
+    pub(super) fn match_split(&self, session: &Session, v: Sym) -> Option<SplitPlan> {
         let g = &session.graphs[self.gi];
         let shape = session.shape_of(self.gi, v)?;
         let rank = shape.len() as i64;
@@ -73,7 +80,7 @@ impl Fuser {
             .readers(session, v)
             .filter(|&c| {
                 let n = &g.nodes[c];
-                n.inputs.first().is_some_and(|i| i == v) && (n.op == "Gather" || n.op == "Slice")
+                n.inputs.first().is_some_and(|i| *i == v) && (n.op == "Gather" || n.op == "Slice")
             })
             .collect();
         consumers.sort_unstable();
@@ -85,7 +92,7 @@ impl Fuser {
         let axis_of = |n: &SNode| -> Option<i64> {
             match n.op.as_str() {
                 "Gather" => Some(norm(n.attr_i("axis").unwrap_or(0))),
-                _ => Some(norm(scalar_i64(session, self.gi, n.inputs.get(3)?)?.0)),
+                _ => Some(norm(scalar_i64(session, self.gi, *n.inputs.get(3)?)?.0)),
             }
         };
         let axis = axis_of(&g.nodes[consumers[0]])?;
@@ -99,7 +106,7 @@ impl Fuser {
         for &c in &consumers {
             let n = &g.nodes[c];
             if !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
-                || n.domain != "ai.onnx"
+                || n.domain != Sym::AI_ONNX
                 || n.since != Some(13)
             {
                 return None;
@@ -108,7 +115,7 @@ impl Fuser {
                 return None;
             }
             if n.op == "Gather" {
-                let (mut i, r) = scalar_i64(session, self.gi, n.inputs.get(1)?)?;
+                let (mut i, r) = scalar_i64(session, self.gi, *n.inputs.get(1)?)?;
                 if i < 0 {
                     i += dim;
                 }
@@ -119,8 +126,8 @@ impl Fuser {
                 consumed[k] = true;
                 parts.push((i, c, 1, r == 0));
             } else {
-                let (mut s, _) = scalar_i64(session, self.gi, n.inputs.get(1)?)?;
-                let (mut e, _) = scalar_i64(session, self.gi, n.inputs.get(2)?)?;
+                let (mut s, _) = scalar_i64(session, self.gi, *n.inputs.get(1)?)?;
+                let (mut e, _) = scalar_i64(session, self.gi, *n.inputs.get(2)?)?;
                 if s < 0 {
                     s += dim;
                 }
@@ -132,7 +139,7 @@ impl Fuser {
                     return None;
                 }
                 if let Some(step) = n.inputs.get(4).filter(|x| !x.is_empty())
-                    && scalar_i64(session, self.gi, step)?.0 != 1
+                    && scalar_i64(session, self.gi, *step)?.0 != 1
                 {
                     return None;
                 }
@@ -156,7 +163,7 @@ impl Fuser {
         })
     }
 
-    pub(super) fn apply_split(&mut self, session: &mut Session, v: &str, mut plan: SplitPlan) {
+    pub(super) fn apply_split(&mut self, session: &mut Session, v: Sym, mut plan: SplitPlan) {
         plan.parts.sort_by_key(|p| p.0);
         let g = &session.graphs[self.gi];
         let first = plan.consumers[0];
@@ -164,10 +171,10 @@ impl Fuser {
         let value_type = session.type_of(self.gi, v).cloned();
         let shape = session.shape_of(self.gi, v).cloned().unwrap_or_default();
         let mut squeezes: Vec<SNode> = Vec::new();
-        let mut split_outputs: Vec<String> = Vec::new();
+        let mut split_outputs: Vec<Sym> = Vec::new();
         let mut splits: Vec<i64> = Vec::new();
-        let mut new_values: Vec<(String, Vec<Option<i64>>)> = Vec::new();
-        let mut new_inits: Vec<(String, i64)> = Vec::new();
+        let mut new_values: Vec<(Sym, Vec<Option<i64>>)> = Vec::new();
+        let mut new_inits: Vec<(Sym, i64)> = Vec::new();
         for &(_, c, len, squeeze) in &plan.parts {
             let out = g.nodes[c].outputs.first().cloned().unwrap_or_default();
             splits.push(len);
@@ -186,8 +193,8 @@ impl Fuser {
             new_inits.push((axes.clone(), plan.axis));
             squeezes.push(SNode {
                 name,
-                op: "Squeeze".to_string(),
-                domain: "ai.onnx".to_string(),
+                op: Sym::new("Squeeze"),
+                domain: Sym::AI_ONNX,
                 since: Some(13),
                 inputs: vec![arg.clone(), axes],
                 outputs: vec![out],
@@ -206,10 +213,10 @@ impl Fuser {
         let base = format!("{}/GatherSliceToSplitFusion", g.nodes[last].name);
         let name = self.node_name(session, &base);
         let mut split = fused_node(&g.nodes[first], "Split");
-        split.domain = "ai.onnx".to_string();
+        split.domain = Sym::AI_ONNX;
         split.since = Some(if self.opset >= 18 { 18 } else { 13 });
         split.name = name;
-        split.inputs = vec![v.to_string(), splits_name.clone()];
+        split.inputs = vec![v, splits_name.clone()];
         split.outputs = split_outputs;
         split.attrs = vec![int_attr("axis", plan.axis)];
         for (name, dims) in new_values {
@@ -220,9 +227,9 @@ impl Fuser {
             gm.shapes.insert(name, dims);
         }
         for (name, axis) in new_inits {
-            self.add_initializer(session, &name, &[axis]);
+            self.add_initializer(session, name, &[axis]);
         }
-        self.add_initializer(session, &splits_name, &splits);
+        self.add_initializer(session, splits_name, &splits);
         let new = self.fuse(session, &plan.consumers, first, split);
         for sq in squeezes {
             let k = self.add(session, sq);
@@ -247,7 +254,7 @@ impl Fuser {
                 || !matches!(rn.ep, Some(Ep::Cuda | Ep::Cpu))
                 || self.out_edges(session, rn) != 1
                 || rn.inputs.len() != 3
-                || rn.outputs.first().is_none_or(String::is_empty)
+                || rn.outputs.first().is_none_or(Sym::is_empty)
             {
                 continue;
             }
@@ -263,7 +270,7 @@ impl Fuser {
             }
             let range_ep = rn.ep;
             let range_inputs = rn.inputs.clone();
-            let elem = session.type_of(self.gi, &rn.outputs[0]).cloned();
+            let elem = session.type_of(self.gi, rn.outputs[0]).cloned();
             let axis = gn.attr_i("axis").unwrap_or(0);
             let origin = gn.origin;
             let mut outs = Vec::new();
@@ -279,8 +286,8 @@ impl Fuser {
                 inputs.extend(axes.clone());
                 unsqueezes.push(SNode {
                     name,
-                    op: "Unsqueeze".to_string(),
-                    domain: "ai.onnx".to_string(),
+                    op: Sym::new("Unsqueeze"),
+                    domain: Sym::AI_ONNX,
                     since: Some(if self.opset >= 13 { 13 } else { 11 }),
                     inputs,
                     outputs: vec![outs[i].clone()],
@@ -312,12 +319,12 @@ impl Fuser {
                 gm.shapes.insert(o.clone(), vec![Some(1)]);
             }
             if let Some(a) = &axes {
-                self.add_initializer(session, a, &[0]);
+                self.add_initializer(session, *a, &[0]);
             }
-            self.add_initializer(session, &slice_axes, &[axis]);
+            self.add_initializer(session, slice_axes, &[axis]);
             let gn = &session.graphs[self.gi].nodes[gather];
             let mut slice = fused_node(gn, "Slice");
-            slice.domain = "ai.onnx".to_string();
+            slice.domain = Sym::AI_ONNX;
             slice.since = Some(13);
             slice.name = slice_name;
             slice.inputs = vec![

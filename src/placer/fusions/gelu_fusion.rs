@@ -7,7 +7,7 @@ impl Fuser {
     pub(super) fn next(&self, session: &Session, n: &SNode, op: &str) -> Option<usize> {
         let c = self.single_consumer(session, n)?;
         let cn = &session.graphs[self.gi].nodes[c];
-        (cn.domain == "ai.onnx" && cn.op == op && cn.ep == n.ep && !cn.removed).then_some(c)
+        (cn.domain == Sym::AI_ONNX && cn.op == op && cn.ep == n.ep && !cn.removed).then_some(c)
     }
 
     pub(super) fn gelu_types_ok(&self, session: &Session, n: &SNode) -> bool {
@@ -25,14 +25,14 @@ impl Fuser {
             let n = &session.graphs[g].nodes[ni];
             if n.removed
                 || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
-                || n.domain != "ai.onnx"
+                || n.domain != Sym::AI_ONNX
                 || n.inputs.len() != 2
             {
                 continue;
             }
             let scaled = match n.op.as_str() {
-                "Div" => is_const(session, g, &n.inputs[1], std::f64::consts::SQRT_2),
-                "Mul" => is_const(session, g, &n.inputs[1], std::f64::consts::FRAC_1_SQRT_2),
+                "Div" => is_const(session, g, n.inputs[1], std::f64::consts::SQRT_2),
+                "Mul" => is_const(session, g, n.inputs[1], std::f64::consts::FRAC_1_SQRT_2),
                 _ => false,
             };
             if !scaled || self.out_edges(session, n) != 1 || !self.gelu_types_ok(session, n) {
@@ -55,7 +55,7 @@ impl Fuser {
                 || !an
                     .inputs
                     .iter()
-                    .any(|i| i != erf_out && is_const(session, g, i, 1.0))
+                    .any(|i| i != erf_out && is_const(session, g, *i, 1.0))
             {
                 continue;
             }
@@ -63,7 +63,7 @@ impl Fuser {
                 continue;
             };
             let mn = &session.graphs[g].nodes[mul];
-            if mn.domain != "ai.onnx"
+            if mn.domain != Sym::AI_ONNX
                 || mn.op != "Mul"
                 || mn.ep != n.ep
                 || mn.inputs.len() != 2
@@ -77,7 +77,7 @@ impl Fuser {
             } else {
                 &mn.inputs[0]
             };
-            let half = |v: &str| is_const(session, g, v, 0.5);
+            let half = |v: Sym| is_const(session, g, v, 0.5);
             let mut fused = vec![ni, erf, add];
             let last = if *other == x {
                 // (x · (1 + erf)) · 0.5. ORT looks for `x · 0.5` first, among the Mul's input
@@ -85,7 +85,7 @@ impl Fuser {
                 // one is taken and fails (it feeds the Div too), and the fusion gives up
                 // (measured: `qdyn.tsd.falcon` on CUDA, every release).
                 if self
-                    .producer_of(session, &x)
+                    .producer_of(session, x)
                     .is_some_and(|p| session.graphs[g].nodes[p].op == "Mul")
                 {
                     continue;
@@ -96,7 +96,7 @@ impl Fuser {
                 let m2n = &session.graphs[g].nodes[m2];
                 let mul_out = &mn.outputs[0];
                 if self.out_edges(session, mn) != 1
-                    || !m2n.inputs.iter().any(|i| i != mul_out && half(i))
+                    || !m2n.inputs.iter().any(|i| i != mul_out && half(*i))
                 {
                     continue;
                 }
@@ -104,17 +104,17 @@ impl Fuser {
                 m2
             } else {
                 // (x · 0.5) · (1 + erf)
-                let Some(p) = self.producer_of(session, other) else {
+                let Some(p) = self.producer_of(session, *other) else {
                     continue;
                 };
                 let pn = &session.graphs[g].nodes[p];
-                if pn.domain != "ai.onnx"
+                if pn.domain != Sym::AI_ONNX
                     || pn.op != "Mul"
                     || pn.ep != n.ep
                     || self.out_edges(session, pn) != 1
                     || pn.inputs.len() != 2
-                    || !((pn.inputs[0] == x && half(&pn.inputs[1]))
-                        || (pn.inputs[1] == x && half(&pn.inputs[0])))
+                    || !((pn.inputs[0] == x && half(pn.inputs[1]))
+                        || (pn.inputs[1] == x && half(pn.inputs[0])))
                 {
                     continue;
                 }

@@ -65,7 +65,7 @@ impl Fuser {
         }
         // A Cast feeding the ReduceMean, read only by the pattern.
         let mut leading_cast = None;
-        if let Some(c) = self.producer_of(session, x) {
+        if let Some(c) = self.producer_of(session, *x) {
             let cn = &g.nodes[c];
             if is_op(cn, "Cast", CAST_SINCE)
                 && same(cn)
@@ -187,24 +187,24 @@ impl Fuser {
         let pick = |n: &SNode| {
             n.inputs
                 .iter()
-                .rfind(|i| self.rank_of(session, i) == Some(1))
+                .rfind(|i| self.rank_of(session, **i) == Some(1))
                 .cloned()
         };
         let scale = pick(mul)?;
         let bias = pick(ln)?;
-        let dim0 = |v: &str| session.shape_of(self.gi, v).and_then(|s| s[0]).unwrap_or(0);
-        if dim0(&scale) != dim0(&bias) {
+        let dim0 = |v: Sym| session.shape_of(self.gi, v).and_then(|s| s[0]).unwrap_or(0);
+        if dim0(scale) != dim0(bias) {
             return None;
         }
         let x_in = match leading_cast {
             Some(c) => g.nodes[c].inputs.first()?.clone(),
             None => x.clone(),
         };
-        if ep == Some(Ep::Cpu) && self.is_fp16(session, &x_in) {
+        if ep == Some(Ep::Cpu) && self.is_fp16(session, x_in) {
             return None;
         }
         let mut node = fused_node(ln, "LayerNormalization");
-        node.domain = "ai.onnx".to_string();
+        node.domain = Sym::AI_ONNX;
         node.since = Some(if self.opset >= 17 { 17 } else { 1 });
         node.inputs = vec![x_in, scale, bias];
         node.outputs = vec![ln.outputs.first()?.clone()];
@@ -222,7 +222,7 @@ impl Fuser {
         }
         axes.sort_unstable();
         if axes.last().is_some_and(|&a| a > 0) {
-            let rank = self.rank_of(session, rm.inputs.first()?)? as i64;
+            let rank = self.rank_of(session, *rm.inputs.first()?)? as i64;
             for a in &mut axes {
                 if *a >= 0 {
                     *a -= rank;
@@ -304,7 +304,7 @@ impl Fuser {
         }
         let gpu = ep == Some(Ep::Cuda);
         let mut leading_cast = None;
-        if gpu && let Some(c) = self.producer_of(session, x) {
+        if gpu && let Some(c) = self.producer_of(session, *x) {
             let cn = &g.nodes[c];
             if is_op(cn, "Cast", CAST_SINCE) && same(cn) && self.edges_are(session, cn, 2) {
                 leading_cast = Some(c);
@@ -333,17 +333,17 @@ impl Fuser {
         let scale = mul
             .inputs
             .iter()
-            .rfind(|i| self.rank_of(session, i) == Some(1))?
+            .rfind(|i| self.rank_of(session, **i) == Some(1))?
             .clone();
         let x_in = match leading_cast {
             Some(c) => g.nodes[c].inputs.first()?.clone(),
             None => x.clone(),
         };
-        if ep == Some(Ep::Cpu) && self.is_fp16(session, &x_in) {
+        if ep == Some(Ep::Cpu) && self.is_fp16(session, x_in) {
             return None;
         }
         let mut node = fused_node(mul, "SimplifiedLayerNormalization");
-        node.domain = "ai.onnx".to_string();
+        node.domain = Sym::AI_ONNX;
         node.since = Some(1);
         node.inputs = vec![x_in, scale];
         node.outputs = vec![mul.outputs.first()?.clone()];

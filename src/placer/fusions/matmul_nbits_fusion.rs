@@ -32,7 +32,7 @@ impl Fuser {
                 continue;
             };
             let cn = &session.graphs[g].nodes[c];
-            if cn.domain != "ai.onnx"
+            if cn.domain != Sym::AI_ONNX
                 || cn.op != "Add"
                 || !matches!(cn.since, Some(7 | 13 | 14))
                 || cn.ep != n.ep
@@ -48,14 +48,14 @@ impl Fuser {
             let Some(want) = n.attr_i("N") else {
                 continue;
             };
-            match session.shape_of(g, bias).map(Vec::as_slice) {
+            match session.shape_of(g, *bias).map(Vec::as_slice) {
                 Some([Some(d)]) if *d == want => {}
                 _ => continue,
             }
             let mut node = n.clone();
             node.kernel = None;
             if node.inputs.len() < 6 {
-                node.inputs.resize(6, String::new());
+                node.inputs.resize(6, Sym::EMPTY);
             }
             node.inputs[5] = bias.clone();
             node.outputs = cn.outputs.clone();

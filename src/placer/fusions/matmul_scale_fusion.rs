@@ -4,7 +4,7 @@ use super::*;
 
 /// Which input of a `Mul`/`Div` is a constant scalar scale (`Div` only by its divisor).
 pub(super) fn scale_input(session: &Session, gi: usize, n: &SNode) -> Option<usize> {
-    if n.domain != "ai.onnx"
+    if n.domain != Sym::AI_ONNX
         || !matches!(n.since, Some(7 | 13 | 14))
         || n.inputs.len() != 2
         || n.outputs.len() != 1
@@ -17,8 +17,8 @@ pub(super) fn scale_input(session: &Session, gi: usize, n: &SNode) -> Option<usi
         _ => return None,
     };
     candidates.iter().copied().find(|&i| {
-        let other_rank = session.shape_of(gi, &n.inputs[1 - i]).map_or(0, Vec::len);
-        session.initializer(gi, &n.inputs[i]).is_some_and(|init| {
+        let other_rank = session.shape_of(gi, n.inputs[1 - i]).map_or(0, Vec::len);
+        session.initializer(gi, n.inputs[i]).is_some_and(|init| {
             !init.overridable
                 && init.elements() == Some(1)
                 && init.dims.len() <= other_rank
@@ -53,9 +53,9 @@ impl Fuser {
             let Some(at) = scale_input(session, self.gi, sn) else {
                 continue;
             };
-            near.extend(self.producer_of(session, &sn.inputs[1 - at]));
+            near.extend(self.producer_of(session, sn.inputs[1 - at]));
             for o in &sn.outputs {
-                near.extend(self.readers(session, o));
+                near.extend(self.readers(session, *o));
             }
         }
         if near.is_empty() {
@@ -67,16 +67,16 @@ impl Fuser {
                 continue;
             }
             let is_matmul =
-                (n.domain == "ai.onnx" && n.op == "MatMul" && matches!(n.since, Some(9 | 13)))
+                (n.domain == Sym::AI_ONNX && n.op == "MatMul" && matches!(n.since, Some(9 | 13)))
                     || (n.domain == MS && n.op == "FusedMatMul");
             if !is_matmul {
                 continue;
             }
             let ep = n.ep;
             // Leading scales: (input slot, scale node, unscaled value).
-            let mut leading: Vec<(usize, usize, String)> = Vec::new();
+            let mut leading: Vec<(usize, usize, Sym)> = Vec::new();
             for (slot, input) in n.inputs.iter().enumerate().take(2) {
-                let Some(p) = self.producer_of(session, input) else {
+                let Some(p) = self.producer_of(session, *input) else {
                     continue;
                 };
                 let pn = &session.graphs[self.gi].nodes[p];
@@ -88,7 +88,7 @@ impl Fuser {
                 };
                 let other = &pn.inputs[1 - scale_at];
                 if session
-                    .shape_of(self.gi, other)
+                    .shape_of(self.gi, *other)
                     .is_none_or(|s| s.is_empty())
                 {
                     continue;
@@ -127,7 +127,7 @@ impl Fuser {
                 // The scale goes when the MatMul was its last reader.
                 let value = &session.graphs[self.gi].nodes[ni].inputs[*slot];
                 let pn = &session.graphs[self.gi].nodes[*p];
-                let readers = self.readers(session, value).filter(|&k| k != ni).count();
+                let readers = self.readers(session, *value).filter(|&k| k != ni).count();
                 if readers == 0 && !self.produces_graph_output(pn) && !fused.contains(p) {
                     fused.push(*p);
                 }

@@ -11,7 +11,7 @@ impl Fuser {
             if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) || n.inputs.len() < 2 {
                 continue;
             }
-            let is_matmul = (n.domain == "ai.onnx" && n.op == "MatMul")
+            let is_matmul = (n.domain == Sym::AI_ONNX && n.op == "MatMul")
                 || (n.domain == MS && n.op == "FusedMatMul");
             if !is_matmul {
                 continue;
@@ -20,8 +20,8 @@ impl Fuser {
                 continue;
             }
             let mut trans: [Option<usize>; 2] = [
-                self.last_two_transpose(session, &n.inputs[0]),
-                self.last_two_transpose(session, &n.inputs[1]),
+                self.last_two_transpose(session, n.inputs[0]),
+                self.last_two_transpose(session, n.inputs[1]),
             ];
             // `ReorderCastAndTranspose`: Transpose → Cast → MatMul becomes Cast → Transpose →
             // MatMul, so that the Transpose fuses.
@@ -29,7 +29,7 @@ impl Fuser {
             for (slot, t) in trans.iter_mut().enumerate() {
                 if t.is_none() {
                     let value = session.graphs[self.gi].nodes[ni].inputs[slot].clone();
-                    *t = self.reorder_cast_and_transpose(session, &value, &base);
+                    *t = self.reorder_cast_and_transpose(session, value, &base);
                 }
             }
             let n = &session.graphs[self.gi].nodes[ni];
@@ -59,7 +59,7 @@ impl Fuser {
                         .first()
                         .cloned()
                         .unwrap_or_default();
-                    let readers = self.readers(session, &value).filter(|&k| k != ni).count();
+                    let readers = self.readers(session, value).filter(|&k| k != ni).count();
                     if readers == 0 && !fused.contains(&p) {
                         fused.push(p);
                     }
@@ -72,10 +72,10 @@ impl Fuser {
 
     /// `GetTransposeNodeFromOutput`: the live `Transpose` producing `value` when it swaps the
     /// last two dims and produces no graph output (ORT does not compare its provider).
-    pub(super) fn last_two_transpose(&self, session: &Session, value: &str) -> Option<usize> {
+    pub(super) fn last_two_transpose(&self, session: &Session, value: Sym) -> Option<usize> {
         let p = self.producer_of(session, value)?;
         let pn = &session.graphs[self.gi].nodes[p];
-        if pn.op != "Transpose" || pn.domain != "ai.onnx" || self.produces_graph_output(pn) {
+        if pn.op != Sym::TRANSPOSE || pn.domain != Sym::AI_ONNX || self.produces_graph_output(pn) {
             return None;
         }
         let perm = self.effective_perm(session, p)?;
@@ -98,15 +98,15 @@ impl Fuser {
     pub(super) fn reorder_cast_and_transpose(
         &mut self,
         session: &mut Session,
-        value: &str,
+        value: Sym,
         base: &str,
     ) -> Option<usize> {
         let c = self.producer_of(session, value)?;
         let cast = session.graphs[self.gi].nodes[c].clone();
-        if cast.op != "Cast" || cast.domain != "ai.onnx" {
+        if cast.op != Sym::CAST || cast.domain != Sym::AI_ONNX {
             return None;
         }
-        let t = self.last_two_transpose(session, cast.inputs.first()?)?;
+        let t = self.last_two_transpose(session, *cast.inputs.first()?)?;
         let transpose = session.graphs[self.gi].nodes[t].clone();
         let t_in = transpose.inputs.first()?.clone();
         let t_out = transpose.outputs.first()?.clone();
@@ -129,7 +129,7 @@ impl Fuser {
         new_transpose.inputs = vec![new_value];
         new_transpose.outputs = vec![cast_out];
         new_transpose.ep = cast.ep;
-        let others = self.readers(session, &t_out).filter(|&k| k != c).count();
+        let others = self.readers(session, t_out).filter(|&k| k != c).count();
         self.remove(session, c);
         if others == 0 {
             self.remove(session, t);
@@ -156,19 +156,19 @@ impl Fuser {
         let mut perm = match g.nodes[t].attr_ints("perm") {
             Some(p) => p.to_vec(),
             None => {
-                let rank = session.shape_of(self.gi, &value)?.len() as i64;
+                let rank = session.shape_of(self.gi, value)?.len() as i64;
                 (0..rank).rev().collect()
             }
         };
         // A few steps suffice: the chains the optimiser merges are short.
         for _ in 0..4 {
-            let Some(p) = self.producer_of(session, &value) else {
+            let Some(p) = self.producer_of(session, value) else {
                 break;
             };
             let pn = &g.nodes[p];
             if self.out_edges(session, pn) != 1
                 || self.produces_graph_output(pn)
-                || pn.domain != "ai.onnx"
+                || pn.domain != Sym::AI_ONNX
             {
                 break;
             }

@@ -27,9 +27,10 @@ use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::placer::{OptLevel, registry};
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
-const MS: &str = "com.microsoft";
+const MS: Sym = Sym::COM_MICROSOFT;
 mod bias_gelu_fusion;
 mod bias_softmax_fusion;
 mod conv_activation_fusion;
@@ -72,18 +73,17 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
     if level < OptLevel::Extended {
         return;
     }
+    let triggers: Vec<Sym> = TRIGGERS.iter().map(|&op| Sym::new(op)).collect();
+    let (layer_norm, reduce_mean) = (Sym::new("LayerNormalization"), Sym::new("ReduceMean"));
     for gi in 0..session.graphs.len() {
         // Every fusion starts from one of these ops; most graphs can be skipped at once.
         let g = &session.graphs[gi];
-        if !g
-            .live_nodes()
-            .any(|(_, n)| TRIGGERS.contains(&n.op.as_str()))
-        {
+        if !g.live_nodes().any(|(_, n)| triggers.contains(&n.op)) {
             continue;
         }
         let layer_norms = g
             .live_nodes()
-            .any(|(_, n)| n.op == "LayerNormalization" || n.op == "ReduceMean");
+            .any(|(_, n)| n.op == layer_norm || n.op == reduce_mean);
         let mut f = Fuser::new(session, gi);
         f.since_1_25 = table.release_at_least(1, 25);
         f.since_1_28 = table.release_at_least(1, 28);
@@ -107,20 +107,19 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
 
 /// One graph's producer/consumer index and ORT's node-name generator.
 ///
-/// Values are keyed by their name's hash (no string copies); every lookup checks the names
-/// of the nodes it finds, so a hash collision can only hide a fusion, never make a wrong one.
+/// Values are keyed by their interned names.
 struct Fuser {
     gi: usize,
-    producer: HashMap<u64, usize>,
+    producer: HashMap<Sym, usize>,
     /// Readers of each value: the head of a list in `links` (one entry per reading node,
     /// implicit inputs included). Entries of removed nodes stay; lookups skip them.
-    consumers: HashMap<u64, u32>,
+    consumers: HashMap<Sym, u32>,
     /// (node, next entry or `u32::MAX`).
     links: Vec<(u32, u32)>,
-    outputs: HashSet<String>,
+    outputs: HashSet<Sym>,
     /// Live node names with multiplicity (built on the first generated name), and names
     /// generated so far (`GenerateNodeName`).
-    names: Option<HashMap<String, usize>>,
+    names: Option<HashMap<Sym, usize>>,
     /// The visiting order of the passes: ORT's topological order (`GraphViewer`'s, which each
     /// of ORT's transformers walks), fused nodes taking the place of the node whose output they
     /// produce. Fused nodes are appended in this order, so their indices, and the order later
@@ -128,9 +127,9 @@ struct Fuser {
     order: Vec<usize>,
     /// Position of each node in `order` (`usize::MAX` for none).
     pos: Vec<usize>,
-    generated: HashSet<String>,
+    generated: HashSet<Sym>,
     /// Value names generated so far (`GenerateNodeArgName`, which shares the counter).
-    generated_args: HashSet<String>,
+    generated_args: HashSet<Sym>,
     /// Nodes to visit right after a node of `order` (nodes a fusion added besides the one
     /// taking a fused node's place).
     after: HashMap<usize, Vec<usize>>,
@@ -144,11 +143,11 @@ struct Fuser {
     /// Fusions made so far.
     fused: usize,
     /// Live nodes per op type: a pass whose ops are absent is skipped.
-    ops: HashMap<String, usize>,
+    ops: HashMap<Sym, usize>,
     /// Declared symbolic dims (`dim_param`) per value of the main graph.
-    params: HashMap<String, Vec<Option<String>>>,
-    /// Symbolic dims found so far by [`Fuser::dim_symbol`], per (value key, dim).
-    symbols: std::cell::RefCell<HashMap<(u64, usize), Option<String>>>,
+    params: HashMap<Sym, Vec<Option<Sym>>>,
+    /// Symbolic dims found so far by [`Fuser::dim_symbol`], per (value, dim).
+    symbols: crate::placer::dim_symbols::Memo,
 }
 
 impl Fuser {
@@ -230,7 +229,7 @@ impl Fuser {
             generated: g.generated_names.clone(),
             generated_args: HashSet::default(),
             after: HashMap::default(),
-            opset: session.opsets.get("ai.onnx").copied().unwrap_or(0),
+            opset: session.opsets.get(&Sym::AI_ONNX).copied().unwrap_or(0),
             since_1_25: true,
             since_1_28: true,
             counter: g.name_counter,
@@ -254,8 +253,8 @@ impl Fuser {
     }
 
     fn register(&mut self, ni: usize, n: &SNode) {
-        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            self.producer.insert(key(o), ni);
+        for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            self.producer.insert(o, ni);
         }
         for (k, i) in n.inputs.iter().chain(&n.implicit_inputs).enumerate() {
             // One entry per reading node, however many of its slots read the value.
@@ -271,32 +270,24 @@ impl Fuser {
             let (Ok(node), Ok(at)) = (u32::try_from(ni), u32::try_from(self.links.len())) else {
                 continue;
             };
-            let head = self.consumers.insert(key(i), at).unwrap_or(u32::MAX);
+            let head = self.consumers.insert(*i, at).unwrap_or(u32::MAX);
             self.links.push((node, head));
         }
         if let Some(names) = self.names.as_mut() {
-            *names.entry(n.name.clone()).or_default() += 1;
+            *names.entry(n.name).or_default() += 1;
         }
-        match self.ops.get_mut(n.op.as_str()) {
-            Some(k) => *k += 1,
-            None => {
-                self.ops.insert(n.op.clone(), 1);
-            }
-        }
+        *self.ops.entry(n.op).or_default() += 1;
     }
 
     fn has(&self, op: &str) -> bool {
-        self.ops.get(op).is_some_and(|&k| k > 0)
+        // An op never interned is in no graph.
+        Sym::get(op).is_some_and(|op| self.ops.get(&op).is_some_and(|&k| k > 0))
     }
 
     /// The nodes reading `value`, one entry per input slot.
-    fn readers<'s>(
-        &'s self,
-        session: &'s Session,
-        value: &'s str,
-    ) -> impl Iterator<Item = usize> + 's {
+    fn readers<'s>(&'s self, session: &'s Session, value: Sym) -> impl Iterator<Item = usize> + 's {
         let g = &session.graphs[self.gi];
-        let mut at = self.consumers.get(&key(value)).copied().unwrap_or(u32::MAX);
+        let mut at = self.consumers.get(&value).copied().unwrap_or(u32::MAX);
         std::iter::from_fn(move || {
             let &(node, next) = self.links.get(at as usize)?;
             at = next;
@@ -308,7 +299,7 @@ impl Fuser {
                 && n.inputs
                     .iter()
                     .chain(&n.implicit_inputs)
-                    .any(|i| i == value)
+                    .any(|&i| i == value)
         })
     }
 
@@ -351,46 +342,46 @@ impl Fuser {
     }
 
     /// `Graph::GenerateNodeName`: `base` unless a live node or an earlier generated name has it.
-    fn node_name(&mut self, session: &Session, base: &str) -> String {
+    fn node_name(&mut self, session: &Session, base: &str) -> Sym {
         if self.names.is_none() {
-            let mut names: HashMap<String, usize> = HashMap::default();
+            let mut names: HashMap<Sym, usize> = HashMap::default();
             for (_, n) in session.graphs[self.gi].live_nodes() {
-                *names.entry(n.name.clone()).or_default() += 1;
+                *names.entry(n.name).or_default() += 1;
             }
             self.names = Some(names);
         }
-        let taken = |f: &Fuser, n: &str| {
+        let taken = |f: &Fuser, n: Sym| {
             f.names
                 .as_ref()
-                .and_then(|m| m.get(n))
+                .and_then(|m| m.get(&n))
                 .is_some_and(|&k| k > 0)
-                || f.generated.contains(n)
+                || f.generated.contains(&n)
         };
-        let mut name = base.to_string();
-        while taken(self, &name) {
-            name = format!("{base}_token_{}", self.counter);
+        let mut name = Sym::new(base);
+        while taken(self, name) {
+            name = Sym::new(&format!("{base}_token_{}", self.counter));
             self.counter += 1;
         }
-        self.generated.insert(name.clone());
+        self.generated.insert(name);
         name
     }
 
     /// `Graph::GenerateNodeArgName`: `base` unless a value or an earlier generated value name
     /// has it; shares the counter with node names.
-    fn arg_name(&mut self, session: &Session, base: &str) -> String {
+    fn arg_name(&mut self, session: &Session, base: &str) -> Sym {
         let g = &session.graphs[self.gi];
-        let taken = |f: &Fuser, n: &str| {
-            f.generated_args.contains(n)
-                || g.types.contains_key(n)
-                || g.initializers.contains_key(n)
-                || g.inputs.iter().any(|i| i == n)
+        let taken = |f: &Fuser, n: Sym| {
+            f.generated_args.contains(&n)
+                || g.types.contains_key(&n)
+                || g.initializers.contains_key(&n)
+                || g.inputs.contains(&n)
         };
-        let mut name = base.to_string();
-        while taken(self, &name) {
-            name = format!("{base}_token_{}", self.counter);
+        let mut name = Sym::new(base);
+        while taken(self, name) {
+            name = Sym::new(&format!("{base}_token_{}", self.counter));
             self.counter += 1;
         }
-        self.generated_args.insert(name.clone());
+        self.generated_args.insert(name);
         name
     }
 
@@ -398,14 +389,14 @@ impl Fuser {
         let n = &mut session.graphs[self.gi].nodes[ni];
         n.removed = true;
         for o in &n.outputs {
-            if self.producer.get(&key(o)) == Some(&ni) {
-                self.producer.remove(&key(o));
+            if self.producer.get(o) == Some(&ni) {
+                self.producer.remove(o);
             }
         }
         if let Some(k) = self.names.as_mut().and_then(|m| m.get_mut(&n.name)) {
             *k = k.saturating_sub(1);
         }
-        if let Some(k) = self.ops.get_mut(n.op.as_str()) {
+        if let Some(k) = self.ops.get_mut(&n.op) {
             *k = k.saturating_sub(1);
         }
     }
@@ -419,10 +410,10 @@ impl Fuser {
     }
 
     /// The live producer of `value` in this graph.
-    fn producer_of(&self, session: &Session, value: &str) -> Option<usize> {
-        self.producer.get(&key(value)).copied().filter(|&p| {
+    fn producer_of(&self, session: &Session, value: Sym) -> Option<usize> {
+        self.producer.get(&value).copied().filter(|&p| {
             let n = &session.graphs[self.gi].nodes[p];
-            !n.removed && n.outputs.iter().any(|o| o == value)
+            !n.removed && n.outputs.contains(&value)
         })
     }
 
@@ -432,7 +423,7 @@ impl Fuser {
             .iter()
             .filter(|o| !o.is_empty())
             .map(|o| {
-                self.readers(session, o)
+                self.readers(session, *o)
                     .map(|k| {
                         let r = &session.graphs[self.gi].nodes[k];
                         r.inputs
@@ -457,7 +448,7 @@ impl Fuser {
         }
         n.outputs
             .iter()
-            .find_map(|o| self.readers(session, o).next())
+            .find_map(|o| self.readers(session, *o).next())
     }
 
     /// Replaces `fused` nodes by `node`, which takes the provider of `anchor`.
@@ -502,17 +493,9 @@ impl Fuser {
     }
 }
 
-/// The index key of a value name.
-fn key(name: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = rustc_hash::FxHasher::default();
-    name.hash(&mut h);
-    h.finish()
-}
-
 /// A constant scalar initializer equal to `expected` (ORT's `IsInitializerWithExpectedValue`:
 /// a float16 value is compared with `expected` rounded to float16).
-fn is_const(session: &Session, gi: usize, name: &str, expected: f64) -> bool {
+fn is_const(session: &Session, gi: usize, name: Sym, expected: f64) -> bool {
     let Some(init) = session
         .initializer(gi, name)
         .filter(|i| !i.overridable && i.elements() == Some(1))
@@ -602,7 +585,7 @@ fn half_to_f64(h: u16) -> f64 {
 }
 
 /// ORT's `optimizer_utils::IsScalar`: a known shape with one element.
-fn is_scalar(session: &Session, gi: usize, name: &str) -> bool {
+fn is_scalar(session: &Session, gi: usize, name: Sym) -> bool {
     session
         .shape_of(gi, name)
         .is_some_and(|s| s.is_empty() || (s.len() == 1 && s[0] == Some(1)))
@@ -610,9 +593,9 @@ fn is_scalar(session: &Session, gi: usize, name: &str) -> bool {
 
 fn fused_node(like: &SNode, op: &str) -> SNode {
     SNode {
-        name: String::new(),
-        op: op.to_string(),
-        domain: MS.to_string(),
+        name: Sym::EMPTY,
+        op: Sym::new(op),
+        domain: MS,
         since: Some(1),
         inputs: like.inputs.clone(),
         outputs: like.outputs.clone(),
@@ -650,7 +633,7 @@ const CAST_SINCE: &[i64] = &[6, 9, 13, 19, 21, 23, 24, 25];
 
 /// An ai.onnx `op` node whose since-version is one of `since`.
 fn is_op(n: &SNode, op: &str, since: &[i64]) -> bool {
-    n.domain == "ai.onnx" && n.op == op && n.since.is_some_and(|v| since.contains(&v))
+    n.domain == Sym::AI_ONNX && n.op == op && n.since.is_some_and(|v| since.contains(&v))
 }
 
 impl Fuser {
@@ -661,7 +644,7 @@ impl Fuser {
             .outputs
             .iter()
             .filter(|o| !o.is_empty())
-            .flat_map(|o| self.readers(session, o))
+            .flat_map(|o| self.readers(session, *o))
             .collect();
         out.sort_unstable();
         out.dedup();
@@ -681,7 +664,7 @@ impl Fuser {
             .inputs
             .iter()
             .filter(|i| !i.is_empty())
-            .filter_map(|i| self.producer_of(session, i))
+            .filter_map(|i| self.producer_of(session, *i))
             .collect();
         out.sort_unstable();
         out.dedup();
@@ -724,7 +707,7 @@ impl Fuser {
             .take(first_n.unwrap_or(usize::MAX))
             .all(|i| {
                 !i.is_empty()
-                    && matches!(session.type_of(self.gi, i), Some(Type::Tensor(t))
+                    && matches!(session.type_of(self.gi, *i), Some(Type::Tensor(t))
                         if [D::Float16, D::Float, D::Double, D::Bfloat16].iter().any(|d| *d as i32 == *t))
             })
     }
@@ -737,23 +720,23 @@ impl Fuser {
         n.inputs
             .get(1)
             .filter(|a| !a.is_empty())
-            .and_then(|a| session.initializer(self.gi, a))
+            .and_then(|a| session.initializer(self.gi, *a))
             .filter(|i| !i.overridable)
             .and_then(|i| crate::session::int_values(&i.tensor))
             .unwrap_or_default()
     }
 
-    fn is_fp16(&self, session: &Session, v: &str) -> bool {
+    fn is_fp16(&self, session: &Session, v: Sym) -> bool {
         matches!(session.type_of(self.gi, v), Some(Type::Tensor(t)) if *t == D::Float16 as i32)
     }
 
-    fn rank_of(&self, session: &Session, v: &str) -> Option<usize> {
+    fn rank_of(&self, session: &Session, v: Sym) -> Option<usize> {
         session.shape_of(self.gi, v).map(Vec::len)
     }
 }
 
 /// A scalar (`[]` or `[1]`) int64 constant initializer: its value and rank.
-fn scalar_i64(session: &Session, gi: usize, v: &str) -> Option<(i64, usize)> {
+fn scalar_i64(session: &Session, gi: usize, v: Sym) -> Option<(i64, usize)> {
     let init = session.initializer(gi, v).filter(|i| !i.overridable)?;
     if init.elem != D::Int64 as i32 || !(init.dims.is_empty() || init.dims == [1]) {
         return None;
@@ -776,14 +759,11 @@ fn i64_init(name: &str, values: &[i64]) -> crate::session::Init {
 
 impl Fuser {
     /// Adds an initializer the fusion created.
-    fn add_initializer(&self, session: &mut Session, name: &str, values: &[i64]) {
+    fn add_initializer(&self, session: &mut Session, name: Sym, values: &[i64]) {
         let g = &mut session.graphs[self.gi];
-        g.initializers
-            .insert(name.to_string(), i64_init(name, values));
-        g.types
-            .insert(name.to_string(), Type::Tensor(D::Int64 as i32));
-        g.shapes
-            .insert(name.to_string(), vec![Some(values.len() as i64)]);
+        g.initializers.insert(name, i64_init(&name, values));
+        g.types.insert(name, Type::Tensor(D::Int64 as i32));
+        g.shapes.insert(name, vec![Some(values.len() as i64)]);
     }
 }
 

@@ -8,7 +8,7 @@ impl Fuser {
     pub(super) fn quick_gelu(&mut self, session: &mut Session) {
         let ok_ep = |n: &SNode| matches!(n.ep, Some(Ep::Cuda | Ep::Cpu));
         let is = |n: &SNode, op: &str, versions: &[i64]| {
-            n.domain == "ai.onnx" && n.op == op && n.since.is_some_and(|v| versions.contains(&v))
+            n.domain == Sym::AI_ONNX && n.op == op && n.since.is_some_and(|v| versions.contains(&v))
         };
         for ni in self.pass_order(session) {
             let n = &session.graphs[self.gi].nodes[ni];
@@ -16,7 +16,7 @@ impl Fuser {
                 continue;
             }
             let mut fused: Vec<usize> = Vec::new();
-            let mut input: Option<String> = None;
+            let mut input: Option<Sym> = None;
             let mut sigmoid = ni;
             if is(n, "Mul", &[7, 13, 14])
                 && self.out_edges(session, n) == 1
@@ -24,8 +24,8 @@ impl Fuser {
                 && n.inputs.len() == 2
             {
                 for (i, x) in n.inputs.iter().enumerate() {
-                    if is_scalar(session, self.gi, x)
-                        && session.initializer(self.gi, x).is_some_and(|init| {
+                    if is_scalar(session, self.gi, *x)
+                        && session.initializer(self.gi, *x).is_some_and(|init| {
                             !init.overridable
                                 && [D::Float, D::Double, D::Float16]
                                     .iter()

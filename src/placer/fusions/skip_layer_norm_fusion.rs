@@ -14,7 +14,7 @@ impl Fuser {
     pub(super) fn skip_layer_norm(&mut self, session: &mut Session) {
         let g = self.gi;
         let is_add = |n: &SNode| {
-            n.domain == "ai.onnx" && n.op == "Add" && matches!(n.since, Some(7 | 13 | 14))
+            n.domain == Sym::AI_ONNX && n.op == "Add" && matches!(n.since, Some(7 | 13 | 14))
         };
         for ni in self.pass_order(session) {
             let ln = &session.graphs[g].nodes[ni];
@@ -25,13 +25,13 @@ impl Fuser {
             if ln.removed
                 || !matches!(ln.ep, Some(Ep::Cuda | Ep::Cpu))
                 || ln.op != "LayerNormalization"
-                || !(ln.domain == "ai.onnx" || ln.domain == MS)
+                || !(ln.domain == Sym::AI_ONNX || ln.domain == MS)
                 || ln.inputs.len() < 2
                 || !self.sln_types_ok(session, ln)
             {
                 continue;
             }
-            let Some(a1) = self.producer_of(session, &ln.inputs[0]) else {
+            let Some(a1) = self.producer_of(session, ln.inputs[0]) else {
                 continue;
             };
             let add1 = &session.graphs[g].nodes[a1];
@@ -42,14 +42,14 @@ impl Fuser {
                 || self.out_edges(session, add1) != 1
                 || self.produces_graph_output(add1)
                 || !self.sln_types_ok(session, add1)
-                || !self.same_dims_3d(session, &add1.inputs[0], &add1.inputs[1])
+                || !self.same_dims_3d(session, add1.inputs[0], add1.inputs[1])
             {
                 continue;
             }
             // A bias Add above it (3-D input, 1-D bias of the last dim).
             let mut bias: Option<(usize, usize)> = None;
             for slot in 0..2 {
-                let Some(a2) = self.producer_of(session, &add1.inputs[slot]) else {
+                let Some(a2) = self.producer_of(session, add1.inputs[slot]) else {
                     continue;
                 };
                 let add2 = &session.graphs[g].nodes[a2];
@@ -65,14 +65,14 @@ impl Fuser {
                 // `CheckSecondAdd`: the bias is a constant initializer; a graph input or a
                 // Cast's output (the `InsertedPrecisionFreeCast_` of an fp16 bias) is not.
                 if session
-                    .initializer(g, &add2.inputs[1])
+                    .initializer(g, add2.inputs[1])
                     .is_none_or(|i| i.overridable)
                 {
                     continue;
                 }
                 let (Some(x), Some(b)) = (
-                    session.shape_of(g, &add2.inputs[0]),
-                    session.shape_of(g, &add2.inputs[1]),
+                    session.shape_of(g, add2.inputs[0]),
+                    session.shape_of(g, add2.inputs[1]),
                 ) else {
                     continue;
                 };
@@ -100,7 +100,7 @@ impl Fuser {
                 }
                 None => vec![add1.inputs[0].clone(), add1.inputs[1].clone(), gamma, beta],
             };
-            while node.inputs.last().is_some_and(String::is_empty) {
+            while node.inputs.last().is_some_and(Sym::is_empty) {
                 node.inputs.pop();
             }
             node.outputs = vec![ln.outputs.first().cloned().unwrap_or_default()];
@@ -127,7 +127,7 @@ impl Fuser {
         }
         let mut found: Option<(usize, usize, usize)> = None;
         for slot in 0..2 {
-            let Some(a) = self.producer_of(session, &sln.inputs[slot]) else {
+            let Some(a) = self.producer_of(session, sln.inputs[slot]) else {
                 continue;
             };
             let an = &g.nodes[a];
@@ -145,13 +145,13 @@ impl Fuser {
                 // The biased value comes from a MatMul (not, say, the scale `Mul` of a
                 // dynamically quantized MatMul: `tests/fixtures/realworld/qdyn.*` at 1.31.1).
                 let from_matmul = self
-                    .producer_of(session, x)
+                    .producer_of(session, *x)
                     .is_some_and(|p| g.nodes[p].op == "MatMul");
                 from_matmul
                     && session
-                        .initializer(self.gi, b)
+                        .initializer(self.gi, *b)
                         .is_some_and(|i| !i.overridable && i.dims.len() == 1)
-                    && matches!((session.shape_of(self.gi, x), session.shape_of(self.gi, b)),
+                    && matches!((session.shape_of(self.gi, *x), session.shape_of(self.gi, *b)),
                         (Some(xs), Some(bs)) if xs.len() == 3 && bs.len() == 1
                             && xs[2].is_some() && xs[2] == bs[0])
             });
@@ -166,7 +166,7 @@ impl Fuser {
         let an = &g.nodes[a];
         let mut node = fused_node(sln, "SkipLayerNormalization");
         let mut inputs = sln.inputs.clone();
-        inputs.resize(4, String::new());
+        inputs.resize(4, Sym::EMPTY);
         inputs[slot] = an.inputs[1 - k].clone();
         inputs.push(an.inputs[k].clone());
         node.inputs = inputs;
@@ -188,7 +188,7 @@ impl Fuser {
     /// (concrete dims have none, so they always compare equal). A dim we know neither
     /// value nor declared symbol of counts as different: ORT's own inference gives such dims
     /// a symbol or none, and which one we cannot tell.
-    pub(super) fn same_dims_3d(&self, session: &Session, a: &str, b: &str) -> bool {
+    pub(super) fn same_dims_3d(&self, session: &Session, a: Sym, b: Sym) -> bool {
         let (Some(sa), Some(sb)) = (session.shape_of(self.gi, a), session.shape_of(self.gi, b))
         else {
             return false;
@@ -208,11 +208,11 @@ impl Fuser {
     pub(super) fn dim_symbol(
         &self,
         session: &Session,
-        v: &str,
+        v: Sym,
         i: usize,
         depth: usize,
-    ) -> Option<String> {
-        let producer = |x: &str| self.producer_of(session, x);
+    ) -> Option<Sym> {
+        let producer = |x: Sym| self.producer_of(session, x);
         let ctx = crate::placer::dim_symbols::Symbols {
             session,
             gi: self.gi,

@@ -14,8 +14,8 @@ impl Optimizer<'_> {
         let node = &session.graphs[gi].nodes[ni];
         // ORT's CSE never merges an ai.onnx DequantizeLinear: each QDQ node unit keeps its own
         // (`EnsureUniqueDQForNodeUnit`; measured on tests/fixtures/realworld/qdq*).
-        let dq = node.domain == "ai.onnx" && node.op == "DequantizeLinear";
-        if dq || !node.subgraphs.is_empty() || !is_deterministic(&node.domain, &node.op) {
+        let dq = node.domain == Sym::AI_ONNX && node.op == Sym::DEQUANTIZE_LINEAR;
+        if dq || !node.subgraphs.is_empty() || !is_deterministic(node.domain, node.op) {
             return false;
         }
         // Sized once for the names and a few small attributes: the key is built for every node.
@@ -68,7 +68,7 @@ impl Optimizer<'_> {
                 }
                 for (o, r) in outs.iter().zip(&rep_outs) {
                     if !o.is_empty() {
-                        Self::replace_uses(session, gi, idx, o, r);
+                        Self::replace_uses(session, gi, idx, *o, *r);
                     }
                 }
                 Self::remove(session, gi, ni);

@@ -12,14 +12,14 @@ impl Optimizer<'_> {
         idx: &mut Index,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
-        if node.op == "If" && node.domain == "ai.onnx" {
+        if node.op == Sym::IF && node.domain == Sym::AI_ONNX {
             return self.inline_if(session, gi, ni, idx);
         }
-        if node.op == "Shape" && node.domain == "ai.onnx" {
+        if node.op == Sym::SHAPE && node.domain == Sym::AI_ONNX {
             let Some(x) = node
                 .inputs
                 .first()
-                .and_then(|i| session.shape_of(gi, i))
+                .and_then(|i| session.shape_of(gi, *i))
                 .cloned()
             else {
                 return false;
@@ -45,22 +45,22 @@ impl Optimizer<'_> {
                 return false;
             };
             let out = node.outputs.first().cloned().unwrap_or_default();
-            self.add_initializer(session, gi, &out, Some(Tensor::i64_1d(dims)));
+            self.add_initializer(session, gi, out, Some(Tensor::i64_1d(dims)));
             Self::remove_dead_inputs(session, gi, ni, idx);
             Self::remove(session, gi, ni);
             return true;
         }
-        if node.domain != "ai.onnx"
-            || !is_deterministic(&node.domain, &node.op)
+        if node.domain != Sym::AI_ONNX
+            || !is_deterministic(node.domain, node.op)
             || !node.subgraphs.is_empty()
-            || node.op == "DequantizeLinear"
+            || node.op == Sym::DEQUANTIZE_LINEAR
         {
             return false;
         }
         if !node
             .inputs
             .iter()
-            .all(|i| i.is_empty() || Self::is_constant_init(session, gi, i))
+            .all(|i| i.is_empty() || Self::is_constant_init(session, gi, *i))
         {
             return false;
         }
@@ -70,7 +70,7 @@ impl Optimizer<'_> {
         {
             return false;
         }
-        let schema = infer::resolve_schema(self.table, &self.versions, &node.domain, &node.op).ok();
+        let schema = infer::resolve_schema(self.table, &self.versions, node.domain, node.op).ok();
         if crate::placer::lookup(self.table, Ep::Cpu, session, gi, node, schema).is_err() {
             return false;
         }
@@ -85,7 +85,7 @@ impl Optimizer<'_> {
             if n.is_empty() {
                 owned.push(None);
             } else {
-                let v = all_known.then(|| self.constant(session, gi, n)).flatten();
+                let v = all_known.then(|| self.constant(session, gi, *n)).flatten();
                 read = read.saturating_add(v.as_ref().map_or(0, Tensor::len));
                 all_known &= v.is_some() && read <= eval::MAX_STEP_INPUT;
                 owned.push(v.filter(|_| all_known));
@@ -114,7 +114,7 @@ impl Optimizer<'_> {
         for o in &outs {
             let v = results.as_mut().and_then(Iterator::next);
             if !o.is_empty() {
-                self.add_initializer(session, gi, o, v);
+                self.add_initializer(session, gi, *o, v);
             }
         }
         Self::remove_dead_inputs(session, gi, ni, idx);
@@ -141,10 +141,10 @@ impl Optimizer<'_> {
         let Some(cond) = node.inputs.first().cloned() else {
             return false;
         };
-        if !Self::is_constant_init(session, gi, &cond) {
+        if !Self::is_constant_init(session, gi, cond) {
             return false;
         }
-        let Some(v) = self.constant(session, gi, &cond) else {
+        let Some(v) = self.constant(session, gi, cond) else {
             return false;
         };
         if v.len() != 1 {
@@ -171,13 +171,13 @@ impl Optimizer<'_> {
         // The branch must be self-contained for ORT to inline it: every input of its nodes is
         // an outer-scope value, a branch initializer or an earlier node's output (ORT throws
         // otherwise, failing the session; here the `If` is left alone).
-        let mut known: HashSet<&str> = sub.initializers.keys().map(String::as_str).collect();
+        let mut known: HashSet<Sym> = sub.initializers.keys().copied().collect();
         for &k in &order {
             let n = &sub.nodes[k];
             if n.inputs.iter().any(|i| {
                 !i.is_empty()
-                    && !known.contains(i.as_str())
-                    && (sub.inputs.iter().any(|x| x == i)
+                    && !known.contains(i)
+                    && (sub.inputs.contains(i)
                         || sub
                             .nodes
                             .iter()
@@ -185,106 +185,120 @@ impl Optimizer<'_> {
             }) {
                 return false;
             }
-            known.extend(
-                n.outputs
-                    .iter()
-                    .filter(|o| !o.is_empty())
-                    .map(String::as_str),
-            );
+            known.extend(n.outputs.iter().filter(|o| !o.is_empty()).copied());
         }
 
         let mut names = NameGen::new(&session.graphs[gi]);
-        let mut generated: Vec<String> = Vec::new();
+        let mut generated: Vec<Sym> = Vec::new();
         let prefix = names.node(&format!("_if_{branch}"));
-        generated.push(prefix.clone());
+        generated.push(prefix);
         // Branch output i is the If's output i (the first mention wins, as in ORT).
-        let mut rename: HashMap<String, String> = HashMap::default();
-        for (o, target) in sub_outputs.iter().zip(&if_outputs) {
-            rename.entry(o.clone()).or_insert_with(|| target.clone());
+        let mut rename: HashMap<Sym, Sym> = HashMap::default();
+        for (&o, &target) in sub_outputs.iter().zip(&if_outputs) {
+            rename.entry(o).or_insert(target);
         }
         let sub = session.graphs[sg].clone();
-        let mut inits: Vec<&String> = sub.initializers.keys().collect();
+        // The branch's initializers by name (the texts), not in the map's order: the names
+        // are generated, and the initializers registered, in this order.
+        let mut inits: Vec<Sym> = sub.initializers.keys().copied().collect();
         inits.sort_unstable();
-        for name in inits {
-            if !rename.contains_key(name) {
+        for &name in &inits {
+            if !rename.contains_key(&name) {
                 let new = names.value(&format!("{prefix}_{name}"));
-                rename.insert(name.clone(), new);
+                rename.insert(name, new);
             }
         }
         for &k in &order {
-            for o in sub.nodes[k].outputs.iter().filter(|o| !o.is_empty()) {
-                if !rename.contains_key(o) {
+            for &o in sub.nodes[k].outputs.iter().filter(|o| !o.is_empty()) {
+                if !rename.contains_key(&o) {
                     let new = names.value(&format!("{prefix}_{o}"));
-                    rename.insert(o.clone(), new);
+                    rename.insert(o, new);
                 }
             }
         }
-        let map = |n: &String| rename.get(n).cloned().unwrap_or_else(|| n.clone());
-        for (name, init) in &sub.initializers {
+        let map = |n: &Sym| rename.get(n).copied().unwrap_or(*n);
+        for name in &inits {
+            let Some(init) = sub.initializers.get(name) else {
+                continue;
+            };
             let new = map(name);
             let mut init = init.clone();
-            init.tensor.name = Some(new.clone());
+            init.tensor.name = Some(new.to_string());
             let g = &mut session.graphs[gi];
-            g.types.insert(new.clone(), Type::Tensor(init.elem));
+            g.types.insert(new, Type::Tensor(init.elem));
             g.shapes.insert(
-                new.clone(),
+                new,
                 init.dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
             );
-            self.values.forget(gi, &new);
+            self.values.forget(gi, new);
             if gi == 0 {
-                self.shareable.insert(new.clone());
+                self.shareable.insert(new);
             }
-            g.init_order.push(new.clone());
+            g.init_order.push(new);
             g.initializers.insert(new, init);
         }
-        for (name, t) in &sub.types {
+        // The branch's types and shapes by name (the texts), not in the maps' order: where two
+        // names map to one (a branch output renamed to a name the branch also types), the
+        // first in this order wins.
+        let mut typed: Vec<(&Sym, &Type)> = sub.types.iter().collect();
+        typed.sort_unstable_by_key(|&(name, _)| name);
+        for (name, t) in typed {
             session.graphs[gi]
                 .types
                 .entry(map(name))
                 .or_insert_with(|| t.clone());
         }
-        for (name, s) in &sub.shapes {
+        let mut shaped: Vec<(&Sym, &Vec<Option<i64>>)> = sub.shapes.iter().collect();
+        shaped.sort_unstable_by_key(|&(name, _)| name);
+        for (name, s) in shaped {
             session.graphs[gi]
                 .shapes
                 .entry(map(name))
                 .or_insert_with(|| s.clone());
         }
+        // The renames to carry into nested subgraphs, applied one after the other in the
+        // names' order (the texts), not the map's: a chain (`a` to `b`, `b` to `c`) would
+        // otherwise depend on it.
+        let mut renames: Vec<(Sym, Sym)> = rename
+            .iter()
+            .filter(|(from, to)| from != to)
+            .map(|(&from, &to)| (from, to))
+            .collect();
+        renames.sort_unstable();
         for &k in &order {
             let mut n = sub.nodes[k].clone();
             n.name = names.node(&format!("{prefix}_{}", n.op));
-            generated.push(n.name.clone());
+            generated.push(n.name);
             // ORT drops trailing missing inputs and outputs.
-            while n.inputs.last().is_some_and(String::is_empty) {
+            while n.inputs.last().is_some_and(|i| i.is_empty()) {
                 n.inputs.pop();
             }
-            while n.outputs.last().is_some_and(String::is_empty) {
+            while n.outputs.last().is_some_and(|o| o.is_empty()) {
                 n.outputs.pop();
             }
             n.inputs = n
                 .inputs
                 .iter()
-                .map(|i| if i.is_empty() { i.clone() } else { map(i) })
+                .map(|i| if i.is_empty() { *i } else { map(i) })
                 .collect();
             n.outputs = n
                 .outputs
                 .iter()
-                .map(|o| if o.is_empty() { o.clone() } else { map(o) })
+                .map(|o| if o.is_empty() { *o } else { map(o) })
                 .collect();
             n.implicit_inputs = n.implicit_inputs.iter().map(map).collect();
             let new_index = session.graphs[gi].nodes.len();
             for (_, s) in &n.subgraphs {
                 session.graphs[*s].parent = Some((gi, new_index));
-                for (from, to) in &rename {
-                    if from != to {
-                        Self::rename_in_subgraph(session, *s, from, to);
-                    }
+                for &(from, to) in &renames {
+                    Self::rename_in_subgraph(session, *s, from, to);
                 }
             }
-            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                idx.producer.insert(o.clone(), new_index);
+            for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                idx.producer.insert(o, new_index);
             }
-            for i in n.inputs.iter().chain(&n.implicit_inputs) {
-                idx.uses.entry(i.clone()).or_default().push(new_index);
+            for &i in n.inputs.iter().chain(&n.implicit_inputs) {
+                idx.uses.entry(i).or_default().push(new_index);
             }
             session.graphs[gi].nodes.push(n);
             session.graphs[sg].nodes[k].removed = true;
@@ -293,21 +307,23 @@ impl Optimizer<'_> {
         // A branch output that no branch node or initializer defines (an outer-scope value
         // passed through): ORT leaves the If's output undefined. Keep the graph well formed
         // with an Identity so that the simulation can go on.
-        let produced: HashSet<&String> = sub
+        let produced: HashSet<Sym> = sub
             .nodes
             .iter()
             .filter(|n| !n.removed)
             .flat_map(|n| n.outputs.iter())
             .chain(sub.initializers.keys())
+            .copied()
             .collect();
-        let mut passthrough: Vec<(String, String)> = Vec::new();
-        for (o, target) in sub_outputs.iter().zip(&if_outputs) {
-            if target.is_empty() || produced.contains(o) && rename.get(o) == Some(target) {
+        let mut passthrough: Vec<(Sym, Sym)> = Vec::new();
+        for (o, &target) in sub_outputs.iter().zip(&if_outputs) {
+            if target.is_empty() || produced.contains(o) && rename.get(o) == Some(&target) {
                 continue;
             }
-            passthrough.push((map(o), target.clone()));
+            passthrough.push((map(o), target));
         }
-        let since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Identity")
+        let identity = Sym::new("Identity");
+        let since = infer::resolve_schema(self.table, &self.versions, Sym::AI_ONNX, identity)
             .ok()
             .map(|s| s.since);
         for (src, target) in passthrough {
@@ -315,14 +331,14 @@ impl Optimizer<'_> {
                 continue;
             }
             let new_index = session.graphs[gi].nodes.len();
-            idx.producer.insert(target.clone(), new_index);
-            idx.uses.entry(src.clone()).or_default().push(new_index);
+            idx.producer.insert(target, new_index);
+            idx.uses.entry(src).or_default().push(new_index);
             let name = names.node(&format!("{prefix}_Identity"));
-            generated.push(name.clone());
+            generated.push(name);
             session.graphs[gi].nodes.push(SNode {
                 name,
-                op: "Identity".into(),
-                domain: "ai.onnx".into(),
+                op: identity,
+                domain: Sym::AI_ONNX,
                 since,
                 inputs: vec![src],
                 outputs: vec![target],

@@ -25,16 +25,16 @@ impl Optimizer<'_> {
         let g = &session.graphs[gi];
         // ORT walks `GetAllInitializedTensors()`, a `std::unordered_map`: its iteration order
         // after the initializers were inserted in the order ORT registered them.
-        let mut order: Vec<&str> = crate::session::initializer_map::iteration_order(
-            g.init_order.iter().map(String::as_str),
-        );
-        order.retain(|name| g.initializers.contains_key(*name));
-        let seen: HashSet<&str> = order.iter().copied().collect();
+        let mut order: Vec<Sym> =
+            crate::session::initializer_map::iteration_order(g.init_order.iter().copied());
+        order.retain(|name| g.initializers.contains_key(name));
+        let seen: HashSet<Sym> = order.iter().copied().collect();
         if order.len() < g.initializers.len() {
-            let mut rest: Vec<&str> = g
+            // By name (the texts), not in the map's order.
+            let mut rest: Vec<Sym> = g
                 .initializers
                 .keys()
-                .map(String::as_str)
+                .copied()
                 .filter(|k| !seen.contains(k))
                 .collect();
             rest.sort_unstable();
@@ -42,12 +42,12 @@ impl Optimizer<'_> {
         }
         // The initializers that may be merged, by what they hold (the values are compared
         // below): fewer than two and nothing can be, without scanning the nodes.
-        let candidates: HashSet<&str> = order
+        let candidates: HashSet<Sym> = order
             .iter()
             .copied()
             .filter(|&name| {
                 g.initializers
-                    .get(name)
+                    .get(&name)
                     .is_some_and(|init| self.candidate(name, init, idx))
             })
             .collect();
@@ -57,33 +57,33 @@ impl Optimizer<'_> {
         // Who reads each candidate, from one scan of the graph: (read by a live node, read by
         // one through a subgraph). The merges are applied in one pass at the end, so the pass
         // stays linear when one node reads many initializers (a `Sum` of 80,000 equal constants).
-        let mut reads: FxMap<&str, (bool, bool)> =
+        let mut reads: FxMap<Sym, (bool, bool)> =
             FxMap::with_capacity_and_hasher(candidates.len(), Default::default());
         for (_, n) in g.live_nodes() {
             for i in n.inputs.iter() {
-                if let Some(&c) = candidates.get(i.as_str()) {
-                    reads.entry(c).or_default().0 = true;
+                if candidates.contains(i) {
+                    reads.entry(*i).or_default().0 = true;
                 }
             }
             for i in &n.implicit_inputs {
-                if let Some(&c) = candidates.get(i.as_str()) {
-                    *reads.entry(c).or_default() = (true, true);
+                if candidates.contains(i) {
+                    *reads.entry(*i).or_default() = (true, true);
                 }
             }
         }
         let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), usize> = FxMap::default();
-        let mut renames: FxMap<String, String> = FxMap::default();
+        let mut renames: FxMap<Sym, Sym> = FxMap::default();
         for k in 0..order.len() {
             let name = order[k];
-            let Some(init) = g.initializers.get(name) else {
+            let Some(init) = g.initializers.get(&name) else {
                 continue;
             };
-            if !candidates.contains(name) {
+            if !candidates.contains(&name) {
                 continue;
             }
             let elem = init.elem;
             let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
-            match reads.get(name) {
+            match reads.get(&name) {
                 Some((true, false)) => {}
                 _ => continue,
             }
@@ -101,7 +101,7 @@ impl Optimizer<'_> {
                     slot.insert(k);
                 }
                 std::collections::hash_map::Entry::Occupied(rep) => {
-                    renames.insert(name.to_string(), order[*rep.get()].to_string());
+                    renames.insert(name, order[*rep.get()]);
                 }
             }
         }
@@ -113,22 +113,24 @@ impl Optimizer<'_> {
             if n.removed {
                 continue;
             }
-            let mut renamed: Vec<&String> = Vec::new();
+            let mut renamed: Vec<Sym> = Vec::new();
             for i in n.inputs.iter_mut() {
-                if let Some(rep) = renames.get(i.as_str()) {
-                    *i = rep.clone();
+                if let Some(&rep) = renames.get(i) {
+                    *i = rep;
                     renamed.push(rep);
                 }
             }
-            renamed.sort_unstable();
+            // One use per (value, node); the order of distinct values' lists is immaterial.
+            renamed.sort_unstable_by_key(|s| s.id());
             renamed.dedup();
             for rep in renamed {
-                idx.uses.entry(rep.clone()).or_default().push(k);
+                idx.uses.entry(rep).or_default().push(k);
             }
         }
+        // Removals only: the map's order cannot reach the result.
         for name in renames.keys() {
             g.initializers.remove(name);
-            self.values.forget(gi, name);
+            self.values.forget(gi, *name);
         }
         true
     }
@@ -136,16 +138,16 @@ impl Optimizer<'_> {
     /// Whether initializer `name` may take part in sharing, before its values are read: held
     /// as a tensor proto, constant, of a static shape with at most [`SHARING_MAX_ELEMENTS`]
     /// elements, of a shared type, and no graph output.
-    fn candidate(&self, name: &str, init: &Init, idx: &Index) -> bool {
+    fn candidate(&self, name: Sym, init: &Init, idx: &Index) -> bool {
         let elem = init.elem;
         let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
         let float =
             elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
-        self.shareable.contains(name)
+        self.shareable.contains(&name)
             && !init.overridable
             && init.dims.iter().all(|&d| d >= 0)
             && init.elements().is_some_and(|n| n <= SHARING_MAX_ELEMENTS)
             && (int || float)
-            && !idx.outputs.contains(name)
+            && !idx.outputs.contains(&name)
     }
 }

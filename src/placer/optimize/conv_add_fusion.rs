@@ -24,7 +24,7 @@ impl Optimizer<'_> {
         }
         let out = conv.outputs[0].clone();
         let w = conv.inputs.get(1).cloned().unwrap_or_default();
-        let Some(w_init) = session.initializer(gi, &w).filter(|i| !i.overridable) else {
+        let Some(w_init) = session.initializer(gi, w).filter(|i| !i.overridable) else {
             return false;
         };
         let (w_dims, w_elem) = (w_init.dims.clone(), w_init.elem);
@@ -32,14 +32,14 @@ impl Optimizer<'_> {
             return false;
         }
         if let Some(b) = conv.inputs.get(2).filter(|b| !b.is_empty())
-            && !Self::is_constant_init(session, gi, b)
+            && !Self::is_constant_init(session, gi, *b)
         {
             return false;
         }
         if idx.outputs.contains(&out) {
             return false;
         }
-        let users = idx.users(session, gi, &out);
+        let users = idx.users(session, gi, out);
         let [next] = users[..] else {
             return false;
         };
@@ -47,7 +47,7 @@ impl Optimizer<'_> {
         // One edge: the follower reads the Conv once, and nothing else reads the Conv.
         if nn.inputs.iter().filter(|i| **i == out).count() != 1
             || !nn.implicit_inputs.is_empty()
-            || nn.domain != "ai.onnx"
+            || nn.domain != Sym::AI_ONNX
             || nn.inputs.first() != Some(&out)
         {
             return false;
@@ -74,17 +74,17 @@ impl Optimizer<'_> {
                 matches!(nn.since, Some(7 | 13 | 14))
                     && nn.inputs.len() == 2
                     && session
-                        .initializer(gi, &nn.inputs[1])
+                        .initializer(gi, nn.inputs[1])
                         .filter(|i| !i.overridable)
                         .is_some_and(|i| i.elem == w_elem && per_channel(&i.dims))
             }
             "BatchNormalization" => {
                 matches!(nn.since, Some(7 | 9 | 14 | 15))
                     && nn.inputs.len() == 5
-                    && nn.outputs.iter().skip(1).all(String::is_empty)
+                    && nn.outputs.iter().skip(1).all(Sym::is_empty)
                     && nn.inputs[1..].iter().all(|p| {
                         session
-                            .initializer(gi, p)
+                            .initializer(gi, *p)
                             .filter(|i| !i.overridable)
                             .is_some_and(|i| i.dims == [channels])
                     })
@@ -114,19 +114,19 @@ impl Optimizer<'_> {
         };
         // The tensor a new bias copies, and its shape (an `Add`'s `C,1,1` becomes `C`).
         let b_source = conv_bias.clone().or_else(|| match nn.op.as_str() {
-            "BatchNormalization" => Some(nn.inputs[2].clone()),
-            "Add" => Some(nn.inputs[1].clone()),
+            "BatchNormalization" => Some(nn.inputs[2]),
+            "Add" => Some(nn.inputs[1]),
             _ => None,
         });
         let new_out = nn.outputs[0].clone();
         if let Some(base) = w_base {
             let name = session.graphs[gi].generate_value_name(&base);
-            Self::copy_initializer(session, gi, &w, &name, None);
+            Self::copy_initializer(session, gi, w, name, None);
             Self::set_conv_input(session, gi, ni, 1, name, idx);
         }
         if let (Some(base), Some(src)) = (b_base, b_source) {
             let name = session.graphs[gi].generate_value_name(&base);
-            Self::copy_initializer(session, gi, &src, &name, Some(channels));
+            Self::copy_initializer(session, gi, src, name, Some(channels));
             Self::set_conv_input(session, gi, ni, 2, name, idx);
         }
         let conv = &mut session.graphs[gi].nodes[ni];
@@ -141,8 +141,8 @@ impl Optimizer<'_> {
     fn copy_initializer(
         session: &mut Session,
         gi: usize,
-        from: &str,
-        to: &str,
+        from: Sym,
+        to: Sym,
         channels: Option<i64>,
     ) {
         let Some(mut init) = session.initializer(gi, from).cloned() else {
@@ -156,10 +156,10 @@ impl Optimizer<'_> {
         init.tensor.name = Some(to.to_string());
         let g = &mut session.graphs[gi];
         g.shapes
-            .insert(to.to_string(), init.dims.iter().map(|&d| Some(d)).collect());
-        g.types.insert(to.to_string(), Type::Tensor(init.elem));
-        g.init_order.push(to.to_string());
-        g.initializers.insert(to.to_string(), init);
+            .insert(to, init.dims.iter().map(|&d| Some(d)).collect());
+        g.types.insert(to, Type::Tensor(init.elem));
+        g.init_order.push(to);
+        g.initializers.insert(to, init);
     }
 
     /// Sets input `i` of node `ni` (appending empty inputs up to it).
@@ -168,14 +168,14 @@ impl Optimizer<'_> {
         gi: usize,
         ni: usize,
         i: usize,
-        name: String,
+        name: Sym,
         idx: &mut Index,
     ) {
         let node = &mut session.graphs[gi].nodes[ni];
         if node.inputs.len() <= i {
-            node.inputs.resize(i + 1, String::new());
+            node.inputs.resize(i + 1, Sym::EMPTY);
         }
-        node.inputs[i] = name.clone();
+        node.inputs[i] = name;
         idx.uses.entry(name).or_default().push(ni);
     }
 }

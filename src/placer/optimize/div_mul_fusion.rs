@@ -23,19 +23,19 @@ impl Optimizer<'_> {
         }
         let out = div.outputs[0].clone();
         let a = div.inputs[0].clone();
-        let Some(mul) = Self::only_edge(session, gi, idx, &out) else {
+        let Some(mul) = Self::only_edge(session, gi, idx, out) else {
             return false;
         };
         let mn = &session.graphs[gi].nodes[mul];
         if mn.op != "Mul"
-            || mn.domain != "ai.onnx"
+            || mn.domain != Sym::AI_ONNX
             || !matches!(mn.since, Some(7 | 13 | 14))
             || mn.inputs.len() != 2
             || mn.outputs.len() != 1
         {
             return false;
         }
-        let Some(init) = session.initializer(gi, &a).filter(|i| !i.overridable) else {
+        let Some(init) = session.initializer(gi, a).filter(|i| !i.overridable) else {
             return false;
         };
         let typed = [D::Float, D::Float16, D::Double, D::Int32, D::Int64]
@@ -44,7 +44,7 @@ impl Optimizer<'_> {
         if !typed {
             return false;
         }
-        match self.constant(session, gi, &a) {
+        match self.constant(session, gi, a) {
             Some(v) if v.len() == 1 && v.as_f64()[0] == 1.0 => {}
             _ => return false,
         }

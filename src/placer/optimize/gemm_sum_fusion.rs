@@ -22,12 +22,12 @@ impl Optimizer<'_> {
             return false;
         }
         let out = gemm.outputs[0].clone();
-        let Some(sum) = Self::only_edge(session, gi, idx, &out) else {
+        let Some(sum) = Self::only_edge(session, gi, idx, out) else {
             return false;
         };
         let sn = &session.graphs[gi].nodes[sum];
         if sn.op != "Sum"
-            || sn.domain != "ai.onnx"
+            || sn.domain != Sym::AI_ONNX
             || !matches!(sn.since, Some(6 | 8 | 13))
             || sn.inputs.len() != 2
             || sn.outputs.len() != 1
@@ -39,7 +39,7 @@ impl Optimizer<'_> {
         } else {
             sn.inputs[0].clone()
         };
-        let (Some(c), Some(y)) = (session.shape_of(gi, &other), session.shape_of(gi, &out)) else {
+        let (Some(c), Some(y)) = (session.shape_of(gi, other), session.shape_of(gi, out)) else {
             return false;
         };
         let ok = c.len() <= 2

@@ -7,9 +7,9 @@ impl Optimizer<'_> {
     /// A copy of Gemm `like` named `name`, with `transA`/`transB` set as given.
     pub(super) fn fused_gemm(
         like: &SNode,
-        name: String,
-        inputs: Vec<String>,
-        output: String,
+        name: Sym,
+        inputs: Vec<Sym>,
+        output: Sym,
         ta: bool,
         tb: bool,
     ) -> SNode {
@@ -30,7 +30,7 @@ impl Optimizer<'_> {
         SNode {
             name,
             op: "Gemm".into(),
-            domain: "ai.onnx".into(),
+            domain: Sym::AI_ONNX,
             since: like.since,
             inputs,
             outputs: vec![output],
@@ -46,7 +46,7 @@ impl Optimizer<'_> {
 
     /// A `Transpose` (since 1, 13) swapping the two axes of a rank-2 tensor.
     pub(super) fn is_transpose_2d(session: &Session, gi: usize, n: &SNode) -> bool {
-        if n.op != "Transpose" || n.domain != "ai.onnx" || !matches!(n.since, Some(1 | 13)) {
+        if n.op != Sym::TRANSPOSE || n.domain != Sym::AI_ONNX || !matches!(n.since, Some(1 | 13)) {
             return false;
         }
         match n.attr_ints("perm") {
@@ -54,7 +54,7 @@ impl Optimizer<'_> {
             None => n
                 .inputs
                 .first()
-                .and_then(|i| session.shape_of(gi, i))
+                .and_then(|i| session.shape_of(gi, *i))
                 .is_some_and(|s| s.len() == 2),
         }
     }
@@ -85,12 +85,12 @@ impl Optimizer<'_> {
         ];
         let mut gone: Vec<usize> = Vec::new();
         for k in 0..2 {
-            let Some(p) = idx.producer(session, gi, &inputs[k]) else {
+            let Some(p) = idx.producer(session, gi, inputs[k]) else {
                 continue;
             };
             let pn = &session.graphs[gi].nodes[p];
             if !Self::is_transpose_2d(session, gi, pn)
-                || Self::only_edge(session, gi, idx, &inputs[k]) != Some(ni)
+                || Self::only_edge(session, gi, idx, inputs[k]) != Some(ni)
                 || gone.contains(&p)
             {
                 continue;
@@ -105,7 +105,7 @@ impl Optimizer<'_> {
         let has_c = inputs.get(2).is_some_and(|c| !c.is_empty());
         let out = gemm.outputs[0].clone();
         let mut output = out.clone();
-        if !has_c && let Some(t) = Self::only_edge(session, gi, idx, &out) {
+        if !has_c && let Some(t) = Self::only_edge(session, gi, idx, out) {
             let tn = &session.graphs[gi].nodes[t];
             if Self::is_transpose_2d(session, gi, tn) && tn.outputs.len() == 1 {
                 output = tn.outputs[0].clone();

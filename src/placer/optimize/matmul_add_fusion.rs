@@ -22,7 +22,7 @@ impl Optimizer<'_> {
     ) -> bool {
         let mm = &session.graphs[gi].nodes[ni];
         if mm.op != "MatMul"
-            || mm.domain != "ai.onnx"
+            || mm.domain != Sym::AI_ONNX
             || !matches!(mm.since, Some(1 | 9 | 13))
             || mm.inputs.len() != 2
             || mm.outputs.len() != 1
@@ -33,7 +33,7 @@ impl Optimizer<'_> {
         if idx.outputs.contains(&out) {
             return false;
         }
-        let users = idx.users(session, gi, &out);
+        let users = idx.users(session, gi, out);
         let [add] = users[..] else {
             return false;
         };
@@ -42,7 +42,7 @@ impl Optimizer<'_> {
             + an.implicit_inputs.iter().filter(|i| **i == out).count();
         if edges != 1
             || an.op != "Add"
-            || an.domain != "ai.onnx"
+            || an.domain != Sym::AI_ONNX
             || !matches!(an.since, Some(7 | 13 | 14))
             || an.inputs.len() != 2
             || an.outputs.len() != 1
@@ -51,14 +51,14 @@ impl Optimizer<'_> {
         }
         let a = mm.inputs[0].clone();
         let w = mm.inputs[1].clone();
-        let ty = session.type_of(gi, &a).cloned();
+        let ty = session.type_of(gi, a).cloned();
         let float_ok = matches!(ty, Some(Type::Tensor(e)) if e == D::Float as i32 || e == D::Float16 as i32 || e == D::Bfloat16 as i32);
-        if !float_ok || session.type_of(gi, &an.inputs[0]) != ty.as_ref() {
+        if !float_ok || session.type_of(gi, an.inputs[0]) != ty.as_ref() {
             return false;
         }
         let (Some(a_shape), Some(w_shape)) = (
-            session.shape_of(gi, &a).cloned(),
-            session.shape_of(gi, &w).cloned(),
+            session.shape_of(gi, a).cloned(),
+            session.shape_of(gi, w).cloned(),
         ) else {
             return false;
         };
@@ -84,7 +84,7 @@ impl Optimizer<'_> {
         }
         let bias_idx = usize::from(an.inputs[0] == out);
         let bias = an.inputs[bias_idx].clone();
-        let Some(b_shape) = session.shape_of(gi, &bias).cloned() else {
+        let Some(b_shape) = session.shape_of(gi, bias).cloned() else {
             return false;
         };
         let eq = |x: Option<i64>, y: Option<i64>| x.is_some() && x == y;
@@ -107,12 +107,14 @@ impl Optimizer<'_> {
             _ => return false,
         };
         let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
-        let reshape_since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Reshape")
-            .ok()
-            .map(|s| s.since);
-        let gemm_since = infer::resolve_schema(self.table, &self.versions, "ai.onnx", "Gemm")
-            .ok()
-            .map(|s| s.since);
+        let reshape_since =
+            infer::resolve_schema(self.table, &self.versions, Sym::AI_ONNX, Sym::RESHAPE)
+                .ok()
+                .map(|s| s.since);
+        let gemm_since =
+            infer::resolve_schema(self.table, &self.versions, Sym::AI_ONNX, Sym::new("Gemm"))
+                .ok()
+                .map(|s| s.since);
         let mut new_nodes: Vec<SNode> = Vec::new();
         let mut gemm_in = a.clone();
         let mut gemm_out = add_out.clone();
@@ -124,7 +126,7 @@ impl Optimizer<'_> {
                     "gemm_output"
                 };
                 let shape_name = names.node(&format!("{base}_shape"));
-                names.reserve_value(&shape_name);
+                names.reserve_value(shape_name);
                 let arg = names.value(&format!("{base}_reshape_arg"));
                 let node_name = names.node(&format!("{base}_reshape"));
                 let g = &mut session.graphs[gi];
@@ -134,7 +136,7 @@ impl Optimizer<'_> {
                     arg.clone(),
                     vec![Some(m), if is_input { Some(k) } else { dim_n }],
                 );
-                self.add_initializer(session, gi, &shape_name, Some(Tensor::i64_1d(shape)));
+                self.add_initializer(session, gi, shape_name, Some(Tensor::i64_1d(shape)));
                 let (input, output) = if is_input {
                     gemm_in = arg.clone();
                     (a.clone(), arg)
@@ -144,8 +146,8 @@ impl Optimizer<'_> {
                 };
                 new_nodes.push(SNode {
                     name: node_name,
-                    op: "Reshape".into(),
-                    domain: "ai.onnx".into(),
+                    op: Sym::RESHAPE,
+                    domain: Sym::AI_ONNX,
                     since: reshape_since,
                     inputs: vec![input, shape_name],
                     outputs: vec![output],
@@ -164,7 +166,7 @@ impl Optimizer<'_> {
         let gemm = SNode {
             name: gemm_name,
             op: "Gemm".into(),
-            domain: "ai.onnx".into(),
+            domain: Sym::AI_ONNX,
             since: gemm_since,
             inputs: vec![gemm_in, w, bias],
             outputs: vec![gemm_out],

@@ -20,6 +20,7 @@ use crate::model::DataType as D;
 use crate::placer::{OptLevel, registry, transpose};
 use crate::session::order::{ort_topological_order, ort_topological_order_by};
 use crate::session::{Init, NameGen, SNode, Session};
+use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
@@ -63,7 +64,7 @@ pub fn run(
         versions: infer::domain_versions(session, table),
         indices: HashMap::default(),
         reinfer: HashSet::default(),
-        shareable: session.graphs[0].initializers.keys().cloned().collect(),
+        shareable: session.graphs[0].initializers.keys().copied().collect(),
     };
     if reinfer {
         shapes::infer_graph(session, 0, &mut opt.values);
@@ -81,8 +82,8 @@ pub fn run(
                 // The QDQ transformers match only Q/DQ nodes: a session without any skips
                 // their edge indices and orders (most float models).
                 Some(Pass::DoubleQdq) => {
-                    session.has_live_op(&["QuantizeLinear"])
-                        && session.has_live_op(&["DequantizeLinear"])
+                    session.has_live_op(&[Sym::QUANTIZE_LINEAR])
+                        && session.has_live_op(&[Sym::DEQUANTIZE_LINEAR])
                         && opt.edited(
                             session,
                             0,
@@ -90,7 +91,7 @@ pub fn run(
                         )
                 }
                 Some(Pass::QdqPropagation) => {
-                    session.has_live_op(&["QuantizeLinear", "DequantizeLinear"])
+                    session.has_live_op(&[Sym::QUANTIZE_LINEAR, Sym::DEQUANTIZE_LINEAR])
                         && opt.edited(
                             session,
                             0,
@@ -104,8 +105,8 @@ pub fn run(
                 // It matches a `Where` between a DequantizeLinear and a QuantizeLinear: a
                 // session without both skips its per-step index (float models with masks).
                 Some(Pass::WhereDummyDq) if table.release_at_least(1, 24) => {
-                    session.has_live_op(&["QuantizeLinear"])
-                        && session.has_live_op(&["DequantizeLinear"])
+                    session.has_live_op(&[Sym::QUANTIZE_LINEAR])
+                        && session.has_live_op(&[Sym::DEQUANTIZE_LINEAR])
                         && opt.edited(session, 0, |s, gi| {
                             crate::placer::qdq_transformer::where_dummy_dq::run(s, gi, 0)
                         })
@@ -165,7 +166,7 @@ impl Pass {
 struct Optimizer<'t> {
     table: &'t KernelTable,
     values: Values,
-    versions: HashMap<String, i64>,
+    versions: HashMap<Sym, i64>,
     /// Per graph: the index and the two node orders, built once per step.
     indices: HashMap<usize, (Index, Vec<usize>, Vec<usize>, usize)>,
     /// Graphs whose shapes to infer again in the next folding pass.
@@ -173,15 +174,15 @@ struct Optimizer<'t> {
     /// Main-graph initializers held as tensor protos (the model's, and those an inlined `If`
     /// branch brought): the only ones `ConstantSharing` merges. Those the optimiser creates
     /// (folded values, fusion shapes) live in memory in ORT and are never shared.
-    shareable: HashSet<String>,
+    shareable: HashSet<Sym>,
 }
 
 /// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
 /// [`Index::users`] filters them.
 struct Index {
-    producer: FxMap<String, usize>,
-    uses: FxMap<String, Vec<usize>>,
-    outputs: HashSet<String>,
+    producer: FxMap<Sym, usize>,
+    uses: FxMap<Sym, Vec<usize>>,
+    outputs: HashSet<Sym>,
 }
 
 impl Index {
@@ -189,23 +190,17 @@ impl Index {
         let g = &session.graphs[gi];
         // Sized once: a value per node output, about as many read values.
         let mut producer = FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
-        let mut uses: FxMap<String, Vec<usize>> =
+        let mut uses: FxMap<Sym, Vec<usize>> =
             FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
         for (i, n) in g.live_nodes() {
-            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                producer.insert(o.clone(), i);
+            for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                producer.insert(o, i);
             }
-            for name in n.inputs.iter().chain(&n.implicit_inputs) {
+            for &name in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !name.is_empty() {
-                    match uses.get_mut(name.as_str()) {
-                        Some(l) => {
-                            if l.last() != Some(&i) {
-                                l.push(i);
-                            }
-                        }
-                        None => {
-                            uses.insert(name.clone(), vec![i]);
-                        }
+                    let l = uses.entry(name).or_default();
+                    if l.last() != Some(&i) {
+                        l.push(i);
                     }
                 }
             }
@@ -213,24 +208,23 @@ impl Index {
         Index {
             producer,
             uses,
-            outputs: g.outputs.iter().cloned().collect(),
+            outputs: g.outputs.iter().copied().collect(),
         }
     }
 
     /// Live nodes that read `name` (explicitly or through a subgraph).
-    fn users(&self, session: &Session, gi: usize, name: &str) -> Vec<usize> {
+    fn users(&self, session: &Session, gi: usize, name: Sym) -> Vec<usize> {
         let g = &session.graphs[gi];
         let mut out: Vec<usize> = self
             .uses
-            .get(name)
+            .get(&name)
             .map(|l| {
                 l.iter()
                     .copied()
                     .filter(|&k| {
                         let n = &g.nodes[k];
                         !n.removed
-                            && (n.inputs.iter().any(|i| i == name)
-                                || n.implicit_inputs.iter().any(|i| i == name))
+                            && (n.inputs.contains(&name) || n.implicit_inputs.contains(&name))
                     })
                     .collect()
             })
@@ -241,18 +235,18 @@ impl Index {
     }
 
     /// The live producer of `name` in this graph.
-    fn producer(&self, session: &Session, gi: usize, name: &str) -> Option<usize> {
+    fn producer(&self, session: &Session, gi: usize, name: Sym) -> Option<usize> {
         self.producer
-            .get(name)
+            .get(&name)
             .copied()
             .filter(|&p| !session.graphs[gi].nodes[p].removed)
     }
 }
 
-fn is_deterministic(domain: &str, op: &str) -> bool {
-    match domain {
+fn is_deterministic(domain: Sym, op: Sym) -> bool {
+    match domain.as_str() {
         "ai.onnx" => !matches!(
-            op,
+            op.as_str(),
             "RandomUniform"
                 | "RandomNormal"
                 | "RandomUniformLike"
@@ -261,7 +255,7 @@ fn is_deterministic(domain: &str, op: &str) -> bool {
                 | "Dropout"
                 | "Bernoulli"
         ),
-        "com.microsoft" => matches!(op, "QuantizeLinear" | "DequantizeLinear"),
+        "com.microsoft" => matches!(op.as_str(), "QuantizeLinear" | "DequantizeLinear"),
         _ => false,
     }
 }
@@ -279,8 +273,8 @@ impl Optimizer<'_> {
                 // One producer index serves both orders.
                 let idx = Index::build(session, gi);
                 let kahn =
-                    infer::topological_order_by(session, gi, &|v| idx.producer.get(v).copied());
-                let dfs = ort_topological_order_by(session, gi, &|v| idx.producer.get(v).copied());
+                    infer::topological_order_by(session, gi, &|v| idx.producer.get(&v).copied());
+                let dfs = ort_topological_order_by(session, gi, &|v| idx.producer.get(&v).copied());
                 (idx, kahn, dfs)
             }
         };
@@ -303,7 +297,7 @@ impl Optimizer<'_> {
         let skip = pass == Pass::ReshapeFusion
             && !session.graphs[gi]
                 .live_nodes()
-                .any(|(_, n)| n.op == "Reshape" || !n.subgraphs.is_empty());
+                .any(|(_, n)| n.op == Sym::RESHAPE || !n.subgraphs.is_empty());
         let order: &[usize] = if skip { &[] } else { order };
         for &ni in order {
             if session.graphs[gi].nodes[ni].removed {
@@ -375,7 +369,7 @@ impl Optimizer<'_> {
         // The order is only built for a graph the optimizer has work in (`transpose::run` does
         // nothing without a Transpose), and the subgraph walk only where there are subgraphs.
         let g = &session.graphs[gi];
-        let has_transpose = g.live_nodes().any(|(_, n)| n.op == "Transpose");
+        let has_transpose = g.live_nodes().any(|(_, n)| n.op == Sym::TRANSPOSE);
         let mut changed = has_transpose && {
             let order = ort_topological_order(session, gi);
             transpose::run(
@@ -426,18 +420,18 @@ impl Optimizer<'_> {
     }
 
     /// Renames every read of `old` to `new` in graph `gi` (and the subgraphs that read it).
-    fn replace_uses(session: &mut Session, gi: usize, idx: &mut Index, old: &str, new: &str) {
+    fn replace_uses(session: &mut Session, gi: usize, idx: &mut Index, old: Sym, new: Sym) {
         for k in idx.users(session, gi, old) {
             let n = &mut session.graphs[gi].nodes[k];
             for i in n.inputs.iter_mut() {
-                if i == old {
-                    *i = new.to_string();
+                if *i == old {
+                    *i = new;
                 }
             }
-            if n.implicit_inputs.iter().any(|i| i == old) {
+            if n.implicit_inputs.contains(&old) {
                 for i in n.implicit_inputs.iter_mut() {
-                    if i == old {
-                        *i = new.to_string();
+                    if *i == old {
+                        *i = new;
                     }
                 }
                 let subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
@@ -445,28 +439,28 @@ impl Optimizer<'_> {
                     Self::rename_in_subgraph(session, sg, old, new);
                 }
             }
-            idx.uses.entry(new.to_string()).or_default().push(k);
+            idx.uses.entry(new).or_default().push(k);
         }
     }
 
-    fn rename_in_subgraph(session: &mut Session, sg: usize, old: &str, new: &str) {
+    fn rename_in_subgraph(session: &mut Session, sg: usize, old: Sym, new: Sym) {
         let g = &session.graphs[sg];
-        if g.inputs.iter().any(|i| i == old) || g.initializers.contains_key(old) {
+        if g.inputs.contains(&old) || g.initializers.contains_key(&old) {
             return;
         }
         let mut subs = Vec::new();
         let g = &mut session.graphs[sg];
         for n in g.nodes.iter_mut() {
             for i in n.inputs.iter_mut().chain(n.implicit_inputs.iter_mut()) {
-                if i == old {
-                    *i = new.to_string();
+                if *i == old {
+                    *i = new;
                 }
             }
             subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
         }
         for o in g.outputs.iter_mut() {
-            if o == old {
-                *o = new.to_string();
+            if *o == old {
+                *o = new;
             }
         }
         for s in subs {
@@ -476,8 +470,8 @@ impl Optimizer<'_> {
 
     /// Removes a single-data-input node, its consumers reading `input` instead of its output.
     /// Refused when the output is a graph output.
-    fn bypass(session: &mut Session, gi: usize, ni: usize, idx: &mut Index, input: &str) -> bool {
-        let Some(out) = session.graphs[gi].nodes[ni].outputs.first().cloned() else {
+    fn bypass(session: &mut Session, gi: usize, ni: usize, idx: &mut Index, input: Sym) -> bool {
+        let Some(out) = session.graphs[gi].nodes[ni].outputs.first().copied() else {
             return false;
         };
         if input.is_empty() || idx.outputs.contains(&out) {
@@ -487,11 +481,11 @@ impl Optimizer<'_> {
             .outputs
             .iter()
             .skip(1)
-            .any(|o| !o.is_empty() && !idx.users(session, gi, o).is_empty())
+            .any(|&o| !o.is_empty() && !idx.users(session, gi, o).is_empty())
         {
             return false;
         }
-        Self::replace_uses(session, gi, idx, &out, input);
+        Self::replace_uses(session, gi, idx, out, input);
         Self::remove(session, gi, ni);
         true
     }
@@ -503,7 +497,7 @@ impl Optimizer<'_> {
             .inputs
             .iter()
             .chain(&session.graphs[gi].nodes[ni].implicit_inputs)
-            .filter_map(|i| idx.producer(session, gi, i))
+            .filter_map(|&i| idx.producer(session, gi, i))
             .collect();
         while let Some(p) = stack.pop() {
             if session.graphs[gi].nodes[p].removed {
@@ -512,7 +506,7 @@ impl Optimizer<'_> {
             let node = &session.graphs[gi].nodes[p];
             let dead = node
                 .existing_outputs()
-                .all(|(_, o)| !idx.outputs.contains(o) && idx.users(session, gi, o).is_empty());
+                .all(|(_, o)| !idx.outputs.contains(&o) && idx.users(session, gi, o).is_empty());
             if !dead {
                 continue;
             }
@@ -520,7 +514,7 @@ impl Optimizer<'_> {
                 .inputs
                 .iter()
                 .chain(&node.implicit_inputs)
-                .filter_map(|i| idx.producer(session, gi, i))
+                .filter_map(|&i| idx.producer(session, gi, i))
                 .collect();
             Self::remove(session, gi, p);
             stack.extend(inputs);
@@ -532,7 +526,7 @@ impl Optimizer<'_> {
         &mut self,
         session: &mut Session,
         gi: usize,
-        name: &str,
+        name: Sym,
         value: Option<Tensor>,
     ) {
         let elem = match session.type_of(gi, name) {
@@ -547,7 +541,7 @@ impl Optimizer<'_> {
                 .unwrap_or_else(|| vec![-1]),
         };
         let tensor = match &value {
-            Some(v) => v.to_proto(name),
+            Some(v) => v.to_proto(&name),
             None => crate::model::proto::TensorProto {
                 name: Some(name.to_string()),
                 dims: dims.clone(),
@@ -556,14 +550,12 @@ impl Optimizer<'_> {
             },
         };
         let g = &mut session.graphs[gi];
-        g.shapes.insert(
-            name.to_string(),
-            dims.iter().map(|&d| (d >= 0).then_some(d)).collect(),
-        );
-        g.init_order.push(name.to_string());
-        g.types.insert(name.to_string(), Type::Tensor(elem));
+        g.shapes
+            .insert(name, dims.iter().map(|&d| (d >= 0).then_some(d)).collect());
+        g.init_order.push(name);
+        g.types.insert(name, Type::Tensor(elem));
         g.initializers.insert(
-            name.to_string(),
+            name,
             Init {
                 dims,
                 elem,
@@ -577,11 +569,11 @@ impl Optimizer<'_> {
         }
     }
 
-    fn constant(&mut self, session: &Session, gi: usize, name: &str) -> Option<Tensor> {
+    fn constant(&mut self, session: &Session, gi: usize, name: Sym) -> Option<Tensor> {
         self.values.get(session, gi, name).map(|t| (*t).clone())
     }
 
-    fn is_constant_init(session: &Session, gi: usize, name: &str) -> bool {
+    fn is_constant_init(session: &Session, gi: usize, name: Sym) -> bool {
         session
             .initializer(gi, name)
             .is_some_and(|i| !i.overridable)
@@ -589,8 +581,8 @@ impl Optimizer<'_> {
 
     /// The single consumer of output `out` of a node, reading it through one edge, when `out`
     /// is not a graph output.
-    fn only_edge(session: &Session, gi: usize, idx: &Index, out: &str) -> Option<usize> {
-        if out.is_empty() || idx.outputs.contains(out) {
+    fn only_edge(session: &Session, gi: usize, idx: &Index, out: Sym) -> Option<usize> {
+        if out.is_empty() || idx.outputs.contains(&out) {
             return None;
         }
         let users = idx.users(session, gi, out);
@@ -598,8 +590,8 @@ impl Optimizer<'_> {
             return None;
         };
         let n = &session.graphs[gi].nodes[next];
-        let edges = n.inputs.iter().filter(|i| *i == out).count()
-            + n.implicit_inputs.iter().filter(|i| *i == out).count();
+        let edges = n.inputs.iter().filter(|&&i| i == out).count()
+            + n.implicit_inputs.iter().filter(|&&i| i == out).count();
         (edges == 1).then_some(next)
     }
 }
@@ -618,9 +610,10 @@ mod tests {
 
     #[test]
     fn deterministic_ops() {
-        assert!(is_deterministic("ai.onnx", "Add"));
-        assert!(!is_deterministic("ai.onnx", "RandomNormal"));
-        assert!(!is_deterministic("ai.onnx.ml", "LabelEncoder"));
-        assert!(is_deterministic("com.microsoft", "QuantizeLinear"));
+        let d = |domain: &str, op: &str| is_deterministic(Sym::new(domain), Sym::new(op));
+        assert!(d("ai.onnx", "Add"));
+        assert!(!d("ai.onnx", "RandomNormal"));
+        assert!(!d("ai.onnx.ml", "LabelEncoder"));
+        assert!(d("com.microsoft", "QuantizeLinear"));
     }
 }

@@ -24,10 +24,10 @@ impl Optimizer<'_> {
         };
         for &c in candidates {
             let other = &ins[1 - c];
-            if Self::is_constant_init(session, gi, other) {
+            if Self::is_constant_init(session, gi, *other) {
                 continue;
             }
-            let Some(v) = self.constant(session, gi, &ins[c]) else {
+            let Some(v) = self.constant(session, gi, ins[c]) else {
                 continue;
             };
             if v.len() != 1 {
@@ -37,15 +37,15 @@ impl Optimizer<'_> {
             if v.as_f64()[0] != neutral {
                 continue;
             }
-            let same_type = session.type_of(gi, other) == Some(&Type::Tensor(v.elem));
+            let same_type = session.type_of(gi, *other) == Some(&Type::Tensor(v.elem));
             let rank_ok = session
-                .shape_of(gi, other)
+                .shape_of(gi, *other)
                 .is_some_and(|s| s.len() >= v.dims.len());
             if !same_type || !rank_ok || idx.outputs.contains(&out) {
                 continue;
             }
             let other = other.clone();
-            return Self::bypass(session, gi, ni, idx, &other);
+            return Self::bypass(session, gi, ni, idx, other);
         }
         false
     }

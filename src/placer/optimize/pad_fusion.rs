@@ -46,18 +46,18 @@ impl Optimizer<'_> {
             let Some(pn) = pad.inputs.get(1).filter(|p| !p.is_empty()).cloned() else {
                 return false;
             };
-            if !Self::is_constant_init(session, gi, &pn) {
+            if !Self::is_constant_init(session, gi, pn) {
                 return false;
             }
-            let Some(p) = self.constant(session, gi, &pn) else {
+            let Some(p) = self.constant(session, gi, pn) else {
                 return false;
             };
             let value_zero = match pad.inputs.get(2).filter(|v| !v.is_empty()).cloned() {
                 None => true,
                 Some(v) => {
-                    Self::is_constant_init(session, gi, &v)
+                    Self::is_constant_init(session, gi, v)
                         && self
-                            .constant(session, gi, &v)
+                            .constant(session, gi, v)
                             .is_some_and(|t| t.len() == 1 && t.as_f64()[0] == 0.0)
                 }
             };
@@ -75,11 +75,11 @@ impl Optimizer<'_> {
         {
             return false;
         }
-        let Some(next) = Self::only_edge(session, gi, idx, &out) else {
+        let Some(next) = Self::only_edge(session, gi, idx, out) else {
             return false;
         };
         let nn = &session.graphs[gi].nodes[next];
-        let ok = nn.domain == "ai.onnx"
+        let ok = nn.domain == Sym::AI_ONNX
             && nn.inputs.first() == Some(&out)
             && match nn.op.as_str() {
                 "Conv" => matches!(nn.since, Some(1 | 11)),

@@ -24,12 +24,12 @@ impl Optimizer<'_> {
             relu.outputs[0].clone(),
             relu.name.clone(),
         );
-        let Some(clip) = Self::only_edge(session, gi, idx, &out) else {
+        let Some(clip) = Self::only_edge(session, gi, idx, out) else {
             return false;
         };
         let cn = &session.graphs[gi].nodes[clip];
         if cn.op != "Clip"
-            || cn.domain != "ai.onnx"
+            || cn.domain != Sym::AI_ONNX
             || !matches!(cn.since, Some(6 | 11 | 12 | 13))
             || cn.inputs.first() != Some(&out)
         {
@@ -47,17 +47,17 @@ impl Optimizer<'_> {
             match &min_name {
                 None => true,
                 Some(m) => {
-                    if !Self::is_constant_init(session, gi, m) {
+                    if !Self::is_constant_init(session, gi, *m) {
                         return false;
                     }
-                    match self.constant(session, gi, m) {
+                    match self.constant(session, gi, *m) {
                         Some(v) if v.len() == 1 => v.as_f64()[0] < 0.0,
                         _ => return false,
                     }
                 }
             }
         };
-        let elem = match session.type_of(gi, &x) {
+        let elem = match session.type_of(gi, x) {
             Some(Type::Tensor(e)) => *e,
             _ => return false,
         };
@@ -88,10 +88,10 @@ impl Optimizer<'_> {
                     dims: Vec::new(),
                     data,
                 };
-                self.add_initializer(session, gi, &zero, Some(t));
+                self.add_initializer(session, gi, zero, Some(t));
                 let n = &mut session.graphs[gi].nodes[clip];
                 if n.inputs.len() < 2 {
-                    n.inputs.resize(2, String::new());
+                    n.inputs.resize(2, Sym::EMPTY);
                 }
                 n.inputs[1] = zero.clone();
                 idx.uses.entry(zero).or_default().push(clip);

@@ -16,8 +16,8 @@ impl Optimizer<'_> {
         // The same since-versions as `FuseContiguousReshapes`: a Reshape-19/21 (opset 19+) is
         // fused only from 1.25 on (oracle probes: bert at opset 20 keeps its shape chain on
         // 1.24.4, loses it on 1.31.1).
-        if node.op != "Reshape"
-            || node.domain != "ai.onnx"
+        if node.op != Sym::RESHAPE
+            || node.domain != Sym::AI_ONNX
             || node.inputs.len() < 2
             || !Self::reshape_like(self.table, "Reshape", node.since)
         {
@@ -25,20 +25,20 @@ impl Optimizer<'_> {
         }
         let data = node.inputs[0].clone();
         let shape_in = node.inputs[1].clone();
-        let Some(concat) = idx.producer(session, gi, &shape_in) else {
+        let Some(concat) = idx.producer(session, gi, shape_in) else {
             return false;
         };
         let cn = &session.graphs[gi].nodes[concat];
-        if cn.op != "Concat" || cn.domain != "ai.onnx" || idx.outputs.contains(&shape_in) {
+        if cn.op != "Concat" || cn.domain != Sym::AI_ONNX || idx.outputs.contains(&shape_in) {
             return false;
         }
-        if idx.users(session, gi, &shape_in).len() != 1 {
+        if idx.users(session, gi, shape_in).len() != 1 {
             return false;
         }
         let parts = cn.inputs.clone();
         let mut value: Vec<i64> = Vec::new();
         for p in &parts {
-            if let Some(v) = self.constant(session, gi, p) {
+            if let Some(v) = self.constant(session, gi, *p) {
                 if v.dims.len() > 1 {
                     return false;
                 }
@@ -46,7 +46,7 @@ impl Optimizer<'_> {
                 continue;
             }
             // Unsqueeze(Gather(Shape(data), i)) at position i, or a known dim.
-            let Some(u) = idx.producer(session, gi, p) else {
+            let Some(u) = idx.producer(session, gi, *p) else {
                 return false;
             };
             let un = &session.graphs[gi].nodes[u];
@@ -55,27 +55,27 @@ impl Optimizer<'_> {
                 if un.op != "Unsqueeze" || !Self::reshape_like(self.table, "Unsqueeze", un.since) {
                     return Some(false);
                 }
-                let g = idx.producer(session, gi, un.inputs.first()?)?;
+                let g = idx.producer(session, gi, *un.inputs.first()?)?;
                 let gn = &session.graphs[gi].nodes[g];
                 if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
                     return Some(false);
                 }
-                let i = self.values.get(session, gi, gn.inputs.get(1)?)?.as_i64();
+                let i = self.values.get(session, gi, *gn.inputs.get(1)?)?.as_i64();
                 if i.len() != 1 {
                     return Some(false);
                 }
-                let s = idx.producer(session, gi, gn.inputs.first()?)?;
+                let s = idx.producer(session, gi, *gn.inputs.first()?)?;
                 let sn = &session.graphs[gi].nodes[s];
-                if sn.op != "Shape" || sn.attr_i("start").unwrap_or(0) != 0 {
+                if sn.op != Sym::SHAPE || sn.attr_i("start").unwrap_or(0) != 0 {
                     return Some(false);
                 }
                 let root = sn.inputs.first()?;
-                let rank = session.shape_of(gi, root).map(|s| s.len() as i64);
+                let rank = session.shape_of(gi, *root).map(|s| s.len() as i64);
                 let index = if i[0] < 0 { i[0] + rank? } else { i[0] };
                 // The Shape may read another value than the Reshape: then the two values'
                 // inferred shapes decide (`same_dims`).
                 let same =
-                    root == &data || same_dims(self.table, session, gi, idx, root, &data, index);
+                    root == &data || same_dims(self.table, session, gi, idx, *root, data, index);
                 Some(same && index == pos)
             })()
             .unwrap_or(false);
@@ -91,7 +91,7 @@ impl Optimizer<'_> {
             // declared `[unk__50, unk__20, ..]`), becomes `[-1, 0, 16]`; its second layer's
             // q/k/v Reshapes, both parts lost, are kept (two -1s).
             let one = session
-                .shape_of(gi, p)
+                .shape_of(gi, *p)
                 .is_some_and(|s| s.iter().all(|d| *d == Some(1)));
             if !one {
                 return false;
@@ -101,7 +101,7 @@ impl Optimizer<'_> {
         if value.iter().filter(|&&v| v == -1).count() > 1 {
             return false;
         }
-        self.add_initializer(session, gi, &shape_in, Some(Tensor::i64_1d(value)));
+        self.add_initializer(session, gi, shape_in, Some(Tensor::i64_1d(value)));
         // The Concat goes first, so that the Shape/Gather/Unsqueeze chains it alone read are
         // seen dead and removed with it, as ORT removes the matched subgraph.
         Self::remove(session, gi, concat);
@@ -125,8 +125,8 @@ impl Optimizer<'_> {
     ) -> bool {
         let first = &session.graphs[gi].nodes[ni];
         if first.removed
-            || first.op != "Reshape"
-            || first.domain != "ai.onnx"
+            || first.op != Sym::RESHAPE
+            || first.domain != Sym::AI_ONNX
             || !Self::reshape_like(self.table, "Reshape", first.since)
         {
             return false;
@@ -140,7 +140,7 @@ impl Optimizer<'_> {
             if idx.outputs.contains(out) || cur.outputs.len() != 1 {
                 break;
             }
-            let users = idx.users(session, gi, out);
+            let users = idx.users(session, gi, *out);
             let [next] = users[..] else {
                 break;
             };
@@ -148,7 +148,7 @@ impl Optimizer<'_> {
             let edges = nn.inputs.iter().filter(|i| *i == out).count()
                 + nn.implicit_inputs.iter().filter(|i| *i == out).count();
             let ok = edges == 1
-                && nn.domain == "ai.onnx"
+                && nn.domain == Sym::AI_ONNX
                 && Self::reshape_like(self.table, &nn.op, nn.since);
             if !ok || chain.contains(&next) {
                 break;
@@ -159,7 +159,7 @@ impl Optimizer<'_> {
         while let Some(&last) = chain.last() {
             let out = session.graphs[gi].nodes[last].outputs.first().cloned();
             if let Some(s) = out
-                .and_then(|o| session.shape_of(gi, &o).cloned())
+                .and_then(|o| session.shape_of(gi, o).cloned())
                 .and_then(|s| s.into_iter().collect::<Option<Vec<i64>>>())
             {
                 shape = Some(s);
@@ -180,15 +180,15 @@ impl Optimizer<'_> {
         let shape_name = names.value(&format!("{base}_new_shape"));
         let name = names.node(&format!("{base}_new_reshape"));
         session.graphs[gi].generated_names.insert(name.clone());
-        self.add_initializer(session, gi, &shape_name, Some(Tensor::i64_1d(shape)));
+        self.add_initializer(session, gi, shape_name, Some(Tensor::i64_1d(shape)));
         let origin = session.graphs[gi].nodes[ni].origin;
         for &k in &chain {
             Self::remove(session, gi, k);
         }
         let node = SNode {
             name,
-            op: "Reshape".into(),
-            domain: "ai.onnx".into(),
+            op: Sym::RESHAPE,
+            domain: Sym::AI_ONNX,
             since,
             inputs: vec![data, shape_name],
             outputs: vec![out],
@@ -217,8 +217,8 @@ fn same_dims<'a>(
     session: &'a Session,
     gi: usize,
     idx: &Index,
-    a: &'a str,
-    b: &'a str,
+    a: Sym,
+    b: Sym,
     index: i64,
 ) -> bool {
     // From 1.29 each side is looked at through a `DequantizeLinear` (ai.onnx or com.microsoft)
@@ -229,18 +229,18 @@ fn same_dims<'a>(
     // declared `[ua, ub, 16]`, its input inferred `[batch, seq, 16]`) and keeps
     // `qop.llama.op17`'s second-layer q/k/v Reshapes (the QLinearMatMul output they read
     // inferred `[?, ?, 16]`, its DQ declared `[unk__55, unk__56, 16]`).
-    let through = |v: &'a str| -> &'a str {
+    let through = |v: Sym| -> Sym {
         if !table.release_at_least(1, 29) {
             return v;
         }
         idx.producer(session, gi, v)
             .and_then(|p| session.graphs.get(gi)?.nodes.get(p))
             .filter(|n| {
-                n.op == "DequantizeLinear"
-                    && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+                n.op == Sym::DEQUANTIZE_LINEAR
+                    && (n.domain == Sym::AI_ONNX || n.domain == Sym::COM_MICROSOFT)
             })
             .and_then(|n| n.inputs.first())
-            .map_or(v, |x| x.as_str())
+            .map_or(v, |x| *x)
     };
     let (a, b) = (through(a), through(b));
     let (Some(sa), Some(sb)) = (session.shape_of(gi, a), session.shape_of(gi, b)) else {
@@ -252,7 +252,7 @@ fn same_dims<'a>(
     } else {
         &empty
     };
-    let producer = |v: &str| idx.producer(session, gi, v);
+    let producer = |v: Sym| idx.producer(session, gi, v);
     let memo = Default::default();
     let symbols = crate::placer::dim_symbols::Symbols {
         session,

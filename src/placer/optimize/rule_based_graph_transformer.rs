@@ -37,7 +37,7 @@ impl Optimizer<'_> {
                 | "Gemm"
                 | "Pad"
         );
-        if node.domain != "ai.onnx" || !has_rule {
+        if node.domain != Sym::AI_ONNX || !has_rule {
             return false;
         }
         let input0 = node.inputs.first().cloned().unwrap_or_default();
@@ -45,13 +45,13 @@ impl Optimizer<'_> {
         match node.op.as_str() {
             "Identity" => {
                 if !idx.outputs.contains(&out0) {
-                    return Self::bypass(session, gi, ni, idx, &input0);
+                    return Self::bypass(session, gi, ni, idx, input0);
                 }
                 // The output is a graph output: the producer writes it directly.
-                let Some(p) = idx.producer(session, gi, &input0) else {
+                let Some(p) = idx.producer(session, gi, input0) else {
                     return false;
                 };
-                if idx.outputs.contains(&input0) || idx.users(session, gi, &input0).len() != 1 {
+                if idx.outputs.contains(&input0) || idx.users(session, gi, input0).len() != 1 {
                     return false;
                 }
                 for o in session.graphs[gi].nodes[p].outputs.iter_mut() {
@@ -66,36 +66,38 @@ impl Optimizer<'_> {
             "Dropout" => {
                 let mask_used = node.outputs.get(1).is_some_and(|m| {
                     !m.is_empty()
-                        && (idx.outputs.contains(m) || !idx.users(session, gi, m).is_empty())
+                        && (idx.outputs.contains(m) || !idx.users(session, gi, *m).is_empty())
                 });
                 if mask_used {
                     return false;
                 }
                 let training = node.inputs.get(2).filter(|n| !n.is_empty()).cloned();
                 if let Some(t) = training {
-                    match self.constant(session, gi, &t) {
+                    match self.constant(session, gi, t) {
                         Some(v) if v.as_i64().iter().all(|&x| x == 0) => {}
                         _ => return false,
                     }
                 }
-                Self::bypass(session, gi, ni, idx, &input0)
+                Self::bypass(session, gi, ni, idx, input0)
             }
             "Cast" => {
                 let to = node.attr_i("to");
-                let same = matches!(session.type_of(gi, &input0), Some(Type::Tensor(e)) if Some(i64::from(*e)) == to);
+                let same = matches!(session.type_of(gi, input0), Some(Type::Tensor(e)) if Some(i64::from(*e)) == to);
                 if same {
-                    return Self::bypass(session, gi, ni, idx, &input0);
+                    return Self::bypass(session, gi, ni, idx, input0);
                 }
                 // PreShapeNodeElimination: a Cast read only by Shape nodes.
-                let users = idx.users(session, gi, &out0);
+                let users = idx.users(session, gi, out0);
                 if !users.is_empty()
                     && !idx.outputs.contains(&out0)
                     && users.iter().all(|&u| {
                         let n = &session.graphs[gi].nodes[u];
-                        n.op == "Shape" && n.domain == "ai.onnx" && n.implicit_inputs.is_empty()
+                        n.op == Sym::SHAPE
+                            && n.domain == Sym::AI_ONNX
+                            && n.implicit_inputs.is_empty()
                     })
                 {
-                    return Self::bypass(session, gi, ni, idx, &input0);
+                    return Self::bypass(session, gi, ni, idx, input0);
                 }
                 false
             }
@@ -104,7 +106,7 @@ impl Optimizer<'_> {
                 let (starts, ends, steps) = if since >= 10 {
                     let get = |k: usize, s: &mut Self| -> Option<Option<Vec<i64>>> {
                         match node.inputs.get(k).filter(|n| !n.is_empty()) {
-                            Some(n) => Some(Some(s.constant(session, gi, n)?.as_i64())),
+                            Some(n) => Some(Some(s.constant(session, gi, *n)?.as_i64())),
                             None => Some(None),
                         }
                     };
@@ -124,16 +126,16 @@ impl Optimizer<'_> {
                     && starts.iter().all(|&s| s == 0)
                     && ends.iter().all(|&e| e >= i64::from(i32::MAX))
                     && steps.is_none_or(|s| s.iter().all(|&x| x == 1));
-                noop && Self::bypass(session, gi, ni, idx, &input0)
+                noop && Self::bypass(session, gi, ni, idx, input0)
             }
             "Expand" => {
-                let Some(x) = session.shape_of(gi, &input0).cloned() else {
+                let Some(x) = session.shape_of(gi, input0).cloned() else {
                     return false;
                 };
                 let Some(shape_name) = node.inputs.get(1).cloned() else {
                     return false;
                 };
-                let Some(target) = self.constant(session, gi, &shape_name) else {
+                let Some(target) = self.constant(session, gi, shape_name) else {
                     return false;
                 };
                 // A 1-D int64 target no longer than the input, each of its trailing dims 1 (or
@@ -150,7 +152,7 @@ impl Optimizer<'_> {
                     .rev()
                     .zip(t.iter().rev())
                     .all(|(d, &want)| want <= 1 || *d == Some(want));
-                same && Self::bypass(session, gi, ni, idx, &input0)
+                same && Self::bypass(session, gi, ni, idx, input0)
             }
             "Div" => {
                 self.noop_elimination(session, gi, ni, idx)
@@ -172,7 +174,7 @@ impl Optimizer<'_> {
                 // Below opset 13 the rule itself replaces the node by that initializer;
                 // ConstantFolding gives the placement the same answer, so only the name is
                 // generated here too.
-                if Self::is_constant_init(session, gi, &input0) {
+                if Self::is_constant_init(session, gi, input0) {
                     session.graphs[gi]
                         .generate_value_name(&format!("UnsqueezeElimination_{input0}"));
                 }
@@ -185,14 +187,14 @@ impl Optimizer<'_> {
             "Conv" => self.conv_fusion(session, gi, ni, idx),
             "Where" => {
                 // NotWhereFusion: Where(Not(c), a, b) -> Where(c, b, a).
-                let Some(p) = idx.producer(session, gi, &input0) else {
+                let Some(p) = idx.producer(session, gi, input0) else {
                     return false;
                 };
                 let pn = &session.graphs[gi].nodes[p];
-                if pn.op != "Not" || pn.domain != "ai.onnx" || idx.outputs.contains(&input0) {
+                if pn.op != "Not" || pn.domain != Sym::AI_ONNX || idx.outputs.contains(&input0) {
                     return false;
                 }
-                let users = idx.users(session, gi, &input0);
+                let users = idx.users(session, gi, input0);
                 if users
                     .iter()
                     .any(|&u| session.graphs[gi].nodes[u].op != "Where")

@@ -17,6 +17,7 @@
 use super::{Edges, is_qdq_pair_supported};
 use crate::model::DataType as D;
 use crate::session::Session;
+use crate::sym::Sym;
 
 /// Applies the transformer to graph `gi`; whether it removed anything.
 pub fn run(session: &mut Session, gi: usize) -> bool {
@@ -58,7 +59,7 @@ fn removable(
     let g = &session.graphs[gi];
     let me = g.nodes.get(s)?;
     if me.removed
-        || me.op != "DequantizeLinear"
+        || me.op != Sym::DEQUANTIZE_LINEAR
         || e.node_input_edges(me) != 1
         || e.node_output_edges(me) != 1
         || e.produces_graph_output(me)
@@ -68,12 +69,12 @@ fn removable(
     let out = me.outputs.first()?;
     let &(child, _) = e.consumers.get(out)?.first()?;
     let c = &g.nodes[child];
-    if c.op != "QuantizeLinear" || e.node_output_edges(c) == 0 || e.produces_graph_output(c) {
+    if c.op != Sym::QUANTIZE_LINEAR || e.node_output_edges(c) == 0 || e.produces_graph_output(c) {
         return None;
     }
     let (parent, _) = *e.producer.get(me.inputs.first()?)?;
     let p = &g.nodes[parent];
-    if e.node_output_edges(p) != 1 || p.op != "QuantizeLinear" || e.produces_graph_output(p) {
+    if e.node_output_edges(p) != 1 || p.op != Sym::QUANTIZE_LINEAR || e.produces_graph_output(p) {
         return None;
     }
     // Every reader of Q2 is a DQ paired with it (reading it once, as its data input).
@@ -85,7 +86,7 @@ fn removable(
     let mut grandchildren = Vec::with_capacity(readers.len());
     for &(grandchild, slot) in readers {
         let gc = &g.nodes[grandchild];
-        if gc.op != "DequantizeLinear"
+        if gc.op != Sym::DEQUANTIZE_LINEAR
             || slot != 0
             || grandchildren.contains(&grandchild)
             || !is_qdq_pair_supported(session, gi, c, gc)
@@ -105,11 +106,11 @@ fn removable(
     // points of one type.
     let same_names = me.inputs.get(1) == c.inputs.get(1) && me.inputs.get(2) == c.inputs.get(2);
     if !same_names {
-        let elem = |n: &str| session.initializer(gi, n).map(|i| i.elem);
-        let (s1, s2) = (elem(&me.inputs[1]), elem(&c.inputs[1]));
+        let elem = |n: Sym| session.initializer(gi, n).map(|i| i.elem);
+        let (s1, s2) = (elem(me.inputs[1]), elem(c.inputs[1]));
         if s1 != Some(D::Float as i32)
             || s2 != Some(D::Float as i32)
-            || elem(&c.inputs[2]) != Some(zp)
+            || elem(c.inputs[2]) != Some(zp)
         {
             return None;
         }

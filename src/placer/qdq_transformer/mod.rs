@@ -21,6 +21,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::infer::eval::Tensor;
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 
 /// Subgraph nesting the QDQ transformers follow; deeper graphs (only a hostile model has them)
 /// are left as they are.
@@ -61,20 +62,20 @@ pub(crate) fn walk(session: &mut Session, gi: usize, depth: usize, visit: &mut V
 /// `QDQ::MatchQNode`: a `QuantizeLinear` of ai.onnx or com.microsoft.
 pub(crate) fn is_q(n: &SNode) -> bool {
     !n.removed
-        && n.op == "QuantizeLinear"
-        && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+        && n.op == Sym::QUANTIZE_LINEAR
+        && (n.domain == Sym::AI_ONNX || n.domain == Sym::COM_MICROSOFT)
 }
 
 /// `QDQ::MatchDQNode`: a `DequantizeLinear` of ai.onnx or com.microsoft.
 pub(crate) fn is_dq(n: &SNode) -> bool {
     !n.removed
-        && n.op == "DequantizeLinear"
-        && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft")
+        && n.op == Sym::DEQUANTIZE_LINEAR
+        && (n.domain == Sym::AI_ONNX || n.domain == Sym::COM_MICROSOFT)
 }
 
 /// The constant initializer `name` (seen from graph `gi`), decoded; `None` when it is not a
 /// constant initializer or cannot be decoded.
-fn constant(session: &Session, gi: usize, name: &str) -> Option<Tensor> {
+fn constant(session: &Session, gi: usize, name: Sym) -> Option<Tensor> {
     if name.is_empty() {
         return None;
     }
@@ -97,18 +98,18 @@ pub(crate) fn constant_scalar_scale_and_zp(
     gi: usize,
     n: &SNode,
 ) -> Option<bool> {
-    let scalar = |name: &str| {
+    let scalar = |name: Sym| {
         !name.is_empty()
             && session
                 .initializer(gi, name)
                 .is_some_and(|i| !i.overridable && (i.dims.is_empty() || i.dims == [1]))
     };
-    if !scalar(n.inputs.get(1)?) {
+    if !scalar(*n.inputs.get(1)?) {
         return None;
     }
     match n.inputs.get(2).filter(|z| !z.is_empty()) {
         None => Some(false),
-        Some(z) => scalar(z).then_some(true),
+        Some(&z) => scalar(z).then_some(true),
     }
 }
 
@@ -118,7 +119,7 @@ pub(crate) fn is_qdq_pair_supported(session: &Session, gi: usize, q: &SNode, dq:
     if q.inputs.len() < 3 || dq.inputs.len() < 3 {
         return false;
     }
-    let get = |n: &SNode, i: usize| constant(session, gi, &n.inputs[i]).filter(is_scalar);
+    let get = |n: &SNode, i: usize| constant(session, gi, n.inputs[i]).filter(is_scalar);
     let (Some(qs), Some(qz), Some(ds), Some(dz)) = (get(q, 1), get(q, 2), get(dq, 1), get(dq, 2))
     else {
         return false;
@@ -132,17 +133,17 @@ pub(crate) fn is_qdq_pair_supported(session: &Session, gi: usize, q: &SNode, dq:
 /// The element type of the zero point of `n` (its input 2), when it is an initializer.
 pub(crate) fn zero_point_elem(session: &Session, gi: usize, n: &SNode) -> Option<i32> {
     let z = n.inputs.get(2).filter(|z| !z.is_empty())?;
-    session.initializer(gi, z).map(|i| i.elem)
+    session.initializer(gi, *z).map(|i| i.elem)
 }
 
 /// One graph's edges as ORT's graph holds them: the producer of each value, and per value the
 /// consumers' (node, input slot) in ORT's edge order (consumer index, then slot), plus the
 /// nodes whose subgraphs read it.
 pub(crate) struct Edges {
-    pub producer: FxHashMap<String, (usize, usize)>,
-    pub consumers: FxHashMap<String, Vec<(usize, usize)>>,
-    pub implicit: FxHashMap<String, Vec<usize>>,
-    pub outputs: FxHashSet<String>,
+    pub producer: FxHashMap<Sym, (usize, usize)>,
+    pub consumers: FxHashMap<Sym, Vec<(usize, usize)>>,
+    pub implicit: FxHashMap<Sym, Vec<usize>>,
+    pub outputs: FxHashSet<Sym>,
 }
 
 impl Edges {
@@ -152,20 +153,17 @@ impl Edges {
             producer: FxHashMap::default(),
             consumers: FxHashMap::default(),
             implicit: FxHashMap::default(),
-            outputs: g.outputs.iter().cloned().collect(),
+            outputs: g.outputs.iter().copied().collect(),
         };
         for (ni, n) in g.live_nodes() {
             for (slot, o) in n.existing_outputs() {
-                e.producer.insert(o.to_string(), (ni, slot));
+                e.producer.insert(o, (ni, slot));
             }
             for (slot, i) in n.existing_inputs() {
-                e.consumers
-                    .entry(i.to_string())
-                    .or_default()
-                    .push((ni, slot));
+                e.consumers.entry(i).or_default().push((ni, slot));
             }
-            for i in &n.implicit_inputs {
-                e.implicit.entry(i.clone()).or_default().push(ni);
+            for &i in &n.implicit_inputs {
+                e.implicit.entry(i).or_default().push(ni);
             }
         }
         e
@@ -174,12 +172,12 @@ impl Edges {
     /// Forgets node `ni` (as it is now): before a pass edits or removes it.
     pub fn remove_node(&mut self, ni: usize, n: &SNode) {
         for (_, o) in n.existing_outputs() {
-            if self.producer.get(o).is_some_and(|&(p, _)| p == ni) {
-                self.producer.remove(o);
+            if self.producer.get(&o).is_some_and(|&(p, _)| p == ni) {
+                self.producer.remove(&o);
             }
         }
         for (slot, i) in n.existing_inputs() {
-            if let Some(c) = self.consumers.get_mut(i) {
+            if let Some(c) = self.consumers.get_mut(&i) {
                 c.retain(|&e| e != (ni, slot));
             }
         }
@@ -197,15 +195,15 @@ impl Edges {
             return;
         }
         for (slot, o) in n.existing_outputs() {
-            self.producer.insert(o.to_string(), (ni, slot));
+            self.producer.insert(o, (ni, slot));
         }
         for (slot, i) in n.existing_inputs() {
-            let c = self.consumers.entry(i.to_string()).or_default();
+            let c = self.consumers.entry(i).or_default();
             let at = c.partition_point(|&e| e < (ni, slot));
             c.insert(at, (ni, slot));
         }
-        for i in &n.implicit_inputs {
-            let v = self.implicit.entry(i.clone()).or_default();
+        for &i in &n.implicit_inputs {
+            let v = self.implicit.entry(i).or_default();
             let at = v.partition_point(|&k| k < ni);
             v.insert(at, ni);
         }
@@ -213,8 +211,8 @@ impl Edges {
 
     /// ORT's output edge count of value `v` (explicit input slots and subgraph reads), only
     /// from nodes: a graph input or initializer has none.
-    pub fn edge_count(&self, v: &str) -> usize {
-        self.consumers.get(v).map_or(0, Vec::len) + self.implicit.get(v).map_or(0, Vec::len)
+    pub fn edge_count(&self, v: Sym) -> usize {
+        self.consumers.get(&v).map_or(0, Vec::len) + self.implicit.get(&v).map_or(0, Vec::len)
     }
 
     /// A node's output edge count over all its outputs (`Node::GetOutputEdgesCount`).
@@ -224,18 +222,18 @@ impl Edges {
 
     /// Whether a node produces a graph output (`Graph::NodeProducesGraphOutput`).
     pub fn produces_graph_output(&self, n: &SNode) -> bool {
-        n.existing_outputs().any(|(_, o)| self.outputs.contains(o))
+        n.existing_outputs().any(|(_, o)| self.outputs.contains(&o))
     }
 
     /// The input edge count of a node (`Node::GetInputEdgesCount`): inputs another node of the
     /// graph produces.
     pub fn node_input_edges(&self, n: &SNode) -> usize {
         n.existing_inputs()
-            .filter(|(_, i)| self.producer.contains_key(*i))
+            .filter(|(_, i)| self.producer.contains_key(i))
             .count()
             + n.implicit_inputs
                 .iter()
-                .filter(|i| self.producer.contains_key(*i))
+                .filter(|i| self.producer.contains_key(i))
                 .count()
     }
 }
@@ -284,7 +282,7 @@ g (float[4] A) => (float[4] Y)
             producer: Default::default(),
             consumers: Default::default(),
             implicit: Default::default(),
-            outputs: g.outputs.iter().cloned().collect(),
+            outputs: g.outputs.iter().copied().collect(),
         };
         for (ni, n) in g.nodes.iter().enumerate().rev() {
             e.add_node(ni, n);
@@ -293,6 +291,7 @@ g (float[4] A) => (float[4] Y)
         assert_ne!(sorted(&e), sorted(&built));
         e.add_node(1, &g.nodes[1]);
         assert_eq!(sorted(&e), sorted(&built));
-        assert_eq!(e.consumers["b"], vec![(1, 0), (1, 1), (2, 1)]);
+        let b = crate::sym::Sym::new("b");
+        assert_eq!(e.consumers[&b], vec![(1, 0), (1, 1), (2, 1)]);
     }
 }

@@ -13,6 +13,7 @@
 use super::{Edges, is_dq, is_q, is_qdq_pair_supported, walk};
 use crate::placer::OptLevel;
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 
 /// Applies the transformer to every graph at level `extended` and above; whether it removed
 /// anything.
@@ -99,7 +100,7 @@ fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
         g.nodes.push(SNode {
             name,
             op: "Identity".into(),
-            domain: "ai.onnx".into(),
+            domain: Sym::AI_ONNX,
             since: None,
             inputs: vec![src_value],
             outputs: vec![q_out],

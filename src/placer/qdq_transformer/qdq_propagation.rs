@@ -24,6 +24,7 @@ use super::{Edges, MAX_DEPTH, constant_scalar_scale_and_zp, is_dq, is_q, zero_po
 use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::session::{NameGen, SNode, Session};
+use crate::sym::Sym;
 
 /// One edge of the graph as ORT's `ExtendedGraphEdge`: from a node's output slot or a graph
 /// input/initializer (`src: None`), to a node's input slot or a graph output (`dst: None`).
@@ -31,7 +32,7 @@ use crate::session::{NameGen, SNode, Session};
 struct Edge {
     src: Option<(usize, usize)>,
     dst: Option<(usize, usize)>,
-    arg: String,
+    arg: Sym,
 }
 
 /// Applies the transformer to graph `gi` (its subgraphs first); whether it inserted anything.
@@ -131,11 +132,11 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
 /// The scale, zero point, domain and since-version of the Q or DQ whose quantization is
 /// copied.
 struct QuantParams {
-    scale: String,
-    zero_point: Option<String>,
+    scale: Sym,
+    zero_point: Option<Sym>,
     /// The quantized type (the zero point's; `uint8` without one).
     zero_point_elem: Option<i32>,
-    domain: String,
+    domain: Sym,
     since: Option<i64>,
 }
 
@@ -153,7 +154,7 @@ impl QuantParams {
 
 /// `CanNodePropagate`.
 fn can_propagate(n: &SNode) -> bool {
-    if n.removed || n.domain != "ai.onnx" {
+    if n.removed || n.domain != Sym::AI_ONNX {
         return false;
     }
     let versions: &[i64] = match n.op.as_str() {
@@ -185,7 +186,7 @@ impl Propagation {
             .filter(|a| !a.is_empty())?
             .clone();
         match self.edges.producer.get(&arg) {
-            Some(&src) => (!self.edges.outputs.contains(&arg) && self.edges.edge_count(&arg) == 1)
+            Some(&src) => (!self.edges.outputs.contains(&arg) && self.edges.edge_count(arg) == 1)
                 .then_some(Edge {
                     src: Some(src),
                     dst: Some((ni, 0)),
@@ -277,27 +278,27 @@ impl Propagation {
         let base_type = g.types.get(&base).cloned();
         let base_shape = g.shapes.get(&base).cloned();
         let zp_elem = qp.zero_point_elem.unwrap_or(D::Uint8 as i32);
-        let set_meta = |g: &mut crate::session::SGraph, v: &str, t: Option<Type>| {
+        let set_meta = |g: &mut crate::session::SGraph, v: Sym, t: Option<Type>| {
             if let Some(t) = t {
-                g.types.insert(v.to_string(), t);
+                g.types.insert(v, t);
             }
             if let Some(s) = &base_shape {
-                g.shapes.insert(v.to_string(), s.clone());
+                g.shapes.insert(v, s.clone());
             }
         };
-        set_meta(g, &pre_q, base_type.clone());
-        set_meta(g, &q_to_dq, Some(Type::Tensor(zp_elem)));
-        let qdq_inputs = |data: &str| {
-            let mut v = vec![data.to_string(), qp.scale.clone()];
-            if let Some(z) = &qp.zero_point {
-                v.push(z.clone());
+        set_meta(g, pre_q, base_type.clone());
+        set_meta(g, q_to_dq, Some(Type::Tensor(zp_elem)));
+        let qdq_inputs = |data: Sym| {
+            let mut v = vec![data, qp.scale];
+            if let Some(z) = qp.zero_point {
+                v.push(z);
             }
             v
         };
-        let node = |name: String, op: &str, inputs: Vec<String>, output: String| SNode {
+        let node = |name: Sym, op: Sym, inputs: Vec<Sym>, output: Sym| SNode {
             name,
-            op: op.to_string(),
-            domain: qp.domain.clone(),
+            op,
+            domain: qp.domain,
             since: qp.since,
             inputs,
             outputs: vec![output],
@@ -312,8 +313,8 @@ impl Propagation {
         g.generated_names.insert(q_name.clone());
         g.nodes.push(node(
             q_name,
-            "QuantizeLinear",
-            qdq_inputs(&pre_q),
+            Sym::QUANTIZE_LINEAR,
+            qdq_inputs(pre_q),
             q_to_dq.clone(),
         ));
         if let Some((src, slot)) = first.src
@@ -330,12 +331,12 @@ impl Propagation {
             };
             let dq_name = self.names.node(&format!("{base}_dq{suffix}"));
             let g = &mut session.graphs[gi];
-            set_meta(g, &post_dq, base_type.clone());
+            set_meta(g, post_dq, base_type.clone());
             g.generated_names.insert(dq_name.clone());
             g.nodes.push(node(
                 dq_name,
-                "DequantizeLinear",
-                qdq_inputs(&q_to_dq),
+                Sym::DEQUANTIZE_LINEAR,
+                qdq_inputs(q_to_dq),
                 post_dq.clone(),
             ));
             if let Some((dst, slot)) = e.dst

@@ -18,6 +18,7 @@ use crate::model::proto::TensorProto;
 use crate::placer::OptLevel;
 use crate::placer::qdq_transformer::{Edges, is_dq, is_q, walk};
 use crate::session::{Init, NameGen, Session};
+use crate::sym::Sym;
 use crate::tables::Ep;
 
 /// Applies the transformer at level `extended` and above; whether it changed anything.
@@ -63,7 +64,7 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize)
 }
 
 /// The constant int8 scalar zero point of a Q or DQ (its input 2).
-fn int8_zero_point(session: &Session, gi: usize, name: &str) -> Option<i64> {
+fn int8_zero_point(session: &Session, gi: usize, name: Sym) -> Option<i64> {
     let init = session.initializer(gi, name).filter(|i| !i.overridable)?;
     let t = Tensor::from_proto(&init.tensor)?;
     (t.elem == D::Int8 as i32 && t.len() == 1).then(|| t.as_i64().first().copied())?
@@ -77,8 +78,8 @@ fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
         return false;
     }
     let (Some(qz), Some(dz)) = (
-        int8_zero_point(session, gi, &qn.inputs[2]),
-        int8_zero_point(session, gi, &dqn.inputs[2]),
+        int8_zero_point(session, gi, qn.inputs[2]),
+        int8_zero_point(session, gi, dqn.inputs[2]),
     ) else {
         return false;
     };
@@ -86,7 +87,7 @@ fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
         return false;
     }
     let old = qn.outputs.first().cloned().unwrap_or_default();
-    let shape = session.shape_of(gi, &old).cloned();
+    let shape = session.shape_of(gi, old).cloned();
     let zp_value = u8::try_from(qz + 128).unwrap_or(0);
     let g = &mut session.graphs[gi];
     let mut names = NameGen::new(g);
@@ -94,7 +95,7 @@ fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
     let quant = names.value("qdq_s8_to_u8_quant");
     g.name_counter = names.counter;
     let tensor = TensorProto {
-        name: Some(zp.clone()),
+        name: Some(zp.to_string()),
         data_type: Some(D::Uint8 as i32),
         raw_data: Some(vec![zp_value].into()),
         ..Default::default()

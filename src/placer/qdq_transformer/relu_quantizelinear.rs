@@ -15,6 +15,7 @@ use crate::model::DataType as D;
 use crate::placer::OptLevel;
 use crate::placer::qdq_transformer::{Edges, is_q, walk};
 use crate::session::Session;
+use crate::sym::Sym;
 use crate::tables::Ep;
 
 /// Applies the rule at level `extended` and above; whether it changed anything.
@@ -29,7 +30,7 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize)
     let n = &session.graphs[gi].nodes[ni];
     if n.removed
         || n.op != "Relu"
-        || n.domain != "ai.onnx"
+        || n.domain != Sym::AI_ONNX
         || !n.since.is_some_and(|v| [6, 13, 14].contains(&v))
         || n.ep != Some(Ep::Cpu)
     {
@@ -64,11 +65,11 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize)
 }
 
 /// Whether the Q's zero point (absent: uint8 0) is its type's minimum: uint8 0 or int8 -128.
-fn zero_point_at_minimum(session: &Session, gi: usize, zp: Option<&String>) -> bool {
+fn zero_point_at_minimum(session: &Session, gi: usize, zp: Option<&Sym>) -> bool {
     let Some(zp) = zp.filter(|z| !z.is_empty()) else {
         return true;
     };
-    let Some(init) = session.initializer(gi, zp).filter(|i| !i.overridable) else {
+    let Some(init) = session.initializer(gi, *zp).filter(|i| !i.overridable) else {
         return false;
     };
     let Some(t) = Tensor::from_proto(&init.tensor) else {

@@ -19,6 +19,7 @@ use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::ir::{Init, NameGen, SNode, Session};
 use crate::placer::qdq_transformer::{is_dq, is_q};
+use crate::sym::Sym;
 
 /// Subgraph nesting followed; deeper graphs (only a hostile model has them) are left alone.
 const MAX_DEPTH: usize = 64;
@@ -26,14 +27,14 @@ const MAX_DEPTH: usize = 64;
 /// One graph's producers and readers (explicit and implicit inputs of live nodes), built once
 /// per graph so that each `Where` costs a few lookups, not a scan of the graph.
 struct Index {
-    producer: HashMap<String, usize>,
-    readers: HashMap<String, Vec<usize>>,
+    producer: HashMap<Sym, usize>,
+    readers: HashMap<Sym, Vec<usize>>,
 }
 
 impl Index {
     fn build(session: &Session, gi: usize) -> Index {
         let mut producer = HashMap::default();
-        let mut readers: HashMap<String, Vec<usize>> = HashMap::default();
+        let mut readers: HashMap<Sym, Vec<usize>> = HashMap::default();
         for (k, n) in session.graphs[gi].live_nodes() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
                 producer.insert(o.clone(), k);
@@ -50,8 +51,8 @@ impl Index {
         Index { producer, readers }
     }
 
-    fn readers(&self, value: &str) -> &[usize] {
-        self.readers.get(value).map_or(&[], Vec::as_slice)
+    fn readers(&self, value: Sym) -> &[usize] {
+        self.readers.get(&value).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -104,20 +105,20 @@ fn satisfied(session: &Session, gi: usize, ni: usize, idx: &Index) -> Option<(us
         return None;
     }
     let out = n.outputs.first()?;
-    match idx.readers(out) {
-        [c] if g.nodes[*c].op == "QuantizeLinear" => {}
+    match idx.readers(*out) {
+        [c] if g.nodes[*c].op == Sym::QUANTIZE_LINEAR => {}
         _ => return None,
     }
-    let producer = |v: &str| idx.producer.get(v).copied();
-    let (p1, p2) = (producer(&n.inputs[1]), producer(&n.inputs[2]));
-    let is_dq_at = |p: Option<usize>| p.is_some_and(|k| g.nodes[k].op == "DequantizeLinear");
-    let is_const = |v: &str| session.initializer(gi, v).is_some_and(|i| !i.overridable);
-    let scalar = |v: &str| session.shape_of(gi, v).is_some_and(Vec::is_empty);
-    if is_dq_at(p1) && is_const(&n.inputs[2]) {
-        return scalar(&n.inputs[2]).then_some((p1?, 2));
+    let producer = |v: Sym| idx.producer.get(&v).copied();
+    let (p1, p2) = (producer(n.inputs[1]), producer(n.inputs[2]));
+    let is_dq_at = |p: Option<usize>| p.is_some_and(|k| g.nodes[k].op == Sym::DEQUANTIZE_LINEAR);
+    let is_const = |v: Sym| session.initializer(gi, v).is_some_and(|i| !i.overridable);
+    let scalar = |v: Sym| session.shape_of(gi, v).is_some_and(Vec::is_empty);
+    if is_dq_at(p1) && is_const(n.inputs[2]) {
+        return scalar(n.inputs[2]).then_some((p1?, 2));
     }
-    if is_const(&n.inputs[1]) && is_dq_at(p2) {
-        return scalar(&n.inputs[1]).then_some((p2?, 1));
+    if is_const(n.inputs[1]) && is_dq_at(p2) {
+        return scalar(n.inputs[1]).then_some((p2?, 1));
     }
     None
 }
@@ -141,20 +142,20 @@ fn insert(
         return false;
     };
     let Some(q) = idx
-        .readers(out)
+        .readers(*out)
         .first()
         .map(|&c| &g.nodes[c])
         .filter(|c| is_q(c))
     else {
         return false;
     };
-    let elem = |v: Option<&String>| v.and_then(|v| session.type_of(gi, v)).cloned();
+    let elem = |v: Option<&Sym>| v.and_then(|v| session.type_of(gi, *v)).cloned();
     if elem(dqn.inputs.first()).is_none() || elem(dqn.inputs.first()) != elem(q.outputs.first()) {
         return false;
     }
     let (Some(scale), Some(zp)) = (
-        session.initializer(gi, &dqn.inputs[1]),
-        session.initializer(gi, &dqn.inputs[2]),
+        session.initializer(gi, dqn.inputs[1]),
+        session.initializer(gi, dqn.inputs[2]),
     ) else {
         return false;
     };
@@ -164,7 +165,7 @@ fn insert(
     let zp_name = names.value(&format!("{base}_dummy_zp"));
     let scale_name = names.value(&format!("{base}_dummy_scale"));
     let scalar = n.inputs[const_idx].clone();
-    let Some(c) = session.initializer(gi, &scalar) else {
+    let Some(c) = session.initializer(gi, scalar) else {
         return false;
     };
     if c.elem != scale_elem || c.elem != D::Float as i32 {
@@ -186,7 +187,7 @@ fn insert(
     ] {
         let tensor = TensorProto {
             data_type: Some(elem),
-            name: Some(name.clone()),
+            name: Some(name.to_string()),
             ..Default::default()
         };
         g.initializers.insert(
@@ -209,7 +210,7 @@ fn insert(
     g.generated_names.insert(node_name.clone());
     g.nodes.push(SNode {
         name: node_name,
-        op: "DequantizeLinear".to_string(),
+        op: Sym::DEQUANTIZE_LINEAR,
         domain: dq_domain,
         since: dq_since,
         inputs: vec![xq_name, scale_name, zp_name],

@@ -6,7 +6,7 @@ use super::*;
 impl Opt<'_> {
     pub(super) fn can_likely_remove_transpose(&self, t: usize) -> bool {
         let out = &self.node(t).outputs[0];
-        let (consumers, comprehensive) = self.consumers(out);
+        let (consumers, comprehensive) = self.consumers(*out);
         comprehensive
             && consumers.iter().all(|&c| {
                 let n = self.node(c);
@@ -14,7 +14,7 @@ impl Opt<'_> {
             })
     }
 
-    pub(super) fn value_cost(&self, input: &str, perm: &[i64]) -> i32 {
+    pub(super) fn value_cost(&self, input: Sym, perm: &[i64]) -> i32 {
         if self.is_constant(input) || self.const_dq(input).is_some() {
             return 0;
         }
@@ -22,12 +22,12 @@ impl Opt<'_> {
         // Transpose, as `TransposeInput` does.
         let mut producer = self.producer(input);
         if let Some(dq) = self.dq_producer(input)
-            && let Some(above) = self.node(dq).inputs.first().and_then(|v| self.producer(v))
+            && let Some(above) = self.node(dq).inputs.first().and_then(|v| self.producer(*v))
         {
             let a = self.node(above);
             if a.op == "Squeeze" {
-                if let Some(t) = a.inputs.first().and_then(|v| self.producer(v))
-                    && self.node(t).op == "Transpose"
+                if let Some(t) = a.inputs.first().and_then(|v| self.producer(*v))
+                    && self.node(t).op == Sym::TRANSPOSE
                 {
                     producer = Some(t);
                 }
@@ -66,20 +66,20 @@ impl Opt<'_> {
         if self.provider.is_some()
             && n.ep == self.provider
             && n.op == "MaxPool"
-            && n.domain == "ai.onnx"
+            && n.domain == Sym::AI_ONNX
         {
             return true;
         }
         let mut cost: i32 = indices
             .iter()
-            .map(|&j| self.value_cost(&n.inputs[j], perm))
+            .map(|&j| self.value_cost(n.inputs[j], perm))
             .sum();
         if cost < 0 && handler.transposes_outputs() {
             let mut out_cost = 0;
             let mut leads = false;
             for o in &n.outputs {
-                out_cost = out_cost.max(self.estimate_rank(o));
-                leads |= leading.waives(o, sole);
+                out_cost = out_cost.max(self.estimate_rank(*o));
+                leads |= leading.waives(*o, sole);
             }
             if !leads {
                 cost += out_cost;
@@ -93,7 +93,7 @@ impl Opt<'_> {
         match handler {
             Handler::Simple | Handler::Concat => (0..n.inputs.len()).collect(),
             Handler::Broadcast => (0..n.inputs.len())
-                .filter(|&i| self.shape(&n.inputs[i]).is_none_or(|s| !s.is_empty()))
+                .filter(|&i| self.shape(n.inputs[i]).is_none_or(|s| !s.is_empty()))
                 .collect(),
             Handler::QLinearBinary => [0, 3].into_iter().filter(|&i| i < n.inputs.len()).collect(),
             Handler::QLinearConcat => (2..n.inputs.len()).step_by(3).collect(),

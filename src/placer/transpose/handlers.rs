@@ -142,9 +142,9 @@ impl Opt<'_> {
                 } else {
                     let old = self.node(node).inputs[1].clone();
                     let c = self.add_initializer(Tensor::i64_1d(new_axes.clone()));
-                    self.set_input(node, 1, &c);
-                    if !self.has_consumers(&old) {
-                        self.remove_initializer(&old);
+                    self.set_input(node, 1, c);
+                    if !self.has_consumers(old) {
+                        self.remove_initializer(old);
                     }
                 }
                 self.transpose_inputs(node, inv, &[0]);
@@ -171,23 +171,23 @@ impl Opt<'_> {
             Handler::Slice => self.handle_slice(node, perm, inv),
             Handler::Tile => {
                 let repeats = self.node(node).inputs.get(1).cloned().unwrap_or_default();
-                if let Some(r) = self.constant_ints(&repeats) {
+                if let Some(r) = self.constant_ints(repeats) {
                     if r.len() != rank {
                         return false;
                     }
                     let new: Vec<i64> = inv.iter().map(|&p| r[p as usize]).collect();
                     let c = self.add_initializer(Tensor::i64_1d(new));
-                    self.set_input(node, 1, &c);
-                    if !self.has_consumers(&repeats) {
-                        self.remove_initializer(&repeats);
+                    self.set_input(node, 1, c);
+                    if !self.has_consumers(repeats) {
+                        self.remove_initializer(repeats);
                     }
                 } else {
                     let c = self.add_initializer(Tensor::i64_1d(inv.to_vec()));
-                    let g = self.add_node("Gather", &[&repeats, &c], 1);
+                    let g = self.add_node("Gather", &[repeats, c], 1);
                     self.set_attr(g, int_attr("axis", 0));
                     let out = self.node(g).outputs[0].clone();
-                    self.copy_value_info(&repeats, &out);
-                    self.set_input(node, 1, &out);
+                    self.copy_value_info(repeats, out);
+                    self.set_input(node, 1, out);
                 }
                 self.transpose_inputs(node, inv, &[0]);
                 self.transpose_outputs(node, perm);
@@ -215,7 +215,7 @@ impl Opt<'_> {
             Handler::QuantDequant => {
                 if self.opset >= 13 {
                     let scale = self.node(node).inputs.get(1).cloned().unwrap_or_default();
-                    let scalar = self.shape(&scale).is_some_and(|s| s.is_empty());
+                    let scalar = self.shape(scale).is_some_and(|s| s.is_empty());
                     if !scalar {
                         let axis = self.node(node).attr_i("axis").unwrap_or(1);
                         let Some(axis) = normalize_axis(axis, rank) else {
@@ -304,7 +304,7 @@ impl Opt<'_> {
         let eight_bit = n
             .inputs
             .first()
-            .and_then(|i| self.session.type_of(self.gi, i))
+            .and_then(|i| self.session.type_of(self.gi, *i))
             .is_some_and(|t| {
                 *t == Type::Tensor(D::Uint8 as i32) || *t == Type::Tensor(D::Int8 as i32)
             });
@@ -325,12 +325,12 @@ impl Opt<'_> {
         self.generated.push(name.clone());
         let index = self.session.graphs[self.gi].nodes.len();
         for i in inputs.iter().filter(|i| !i.is_empty()) {
-            self.uses.entry(i.to_string()).or_default().push(index);
+            self.uses.entry(*i).or_default().push(index);
         }
         self.session.graphs[self.gi].nodes.push(SNode {
             name,
             op: "NhwcMaxPool".into(),
-            domain: "com.microsoft".into(),
+            domain: Sym::COM_MICROSOFT,
             since: Some(1),
             inputs,
             outputs: Vec::new(),
@@ -376,24 +376,24 @@ impl Opt<'_> {
         if name.is_empty() {
             return;
         }
-        if let Some(v) = self.values.get(self.session, self.gi, &name)
+        if let Some(v) = self.values.get(self.session, self.gi, name)
             && v.dims.len() == 1
             && (v.dims[0] == perm.len() as i64 || v.dims[0] == 0)
         {
             let t = permute_1d(&v, perm).unwrap_or_else(|| (*v).clone());
             let c = self.add_initializer(t);
-            self.set_input(node, i, &c);
-            if !self.has_consumers(&name) {
-                self.remove_initializer(&name);
+            self.set_input(node, i, c);
+            if !self.has_consumers(name) {
+                self.remove_initializer(name);
             }
             return;
         }
         let c = self.add_initializer(Tensor::i64_1d(perm.to_vec()));
-        let g = self.add_node("Gather", &[&name, &c], 1);
+        let g = self.add_node("Gather", &[name, c], 1);
         let out = self.node(g).outputs[0].clone();
-        self.copy_value_info(&name, &out);
+        self.copy_value_info(name, out);
         self.set_attr(g, int_attr("axis", 0));
-        self.set_input(node, i, &out);
+        self.set_input(node, i, out);
     }
 
     pub(super) fn handle_transpose_impl(
@@ -408,15 +408,15 @@ impl Opt<'_> {
         if inv == node_perm {
             // RemoveCancelingTransposeNodes.
             let node_out = self.node(node).outputs[0].clone();
-            let (consumers, comprehensive) = self.consumers(&node_out);
+            let (consumers, comprehensive) = self.consumers(node_out);
             if comprehensive {
-                self.replace_references(&consumers, &node_out, &t_in);
+                self.replace_references(&consumers, node_out, t_in);
             } else {
-                let (in_consumers, in_comprehensive) = self.consumers(&t_in);
-                match self.producer(&t_in) {
+                let (in_consumers, in_comprehensive) = self.consumers(t_in);
+                match self.producer(t_in) {
                     Some(p) if in_comprehensive => {
-                        self.set_input(node, 0, "");
-                        self.replace_references(&in_consumers, &t_in, &node_out);
+                        self.set_input(node, 0, Sym::EMPTY);
+                        self.replace_references(&in_consumers, t_in, node_out);
                         let i = self
                             .node(p)
                             .outputs
@@ -426,32 +426,32 @@ impl Opt<'_> {
                         self.move_output(node, 0, p, i);
                     }
                     _ => {
-                        let id = self.add_node("Identity", &[""], 1);
+                        let id = self.add_node("Identity", &[Sym::EMPTY], 1);
                         self.move_output(node, 0, id, 0);
-                        self.set_input(id, 0, &t_in);
+                        self.set_input(id, 0, t_in);
                     }
                 }
             }
             self.remove_node(node);
             let t_out = self.node(t).outputs[0].clone();
-            if !self.has_consumers(&t_out) {
+            if !self.has_consumers(t_out) {
                 self.remove_node(t);
             }
             return true;
         }
         let new_perm = compose(perm, node_perm);
-        let target = if self.node(node).op == "Reshape" {
-            let n = self.add_node("Transpose", &[&t_in], 1);
+        let target = if self.node(node).op == Sym::RESHAPE {
+            let n = self.add_node("Transpose", &[t_in], 1);
             self.move_output(node, 0, n, 0);
             self.remove_node(node);
             n
         } else {
-            self.set_input(node, 0, &t_in);
+            self.set_input(node, 0, t_in);
             node
         };
         self.set_attr(target, ints_attr("perm", &new_perm));
         let t_out = self.node(t).outputs[0].clone();
-        if !self.has_consumers(&t_out) {
+        if !self.has_consumers(t_out) {
             self.remove_node(t);
         }
         true
@@ -467,11 +467,11 @@ impl Opt<'_> {
     ) -> bool {
         let t_in = self.node(t).inputs[0].clone();
         let t_out = self.node(t).outputs[0].clone();
-        let (Some(in_shape), Some(out_shape)) = (self.shape(&t_in), self.shape(&t_out)) else {
+        let (Some(in_shape), Some(out_shape)) = (self.shape(t_in), self.shape(t_out)) else {
             return false;
         };
         let requested_name = self.node(node).inputs.get(1).cloned().unwrap_or_default();
-        let Some(requested) = self.constant_ints(&requested_name) else {
+        let Some(requested) = self.constant_ints(requested_name) else {
             return false;
         };
         if requested.is_empty() || in_shape.len() != requested.len() {
@@ -537,15 +537,15 @@ impl Opt<'_> {
             perm.to_vec()
         };
         let c = self.add_initializer(Tensor::i64_1d(new_perm.clone()));
-        let g = self.add_node("Gather", &["", &c], 1);
+        let g = self.add_node("Gather", &[Sym::EMPTY, c], 1);
         self.set_attr(g, int_attr("axis", 0));
         self.move_output(node, 0, g, 0);
         let new_output = self.node(node).outputs[0].clone();
-        self.set_input(g, 0, &new_output);
+        self.set_input(g, 0, new_output);
         let g_out = self.node(g).outputs[0].clone();
-        self.copy_value_info(&g_out, &new_output);
+        self.copy_value_info(g_out, new_output);
         if new_perm.len() != perm.len() {
-            self.set_shape(&new_output, Some(vec![Some(rank)]));
+            self.set_shape(new_output, Some(vec![Some(rank)]));
         }
         true
     }
@@ -586,7 +586,7 @@ impl Opt<'_> {
         let axes = if axes_name.is_empty() {
             Some(Vec::new())
         } else {
-            self.constant_ints(&axes_name)
+            self.constant_ints(axes_name)
         };
         let Some(axes) = axes else {
             return false;
@@ -604,9 +604,9 @@ impl Opt<'_> {
         };
         let new_axes = sorted_axes_for_transposed_input(&axes, perm);
         let c = self.add_initializer(Tensor::i64_1d(new_axes.clone()));
-        self.set_input(node, 1, &c);
-        if !self.has_consumers(&axes_name) {
-            self.remove_initializer(&axes_name);
+        self.set_input(node, 1, c);
+        if !self.has_consumers(axes_name) {
+            self.remove_initializer(axes_name);
         }
         self.transpose_inputs(node, inv, &[0]);
         if keepdims {
@@ -641,10 +641,10 @@ impl Opt<'_> {
         let axes_name = inputs.get(3).cloned().unwrap_or_default();
         if axes_name.is_empty() {
             let starts = inputs.get(1).cloned().unwrap_or_default();
-            let Some(s) = self.shape(&starts) else {
+            let Some(s) = self.shape(starts) else {
                 return false;
             };
-            let elem = match self.session.type_of(self.gi, &starts) {
+            let elem = match self.session.type_of(self.gi, starts) {
                 Some(Type::Tensor(e)) => *e,
                 _ => crate::model::DataType::Int64 as i32,
             };
@@ -656,23 +656,23 @@ impl Opt<'_> {
             };
             let new_axes: Vec<i64> = perm[..k].to_vec();
             let c = self.add_initializer(Tensor::ints(elem, vec![k as i64], new_axes));
-            self.set_input(node, 3, &c);
+            self.set_input(node, 3, c);
         } else {
-            let Some(axes) = self.constant_ints(&axes_name) else {
+            let Some(axes) = self.constant_ints(axes_name) else {
                 return false;
             };
             let elem = self
                 .session
-                .initializer(self.gi, &axes_name)
+                .initializer(self.gi, axes_name)
                 .map_or(crate::model::DataType::Int64 as i32, |i| i.elem);
             let Some(axes) = normalize_axes(&axes, rank) else {
                 return false;
             };
             let new_axes: Vec<i64> = axes.iter().map(|&a| perm[a as usize]).collect();
             let c = self.add_initializer(Tensor::ints(elem, vec![new_axes.len() as i64], new_axes));
-            self.set_input(node, 3, &c);
-            if !self.has_consumers(&axes_name) {
-                self.remove_initializer(&axes_name);
+            self.set_input(node, 3, c);
+            if !self.has_consumers(axes_name) {
+                self.remove_initializer(axes_name);
             }
         }
         self.transpose_inputs(node, inv, &[0]);

@@ -18,6 +18,7 @@ use crate::infer::shapes::Values;
 use crate::infer::{self, Type};
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::session::{Init, NameGen, SNode, Session};
+use crate::sym::Sym;
 use crate::tables::KernelTable;
 
 /// ORT's `kMinSupportedOpset`: older models are left alone.
@@ -198,15 +199,15 @@ struct Opt<'s> {
     session: &'s mut Session,
     gi: usize,
     table: &'s KernelTable,
-    versions: &'s HashMap<String, i64>,
+    versions: &'s HashMap<Sym, i64>,
     values: &'s mut Values,
     opset: i64,
     /// Built on first use: it reads every name of the graph, and most passes add nothing.
     names: Option<NameGen>,
-    generated: Vec<String>,
-    producer: HashMap<String, usize>,
-    uses: HashMap<String, Vec<usize>>,
-    outputs: HashSet<String>,
+    generated: Vec<Sym>,
+    producer: HashMap<Sym, usize>,
+    uses: HashMap<Sym, Vec<usize>>,
+    outputs: HashSet<Sym>,
     /// ORT's `provider_type`: at level 2 the optimizer runs for the CPU provider, over the
     /// nodes assigned to it, and assigns it the nodes it adds (`None` at level 1).
     provider: Option<crate::tables::Ep>,
@@ -218,7 +219,7 @@ pub fn run(
     session: &mut Session,
     gi: usize,
     table: &KernelTable,
-    versions: &HashMap<String, i64>,
+    versions: &HashMap<Sym, i64>,
     values: &mut Values,
     order: &[usize],
 ) -> bool {
@@ -278,7 +279,7 @@ pub fn wrap_channels_last(
 ) -> bool {
     let versions = infer::domain_versions(session, table);
     let mut values = Values::default();
-    let opset = versions.get("ai.onnx").copied().unwrap_or(0);
+    let opset = versions.get(&Sym::AI_ONNX).copied().unwrap_or(0);
     let mut opt = Opt {
         gi,
         table,
@@ -302,7 +303,7 @@ pub fn wrap_channels_last(
         let x = opt.node(ni).inputs[0].clone();
         let rank = opt
             .session
-            .shape_of(gi, &x)
+            .shape_of(gi, x)
             .map_or(4, |s| s.len() as i64)
             .max(3);
         let to_last: Vec<i64> = std::iter::once(0)
@@ -327,18 +328,18 @@ fn run_for(
     session: &mut Session,
     gi: usize,
     table: &KernelTable,
-    versions: &HashMap<String, i64>,
+    versions: &HashMap<Sym, i64>,
     values: &mut Values,
     order: &[usize],
     provider: Option<crate::tables::Ep>,
 ) -> bool {
-    let opset = versions.get("ai.onnx").copied().unwrap_or(0);
+    let opset = versions.get(&Sym::AI_ONNX).copied().unwrap_or(0);
     let mut changed = false;
     // Without a Transpose nothing moves; with a DQ the QDQ fix-up pass still runs.
     let (mut transposes, mut have_dq) = (false, false);
     for (_, n) in session.graphs[gi].live_nodes() {
-        transposes |= n.op == "Transpose";
-        have_dq |= n.op == "DequantizeLinear";
+        transposes |= n.op == Sym::TRANSPOSE;
+        have_dq |= n.op == Sym::DEQUANTIZE_LINEAR;
     }
     if (MIN_OPSET..=max_supported_opset(table)).contains(&opset) && (transposes || have_dq) {
         let mut opt = Opt {
@@ -375,18 +376,18 @@ fn run_for(
 /// The outputs from which a pushed Transpose reaches another: on some path (`any`) and, from
 /// 1.31, on every path (`all`).
 pub(super) struct Leading {
-    any: HashSet<String>,
-    all: Option<HashSet<String>>,
+    any: HashSet<Sym>,
+    all: Option<HashSet<Sym>>,
 }
 
 impl Leading {
     /// Whether the cost of transposing output `o` is waived (`sole`: a path suffices, as for
     /// Q/DQ nodes from 1.31).
-    pub(super) fn waives(&self, o: &str, sole: bool) -> bool {
-        self.any.contains(o)
+    pub(super) fn waives(&self, o: Sym, sole: bool) -> bool {
+        self.any.contains(&o)
             && match &self.all {
                 None => true,
-                Some(all) => sole || all.contains(o),
+                Some(all) => sole || all.contains(&o),
             }
     }
 }
@@ -416,7 +417,7 @@ impl Opt<'_> {
         let (session, gi) = (&*self.session, self.gi);
         self.names.get_or_insert_with(|| {
             let mut names = NameGen::new(&session.graphs[gi]);
-            names.reserve_value("");
+            names.reserve_value(Sym::EMPTY);
             names
         })
     }
@@ -429,28 +430,28 @@ impl Opt<'_> {
         &mut self.session.graphs[self.gi].nodes[n]
     }
 
-    fn producer(&self, name: &str) -> Option<usize> {
+    fn producer(&self, name: Sym) -> Option<usize> {
         self.producer
-            .get(name)
+            .get(&name)
             .copied()
-            .filter(|&p| !self.node(p).removed && self.node(p).outputs.iter().any(|o| o == name))
+            .filter(|&p| !self.node(p).removed && self.node(p).outputs.iter().any(|o| *o == name))
     }
 
     /// Live nodes that read `name` explicitly, in index order, and whether that list is all
     /// (ORT's `comprehensive`: no subgraph reads it and it is no graph output).
-    fn consumers(&self, name: &str) -> (Vec<usize>, bool) {
+    fn consumers(&self, name: Sym) -> (Vec<usize>, bool) {
         let mut out: Vec<usize> = Vec::new();
-        let mut comprehensive = !self.outputs.contains(name);
-        if let Some(l) = self.uses.get(name) {
+        let mut comprehensive = !self.outputs.contains(&name);
+        if let Some(l) = self.uses.get(&name) {
             for &k in l {
                 let n = self.node(k);
                 if n.removed || out.contains(&k) {
                     continue;
                 }
-                if n.implicit_inputs.iter().any(|i| i == name) {
+                if n.implicit_inputs.iter().any(|i| *i == name) {
                     comprehensive = false;
                 }
-                if n.inputs.iter().any(|i| i == name) {
+                if n.inputs.iter().any(|i| *i == name) {
                     out.push(k);
                 }
             }
@@ -459,26 +460,30 @@ impl Opt<'_> {
         (out, comprehensive)
     }
 
-    fn has_consumers(&self, name: &str) -> bool {
-        if self.outputs.contains(name) {
+    fn has_consumers(&self, name: Sym) -> bool {
+        if self.outputs.contains(&name) {
             return true;
         }
-        self.uses.get(name).is_some_and(|l| {
+        self.uses.get(&name).is_some_and(|l| {
             l.iter().any(|&k| {
                 let n = self.node(k);
-                !n.removed && n.inputs.iter().chain(&n.implicit_inputs).any(|i| i == name)
+                !n.removed
+                    && n.inputs
+                        .iter()
+                        .chain(&n.implicit_inputs)
+                        .any(|i| *i == name)
             })
         })
     }
 
-    fn set_input(&mut self, n: usize, i: usize, name: &str) {
+    fn set_input(&mut self, n: usize, i: usize, name: Sym) {
         let node = self.node_mut(n);
         while node.inputs.len() <= i {
-            node.inputs.push(String::new());
+            node.inputs.push(Sym::EMPTY);
         }
-        node.inputs[i] = name.to_string();
+        node.inputs[i] = name;
         if !name.is_empty() {
-            self.uses.entry(name.to_string()).or_default().push(n);
+            self.uses.entry(name).or_default().push(n);
         }
     }
 
@@ -488,7 +493,7 @@ impl Opt<'_> {
 
     fn perm_of(&self, n: usize) -> Option<Vec<i64>> {
         let node = self.node(n);
-        if node.op != "Transpose" || node.domain != "ai.onnx" {
+        if node.op != Sym::TRANSPOSE || node.domain != Sym::AI_ONNX {
             return None;
         }
         let perm = node.attr_ints("perm")?.to_vec();
@@ -497,44 +502,42 @@ impl Opt<'_> {
 
     fn is_transpose(&self, n: usize) -> bool {
         let node = self.node(n);
-        node.op == "Transpose" && node.domain == "ai.onnx"
+        node.op == Sym::TRANSPOSE && node.domain == Sym::AI_ONNX
     }
 
-    fn shape(&self, name: &str) -> Option<Vec<Option<i64>>> {
+    fn shape(&self, name: Sym) -> Option<Vec<Option<i64>>> {
         self.session.shape_of(self.gi, name).cloned()
     }
 
     /// ORT's `EstimateValueRank`: dims other than 1 (unknown counts), 5 when the rank is unknown.
-    fn estimate_rank(&self, name: &str) -> i32 {
+    fn estimate_rank(&self, name: Sym) -> i32 {
         match self.shape(name) {
             Some(s) => s.iter().filter(|d| **d != Some(1)).count() as i32,
             None => 5,
         }
     }
 
-    fn set_shape(&mut self, name: &str, shape: Option<Vec<Option<i64>>>) {
+    fn set_shape(&mut self, name: Sym, shape: Option<Vec<Option<i64>>>) {
         let g = &mut self.session.graphs[self.gi];
         match shape {
             Some(s) => {
-                g.shapes.insert(name.to_string(), s);
+                g.shapes.insert(name, s);
             }
             None => {
-                g.shapes.remove(name);
+                g.shapes.remove(&name);
             }
         }
     }
 
-    fn copy_value_info(&mut self, src: &str, dst: &str) {
+    fn copy_value_info(&mut self, src: Sym, dst: Sym) {
         if let Some(t) = self.session.type_of(self.gi, src).cloned() {
-            self.session.graphs[self.gi]
-                .types
-                .insert(dst.to_string(), t);
+            self.session.graphs[self.gi].types.insert(dst, t);
             let s = self.shape(src);
             self.set_shape(dst, s);
         }
     }
 
-    fn permute_dims(&mut self, name: &str, perm: &[i64]) {
+    fn permute_dims(&mut self, name: Sym, perm: &[i64]) {
         if let Some(s) = self.shape(name)
             && s.len() == perm.len()
         {
@@ -543,14 +546,14 @@ impl Opt<'_> {
         }
     }
 
-    fn local_constant(&self, name: &str) -> Option<&Init> {
+    fn local_constant(&self, name: Sym) -> Option<&Init> {
         self.session.graphs[self.gi]
             .initializers
-            .get(name)
+            .get(&name)
             .filter(|i| !i.overridable)
     }
 
-    fn constant_ints(&mut self, name: &str) -> Option<Vec<i64>> {
+    fn constant_ints(&mut self, name: Sym) -> Option<Vec<i64>> {
         if name.is_empty() {
             return None;
         }
@@ -559,7 +562,7 @@ impl Opt<'_> {
             .map(|t| t.as_i64())
     }
 
-    fn is_constant(&self, name: &str) -> bool {
+    fn is_constant(&self, name: Sym) -> bool {
         self.producer(name).is_none()
             && self
                 .session
@@ -567,7 +570,7 @@ impl Opt<'_> {
                 .is_some_and(|i| !i.overridable)
     }
 
-    fn add_initializer(&mut self, t: Tensor) -> String {
+    fn add_initializer(&mut self, t: Tensor) -> Sym {
         let name = self.names().value("const_transpose_optimizer");
         let g = &mut self.session.graphs[self.gi];
         g.types.insert(name.clone(), Type::Tensor(t.elem));
@@ -583,7 +586,7 @@ impl Opt<'_> {
                 tensor: t.to_proto(&name),
             },
         );
-        self.values.set(self.gi, &name, t);
+        self.values.set(self.gi, name, t);
         name
     }
 
@@ -598,7 +601,7 @@ impl Opt<'_> {
             let n = self.node(ni);
             if n.removed
                 || n.op != "Squeeze"
-                || n.domain != "ai.onnx"
+                || n.domain != Sym::AI_ONNX
                 || !self.generated.contains(&n.name)
             {
                 continue;
@@ -607,13 +610,13 @@ impl Opt<'_> {
             else {
                 continue;
             };
-            if self.local_constant(&input).is_none() {
+            if self.local_constant(input).is_none() {
                 continue;
             }
             let Some(axes) = self.read_axes(ni, 1, 13) else {
                 continue;
             };
-            let Some(value) = self.values.get(self.session, self.gi, &input) else {
+            let Some(value) = self.values.get(self.session, self.gi, input) else {
                 continue;
             };
             let rank = value.dims.len() as i64;
@@ -633,29 +636,29 @@ impl Opt<'_> {
                 dims,
                 data: value.data.clone(),
             });
-            let (readers, _) = self.consumers(&out);
-            self.replace_references(&readers, &out, &folded);
+            let (readers, _) = self.consumers(out);
+            self.replace_references(&readers, out, folded);
             self.remove_node(ni);
             let axes_input = self.node(ni).inputs.get(1).cloned().unwrap_or_default();
-            if !axes_input.is_empty() && !self.has_consumers(&axes_input) {
-                self.remove_initializer(&axes_input);
+            if !axes_input.is_empty() && !self.has_consumers(axes_input) {
+                self.remove_initializer(axes_input);
             }
             changed = true;
         }
         changed
     }
 
-    fn remove_initializer(&mut self, name: &str) {
-        self.session.graphs[self.gi].initializers.remove(name);
+    fn remove_initializer(&mut self, name: Sym) {
+        self.session.graphs[self.gi].initializers.remove(&name);
         self.values.forget(self.gi, name);
     }
 
     /// Replaces initializer `name` by its transpose (or, when it is too large to hold here, by
     /// a tensor of the transposed shape with the same bytes: only its shape matters later).
-    fn transpose_initializer(&mut self, name: &str, perm: &[i64]) {
+    fn transpose_initializer(&mut self, name: Sym, perm: &[i64]) {
         let value = self.values.get(self.session, self.gi, name);
         let g = &mut self.session.graphs[self.gi];
-        let Some(init) = g.initializers.get_mut(name) else {
+        let Some(init) = g.initializers.get_mut(&name) else {
             return;
         };
         if init.dims.len() != perm.len() {
@@ -664,7 +667,7 @@ impl Opt<'_> {
         let dims: Vec<i64> = perm.iter().map(|&p| init.dims[p as usize]).collect();
         match value.and_then(|v| transpose_tensor(&v, perm)) {
             Some(t) => {
-                init.tensor = t.to_proto(name);
+                init.tensor = t.to_proto(&name);
                 self.values.set(self.gi, name, t);
             }
             None => {
@@ -674,18 +677,18 @@ impl Opt<'_> {
         }
         init.dims = dims.clone();
         g.shapes
-            .insert(name.to_string(), dims.iter().map(|&d| Some(d)).collect());
+            .insert(name, dims.iter().map(|&d| Some(d)).collect());
     }
 
-    fn reshape_initializer(&mut self, name: &str, dims: Vec<i64>) {
+    fn reshape_initializer(&mut self, name: Sym, dims: Vec<i64>) {
         let g = &mut self.session.graphs[self.gi];
-        let Some(init) = g.initializers.get_mut(name) else {
+        let Some(init) = g.initializers.get_mut(&name) else {
             return;
         };
         init.tensor.dims = dims.clone();
         init.dims = dims.clone();
         g.shapes
-            .insert(name.to_string(), dims.iter().map(|&d| Some(d)).collect());
+            .insert(name, dims.iter().map(|&d| Some(d)).collect());
         if let Some(mut v) = self
             .values
             .get(self.session, self.gi, name)
@@ -698,33 +701,34 @@ impl Opt<'_> {
 
     /// ORT's `ApiGraph::AddNode`: a node named `GenerateNodeName(op)` with outputs
     /// `GenerateNodeArgName(<name>_out<i>)`, appended to the graph.
-    fn add_node(&mut self, op: &str, inputs: &[&str], outputs: usize) -> usize {
-        self.add_node_in("ai.onnx", op, inputs, outputs)
+    fn add_node(&mut self, op: &str, inputs: &[Sym], outputs: usize) -> usize {
+        self.add_node_in(Sym::AI_ONNX, op, inputs, outputs)
     }
 
     /// [`Self::add_node`] in `domain`.
-    fn add_node_in(&mut self, domain: &str, op: &str, inputs: &[&str], outputs: usize) -> usize {
+    fn add_node_in(&mut self, domain: Sym, op: &str, inputs: &[Sym], outputs: usize) -> usize {
         let name = self.names().node(op);
-        self.generated.push(name.clone());
-        let outs: Vec<String> = (0..outputs)
+        self.generated.push(name);
+        let outs: Vec<Sym> = (0..outputs)
             .map(|i| self.names().value(&format!("{name}_out{i}")))
             .collect();
+        let op = Sym::new(op);
         let since = infer::resolve_schema(self.table, self.versions, domain, op)
             .ok()
             .map(|s| s.since);
         let index = self.session.graphs[self.gi].nodes.len();
-        for o in &outs {
-            self.producer.insert(o.clone(), index);
+        for &o in &outs {
+            self.producer.insert(o, index);
         }
         for i in inputs.iter().filter(|i| !i.is_empty()) {
-            self.uses.entry(i.to_string()).or_default().push(index);
+            self.uses.entry(*i).or_default().push(index);
         }
         self.session.graphs[self.gi].nodes.push(SNode {
             name,
-            op: op.to_string(),
-            domain: domain.into(),
+            op,
+            domain,
             since,
-            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            inputs: inputs.to_vec(),
             outputs: outs,
             attrs: Vec::new(),
             subgraphs: Vec::new(),
@@ -744,12 +748,12 @@ impl Opt<'_> {
         let n = self.node(node).clone();
         let name = self.names().node(&n.name);
         self.generated.push(name.clone());
-        let outputs: Vec<String> = (0..n.outputs.len())
+        let outputs: Vec<Sym> = (0..n.outputs.len())
             .map(|i| self.names().value(&format!("{name}_out{i}")))
             .collect();
         let index = self.session.graphs[self.gi].nodes.len();
         for i in n.inputs.iter().filter(|i| !i.is_empty()) {
-            self.uses.entry(i.to_string()).or_default().push(index);
+            self.uses.entry(*i).or_default().push(index);
         }
         let mut attrs: Vec<AttributeProto> = n
             .attrs
@@ -760,7 +764,7 @@ impl Opt<'_> {
         attrs.push(int_attr("channels_last", 1));
         self.session.graphs[self.gi].nodes.push(SNode {
             name,
-            domain: "com.microsoft".into(),
+            domain: Sym::COM_MICROSOFT,
             since: Some(1),
             outputs,
             attrs,
@@ -782,7 +786,7 @@ impl Opt<'_> {
         node.attrs.push(a);
     }
 
-    fn make_transpose(&mut self, input: &str, perm: &[i64]) -> usize {
+    fn make_transpose(&mut self, input: Sym, perm: &[i64]) -> usize {
         let t = self.add_node("Transpose", &[input], 1);
         self.set_attr(t, ints_attr("perm", perm));
         t
@@ -797,7 +801,7 @@ impl Opt<'_> {
         };
         let d = self.node_mut(dst);
         while d.outputs.len() <= di {
-            d.outputs.push(String::new());
+            d.outputs.push(Sym::EMPTY);
         }
         d.outputs[di] = name.clone();
         self.producer.insert(name, dst);
@@ -805,14 +809,14 @@ impl Opt<'_> {
         self.producer.insert(fresh, src);
     }
 
-    fn replace_references(&mut self, nodes: &[usize], old: &str, new: &str) {
+    fn replace_references(&mut self, nodes: &[usize], old: Sym, new: Sym) {
         for &n in nodes {
             let positions: Vec<usize> = self
                 .node(n)
                 .inputs
                 .iter()
                 .enumerate()
-                .filter(|(_, i)| *i == old)
+                .filter(|(_, i)| **i == old)
                 .map(|(k, _)| k)
                 .collect();
             for k in positions {
@@ -828,45 +832,45 @@ impl Opt<'_> {
             return;
         }
         let mut constant = self
-            .local_constant(&input)
+            .local_constant(input)
             .map(|c| (c.dims.clone(), c.elements()));
         // Look past a DQ of a constant initializer: the initializer is changed in place.
-        let mut const_dq: Option<(usize, String)> = None;
+        let mut const_dq: Option<(usize, Sym)> = None;
         if constant.is_none()
-            && let Some(dq) = self.const_dq(&input)
+            && let Some(dq) = self.const_dq(input)
         {
             let dq_input = self.node(dq).inputs[0].clone();
             constant = self
-                .local_constant(&dq_input)
+                .local_constant(dq_input)
                 .map(|c| (c.dims.clone(), c.elements()));
             if constant.is_some() {
-                self.set_input(dq, 0, "");
+                self.set_input(dq, 0, Sym::EMPTY);
                 const_dq = Some((dq, dq_input));
             }
         }
-        self.set_input(node, i, "");
+        self.set_input(node, i, Sym::EMPTY);
         let target = const_dq
             .as_ref()
             .map_or_else(|| input.clone(), |(_, v)| v.clone());
-        let (consumers, comprehensive) = self.consumers(&target);
+        let (consumers, comprehensive) = self.consumers(target);
         // Case 1: a constant initializer is transposed in place.
         if let Some((dims, elements)) = constant
             && comprehensive
         {
             let reconnect_dq = |s: &mut Self| {
                 if let Some((dq, v)) = &const_dq {
-                    s.set_input(*dq, 0, v);
+                    s.set_input(*dq, 0, *v);
                 }
             };
             if elements == Some(1) {
                 reconnect_dq(self);
-                self.set_input(node, i, &input);
+                self.set_input(node, i, input);
                 return;
             }
             if const_dq.is_none() && dims.len() == 1 && dims[0] == perm.len() as i64 {
                 // Permute1DConstant: a new, permuted initializer.
-                let Some(v) = self.values.get(self.session, self.gi, &input) else {
-                    self.set_input(node, i, &input);
+                let Some(v) = self.values.get(self.session, self.gi, input) else {
+                    self.set_input(node, i, input);
                     return;
                 };
                 let mut t = (*v).clone();
@@ -874,40 +878,40 @@ impl Opt<'_> {
                     t = p;
                 }
                 let name = self.add_initializer(t);
-                self.set_input(node, i, &name);
-                if !self.has_consumers(&input) {
-                    self.remove_initializer(&input);
+                self.set_input(node, i, name);
+                if !self.has_consumers(input) {
+                    self.remove_initializer(input);
                 }
                 return;
             }
             if !consumers.is_empty() {
-                let t = self.make_transpose(&target, perm_inv);
+                let t = self.make_transpose(target, perm_inv);
                 let out = self.node(t).outputs[0].clone();
-                self.copy_value_info(&target, &out);
-                self.replace_references(&consumers, &target, &out);
+                self.copy_value_info(target, out);
+                self.replace_references(&consumers, target, out);
             }
-            self.transpose_initializer(&target, perm);
+            self.transpose_initializer(target, perm);
             if let Some((dq, v)) = &const_dq {
-                self.set_dq_input(*dq, v);
+                self.set_dq_input(*dq, *v);
             }
-            self.set_input(node, i, &input);
+            self.set_input(node, i, input);
             return;
         }
         if let Some((dq, v)) = &const_dq {
-            self.set_input(*dq, 0, v);
+            self.set_input(*dq, 0, *v);
         }
-        let (consumers, comprehensive) = self.consumers(&input);
+        let (consumers, comprehensive) = self.consumers(input);
         // Case 2: the input is a Transpose (looking past a DQ): cancel or compose.
-        let mut inp_node = self.producer(&input);
+        let mut inp_node = self.producer(input);
         let mut look_past: Option<usize> = None;
         let mut above = (consumers.clone(), comprehensive);
-        if let Some(dq) = self.dq_producer(&input)
+        if let Some(dq) = self.dq_producer(input)
             && self.dq_mode_supported(dq)
         {
             look_past = Some(dq);
             let dq_input = self.node(dq).inputs.first().cloned().unwrap_or_default();
-            inp_node = self.producer(&dq_input);
-            above = self.consumers(&dq_input);
+            inp_node = self.producer(dq_input);
+            above = self.consumers(dq_input);
         }
         if let Some(p) = inp_node
             && let Some(perm2) = self.perm_of(p)
@@ -917,10 +921,10 @@ impl Opt<'_> {
             if perm2 == perm_inv {
                 match look_past {
                     Some(dq) => {
-                        self.set_dq_input(dq, &pre);
-                        self.set_input(node, i, &input);
+                        self.set_dq_input(dq, pre);
+                        self.set_input(node, i, input);
                     }
-                    None => self.set_input(node, i, &pre),
+                    None => self.set_input(node, i, pre),
                 }
                 if above.1 && above.0.len() == usize::from(look_past.is_some()) {
                     self.remove_node(p);
@@ -929,14 +933,14 @@ impl Opt<'_> {
             }
             if look_past.is_none() {
                 let combined = compose(&perm2, perm);
-                let t = self.make_transpose(&pre, &combined);
+                let t = self.make_transpose(pre, &combined);
                 let out = self.node(t).outputs[0].clone();
-                self.copy_value_info(&input, &out);
-                self.permute_dims(&out, perm);
+                self.copy_value_info(input, out);
+                self.permute_dims(out, perm);
                 if comprehensive && consumers.is_empty() {
                     self.remove_node(p);
                 }
-                self.set_input(node, i, &out);
+                self.set_input(node, i, out);
                 return;
             }
         }
@@ -944,17 +948,17 @@ impl Opt<'_> {
         for &c in &consumers {
             if self.perm_of(c).as_deref() == Some(perm) {
                 let out = self.node(c).outputs[0].clone();
-                self.set_input(node, i, &out);
+                self.set_input(node, i, out);
                 return;
             }
         }
         // Case 4: a new Transpose, kept in a QDQ node unit after a DQ.
-        let t = self.make_transpose(&input, perm);
+        let t = self.make_transpose(input, perm);
         let out = self.node(t).outputs[0].clone();
-        self.copy_value_info(&input, &out);
-        self.permute_dims(&out, perm);
-        self.set_input(node, i, &out);
-        if let Some(dq) = self.dq_producer(&input) {
+        self.copy_value_info(input, out);
+        self.permute_dims(out, perm);
+        self.set_input(node, i, out);
+        if let Some(dq) = self.dq_producer(input) {
             self.make_qdq_node_unit(dq);
         }
     }
@@ -967,20 +971,14 @@ impl Opt<'_> {
     }
 
     /// ORT's `TransposeOutput`: a Transpose by `perm` after output `i`, which keeps its name.
-    fn transpose_output(
-        &mut self,
-        node: usize,
-        i: usize,
-        perm: &[i64],
-        perm_inv: &[i64],
-    ) -> String {
-        let t = self.make_transpose("", perm);
+    fn transpose_output(&mut self, node: usize, i: usize, perm: &[i64], perm_inv: &[i64]) -> Sym {
+        let t = self.make_transpose(Sym::EMPTY, perm);
         self.move_output(node, i, t, 0);
         let new_output = self.node(node).outputs[i].clone();
-        self.set_input(t, 0, &new_output);
+        self.set_input(t, 0, new_output);
         let old_output = self.node(t).outputs[0].clone();
-        self.copy_value_info(&old_output, &new_output);
-        self.permute_dims(&new_output, perm_inv);
+        self.copy_value_info(old_output, new_output);
+        self.permute_dims(new_output, perm_inv);
         old_output
     }
 
@@ -997,71 +995,70 @@ impl Opt<'_> {
     /// ORT's `UnsqueezeInput`.
     fn unsqueeze_input(&mut self, node: usize, i: usize, axes: &[i64]) {
         let input = self.node(node).inputs[i].clone();
-        let constant = self.local_constant(&input).map(|c| c.dims.clone());
-        self.set_input(node, i, "");
-        let (consumers, comprehensive) = self.consumers(&input);
+        let constant = self.local_constant(input).map(|c| c.dims.clone());
+        self.set_input(node, i, Sym::EMPTY);
+        let (consumers, comprehensive) = self.consumers(input);
         if let Some(dims) = constant
             && comprehensive
         {
             if !consumers.is_empty() {
-                let sq = self.make_squeeze_or_unsqueeze("Squeeze", &input, axes);
+                let sq = self.make_squeeze_or_unsqueeze("Squeeze", input, axes);
                 let out = self.node(sq).outputs[0].clone();
-                self.copy_value_info(&input, &out);
-                self.replace_references(&consumers, &input, &out);
+                self.copy_value_info(input, out);
+                self.replace_references(&consumers, input, out);
             }
             let shape: Vec<Option<i64>> = dims.iter().map(|&d| Some(d)).collect();
             if let Some(new) = crate::infer::eval::unsqueeze_dims(&shape, axes) {
-                self.reshape_initializer(&input, new.iter().map(|d| d.unwrap_or(1)).collect());
+                self.reshape_initializer(input, new.iter().map(|d| d.unwrap_or(1)).collect());
             }
-            self.set_input(node, i, &input);
+            self.set_input(node, i, input);
             return;
         }
-        let inp_node = self.producer(&input);
+        let inp_node = self.producer(input);
         if let Some(p) = inp_node {
             let pn = self.node(p);
-            if pn.op == "Squeeze" && pn.domain == "ai.onnx" {
+            if pn.op == "Squeeze" && pn.domain == Sym::AI_ONNX {
                 let pre = pn.inputs.first().cloned().unwrap_or_default();
                 let axes_in = pn.inputs.get(1).cloned().unwrap_or_default();
                 if self.read_axes(p, 1, 13).as_deref() == Some(axes) {
-                    self.set_input(node, i, &pre);
+                    self.set_input(node, i, pre);
                     if comprehensive && consumers.is_empty() {
                         self.remove_node(p);
-                        if self.opset >= 13 && !axes_in.is_empty() && !self.has_consumers(&axes_in)
-                        {
-                            self.remove_initializer(&axes_in);
+                        if self.opset >= 13 && !axes_in.is_empty() && !self.has_consumers(axes_in) {
+                            self.remove_initializer(axes_in);
                         }
                     }
                     return;
                 }
             }
         }
-        let unsq = self.make_squeeze_or_unsqueeze("Unsqueeze", &input, axes);
+        let unsq = self.make_squeeze_or_unsqueeze("Unsqueeze", input, axes);
         let out = self.node(unsq).outputs[0].clone();
-        self.copy_value_info(&input, &out);
-        if let Some(s) = self.shape(&out)
+        self.copy_value_info(input, out);
+        if let Some(s) = self.shape(out)
             && let Some(u) = crate::infer::eval::unsqueeze_dims(&s, axes)
         {
-            self.set_shape(&out, Some(u));
+            self.set_shape(out, Some(u));
         }
         if let Some(p) = inp_node
             && let Some(perm) = self.perm_of(p)
         {
             let inv = invert(&perm);
             let new_input = self.help_handle_unsqueeze(unsq, &inv, &perm, axes);
-            self.set_input(node, i, &new_input);
+            self.set_input(node, i, new_input);
             return;
         }
-        self.set_input(node, i, &out);
+        self.set_input(node, i, out);
     }
 
-    fn make_squeeze_or_unsqueeze(&mut self, op: &str, input: &str, axes: &[i64]) -> usize {
+    fn make_squeeze_or_unsqueeze(&mut self, op: &str, input: Sym, axes: &[i64]) -> usize {
         if self.opset < 13 {
             let n = self.add_node(op, &[input], 1);
             self.set_attr(n, ints_attr("axes", axes));
             return n;
         }
         let init = self.add_initializer(Tensor::i64_1d(axes.to_vec()));
-        self.add_node(op, &[input, &init], 1)
+        self.add_node(op, &[input, init], 1)
     }
 
     /// `ReadFromAttrOrInput`: the attribute below `opset`, else the constant input.
@@ -1070,7 +1067,7 @@ impl Opt<'_> {
             return self.node(n).attr_ints("axes").map(<[i64]>::to_vec);
         }
         let name = self.node(n).inputs.get(input).cloned()?;
-        self.constant_ints(&name)
+        self.constant_ints(name)
     }
 
     fn help_handle_unsqueeze(
@@ -1079,7 +1076,7 @@ impl Opt<'_> {
         perm_inv: &[i64],
         perm: &[i64],
         axes: &[i64],
-    ) -> String {
+    ) -> Sym {
         self.transpose_inputs(node, perm_inv, &[0]);
         let new_perm = unsqueeze_perm(axes, perm);
         let inv = invert(&new_perm);
@@ -1090,7 +1087,7 @@ impl Opt<'_> {
         let mut ranks = Vec::with_capacity(indices.len());
         for &i in indices {
             let name = self.node(node).inputs[i].clone();
-            match self.shape(&name) {
+            match self.shape(name) {
                 Some(s) if s.len() <= rank => ranks.push(s.len()),
                 _ => return false,
             }
@@ -1130,7 +1127,7 @@ impl Opt<'_> {
             }
             // Most nodes read no Transpose: checked before their inputs are copied.
             let reads_transpose = self.node(k).inputs.iter().any(|i| {
-                !i.is_empty() && self.producer(i).is_some_and(|t| self.perm_of(t).is_some())
+                !i.is_empty() && self.producer(*i).is_some_and(|t| self.perm_of(t).is_some())
             });
             if !reads_transpose {
                 continue;
@@ -1140,7 +1137,7 @@ impl Opt<'_> {
                 if inp.is_empty() {
                     continue;
                 }
-                let Some(t) = self.producer(inp) else {
+                let Some(t) = self.producer(*inp) else {
                     continue;
                 };
                 let Some(perm) = self.perm_of(t) else {
@@ -1158,20 +1155,20 @@ impl Opt<'_> {
     /// Outputs every reader of which is a Transpose or a supported op transposing its outputs
     /// whose outputs do the same (reverse order): a pushed Transpose reaches a Transpose on
     /// every path, with no branch left holding it.
-    fn all_paths_leading(&self, order: &[usize]) -> HashSet<String> {
-        let mut leading: HashSet<String> = HashSet::default();
+    fn all_paths_leading(&self, order: &[usize]) -> HashSet<Sym> {
+        let mut leading: HashSet<Sym> = HashSet::default();
         for &k in order.iter().rev() {
             let n = self.node(k);
             if n.removed {
                 continue;
             }
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                let (readers, comprehensive) = self.consumers(o);
+                let (readers, comprehensive) = self.consumers(*o);
                 let all = comprehensive
                     && !readers.is_empty()
                     && readers.iter().all(|&c| {
                         let cn = self.node(c);
-                        if cn.op == "Transpose" && cn.domain == "ai.onnx" {
+                        if cn.op == Sym::TRANSPOSE && cn.domain == Sym::AI_ONNX {
                             return cn.inputs.first() == Some(o);
                         }
                         let Some(h) = Handler::of(&cn.domain, &cn.op) else {
@@ -1193,14 +1190,14 @@ impl Opt<'_> {
     }
 
     /// Outputs with a path through supported ops to a Transpose (reverse order).
-    fn leading(&self, order: &[usize]) -> HashSet<String> {
-        let mut leading: HashSet<String> = HashSet::default();
+    fn leading(&self, order: &[usize]) -> HashSet<Sym> {
+        let mut leading: HashSet<Sym> = HashSet::default();
         for &k in order.iter().rev() {
             let n = self.node(k);
             if n.removed {
                 continue;
             }
-            if n.op == "Transpose" && n.domain == "ai.onnx" {
+            if n.op == Sym::TRANSPOSE && n.domain == Sym::AI_ONNX {
                 if let Some(i) = n.inputs.first() {
                     leading.insert(i.clone());
                 }

@@ -9,16 +9,16 @@ use super::*;
 
 impl Opt<'_> {
     /// The `DequantizeLinear` (by op type, as ORT matches) producing `value`.
-    pub(super) fn dq_producer(&self, value: &str) -> Option<usize> {
+    pub(super) fn dq_producer(&self, value: Sym) -> Option<usize> {
         self.producer(value)
-            .filter(|&p| self.node(p).op == "DequantizeLinear")
+            .filter(|&p| self.node(p).op == Sym::DEQUANTIZE_LINEAR)
     }
 
     /// `GetQuantizationInfo` succeeded with a supported mode: per-tensor (a scale of shape `[]`
     /// or `[1]`), or per-axis with a valid axis over an input of known rank (not blocked).
     pub(super) fn dq_mode_supported(&self, dq: usize) -> bool {
         let n = self.node(dq);
-        let Some(scale) = n.inputs.get(1).and_then(|s| self.shape(s)) else {
+        let Some(scale) = n.inputs.get(1).and_then(|s| self.shape(*s)) else {
             return false;
         };
         if scale.is_empty() || (scale.len() == 1 && scale[0] == Some(1)) {
@@ -31,7 +31,7 @@ impl Opt<'_> {
         let Some(rank) = n
             .inputs
             .first()
-            .and_then(|i| self.shape(i))
+            .and_then(|i| self.shape(*i))
             .map(|s| s.len() as i64)
         else {
             return false;
@@ -42,10 +42,10 @@ impl Opt<'_> {
     /// `GetDQWithConstInitializerInputAndSingleConsumer`: the DQ producing `value` when it reads
     /// a constant initializer with a known consumer list, its mode is supported and its output
     /// has one consumer node.
-    pub(super) fn const_dq(&self, value: &str) -> Option<usize> {
+    pub(super) fn const_dq(&self, value: Sym) -> Option<usize> {
         let dq = self.dq_producer(value)?;
         let input = self.node(dq).inputs.first()?.clone();
-        if !self.is_constant(&input) || !self.dq_mode_supported(dq) || !self.consumers(&input).1 {
+        if !self.is_constant(input) || !self.dq_mode_supported(dq) || !self.consumers(input).1 {
             return None;
         }
         let (users, comprehensive) = self.consumers(value);
@@ -53,11 +53,11 @@ impl Opt<'_> {
     }
 
     /// `DQToLookPast::SetUpdatedInput`: the DQ reads `input` and takes its shape.
-    pub(super) fn set_dq_input(&mut self, dq: usize, input: &str) {
+    pub(super) fn set_dq_input(&mut self, dq: usize, input: Sym) {
         self.set_input(dq, 0, input);
         let s = self.shape(input);
         if let Some(out) = self.node(dq).outputs.first().cloned() {
-            self.set_shape(&out, s);
+            self.set_shape(out, s);
         }
     }
 
@@ -67,7 +67,7 @@ impl Opt<'_> {
         let Some(out) = self.node(dq).outputs.first().cloned() else {
             return false;
         };
-        let (users, comprehensive) = self.consumers(&out);
+        let (users, comprehensive) = self.consumers(out);
         let [next] = users[..] else { return false };
         if !comprehensive || !self.dq_mode_supported(dq) {
             return false;
@@ -80,23 +80,23 @@ impl Opt<'_> {
         let Some(next_out) = self.node(next).outputs.first().cloned() else {
             return false;
         };
-        let mut inputs: Vec<&str> = vec!["", &scale];
-        if let Some(z) = &zp {
+        let mut inputs: Vec<Sym> = vec![Sym::EMPTY, scale];
+        if let Some(z) = zp {
             inputs.push(z);
         }
-        let q = self.add_node_in(&domain, "QuantizeLinear", &inputs, 1);
+        let q = self.add_node_in(domain, "QuantizeLinear", &inputs, 1);
         let q_out = self.node(q).outputs[0].clone();
-        self.copy_value_info(&dq_input, &q_out);
-        let s = self.shape(&next_out);
-        self.set_shape(&q_out, s);
-        inputs[0] = &q_out;
-        let new_dq = self.add_node_in(&domain, "DequantizeLinear", &inputs, 1);
+        self.copy_value_info(dq_input, q_out);
+        let s = self.shape(next_out);
+        self.set_shape(q_out, s);
+        inputs[0] = q_out;
+        let new_dq = self.add_node_in(domain, "DequantizeLinear", &inputs, 1);
         let new_dq_out = self.node(new_dq).outputs[0].clone();
-        self.copy_value_info(&next_out, &new_dq_out);
+        self.copy_value_info(next_out, new_dq_out);
         self.move_output(next, 0, new_dq, 0);
         let moved = self.node(next).outputs[0].clone();
-        self.set_input(q, 0, &moved);
-        self.copy_value_info(&next_out, &moved);
+        self.set_input(q, 0, moved);
+        self.copy_value_info(next_out, moved);
         true
     }
 
@@ -113,9 +113,9 @@ impl Opt<'_> {
             if n.removed || (n.ep.is_some() && n.ep != self.provider) {
                 continue;
             }
-            if n.op == "QuantizeLinear" {
+            if n.op == Sym::QUANTIZE_LINEAR {
                 changed |= self.try_remove_empty_dqq(k);
-            } else if n.op == "Transpose" {
+            } else if n.op == Sym::TRANSPOSE {
                 changed |=
                     self.try_fix_transpose_missing_q(k) || self.try_fix_transpose_missing_dq(k);
             }
@@ -124,7 +124,7 @@ impl Opt<'_> {
     }
 
     /// The constant initializer `name` decoded, for comparing scales and zero points.
-    fn constant_value(&self, name: &str) -> Option<Tensor> {
+    fn constant_value(&self, name: Sym) -> Option<Tensor> {
         if !self.is_constant(name) {
             return None;
         }
@@ -140,12 +140,12 @@ impl Opt<'_> {
         if d.domain != qn.domain {
             return false;
         }
-        let ty = |v: Option<&String>| v.and_then(|v| self.session.type_of(self.gi, v)).cloned();
+        let ty = |v: Option<&Sym>| v.and_then(|v| self.session.type_of(self.gi, *v)).cloned();
         match (ty(d.inputs.first()), ty(qn.outputs.first())) {
             (Some(a), Some(b)) if a == b => {}
             _ => return false,
         }
-        let same = |a: &str, b: &str| {
+        let same = |a: Sym, b: Sym| {
             a == b
                 || matches!((self.constant_value(a), self.constant_value(b)),
                     (Some(x), Some(y)) if x.elem == y.elem && x.as_f64() == y.as_f64())
@@ -154,7 +154,7 @@ impl Opt<'_> {
             d.inputs.get(1).cloned().unwrap_or_default(),
             qn.inputs.get(1).cloned().unwrap_or_default(),
         );
-        if !same(&ds, &qs) {
+        if !same(ds, qs) {
             return false;
         }
         let dz = d.inputs.get(2).cloned().unwrap_or_default();
@@ -162,14 +162,14 @@ impl Opt<'_> {
         if dz == qz {
             return true;
         }
-        let zero = |z: &str| {
+        let zero = |z: Sym| {
             self.constant_value(z)
                 .is_some_and(|t| t.as_f64().iter().all(|&v| v == 0.0))
         };
         match (dz.is_empty(), qz.is_empty()) {
-            (false, false) => same(&dz, &qz),
-            (true, false) => zero(&qz),
-            (false, true) => zero(&dz),
+            (false, false) => same(dz, qz),
+            (true, false) => zero(qz),
+            (false, true) => zero(dz),
             (true, true) => true,
         }
     }
@@ -180,42 +180,42 @@ impl Opt<'_> {
             .node(q)
             .inputs
             .first()
-            .and_then(|i| self.dq_producer(i))
+            .and_then(|i| self.dq_producer(*i))
         else {
             return false;
         };
         let dq_out = self.node(dq).outputs[0].clone();
-        let (dq_users, dq_comp) = self.consumers(&dq_out);
+        let (dq_users, dq_comp) = self.consumers(dq_out);
         if !(dq_comp && dq_users.len() == 1 && self.qdq_pair_match(dq, q)) {
             return false;
         }
         let q_out = self.node(q).outputs[0].clone();
         let dq_in = self.node(dq).inputs.first().cloned().unwrap_or_default();
-        let (q_users, q_comp) = self.consumers(&q_out);
+        let (q_users, q_comp) = self.consumers(q_out);
         if q_comp && q_users.len() == 1 {
             let c = q_users[0];
             let slots: Vec<usize> = (0..self.node(c).inputs.len())
                 .filter(|&j| self.node(c).inputs[j] == q_out)
                 .collect();
             for j in slots {
-                self.set_input(c, j, &dq_in);
+                self.set_input(c, j, dq_in);
             }
             self.remove_node(dq);
             self.remove_node(q);
             return true;
         }
         if q_users.is_empty() && self.outputs.contains(&q_out) {
-            let Some(parent) = self.producer(&dq_in) else {
+            let Some(parent) = self.producer(dq_in) else {
                 return false;
             };
             let Some(idx) = self.node(parent).outputs.iter().position(|o| *o == dq_in) else {
                 return false;
             };
-            let (pu, pc) = self.consumers(&dq_in);
+            let (pu, pc) = self.consumers(dq_in);
             if !(pc && pu.len() == 1) {
                 return false;
             }
-            self.set_input(dq, 0, "");
+            self.set_input(dq, 0, Sym::EMPTY);
             self.move_output(q, 0, parent, idx);
             self.remove_node(dq);
             self.remove_node(q);
@@ -230,16 +230,16 @@ impl Opt<'_> {
             .node(t)
             .inputs
             .first()
-            .and_then(|i| self.dq_producer(i))
+            .and_then(|i| self.dq_producer(*i))
         else {
             return false;
         };
         let out = self.node(t).outputs[0].clone();
-        let (users, _) = self.consumers(&out);
+        let (users, _) = self.consumers(out);
         if users.len() > 1
             || users
                 .first()
-                .is_some_and(|&c| self.node(c).op == "QuantizeLinear")
+                .is_some_and(|&c| self.node(c).op == Sym::QUANTIZE_LINEAR)
         {
             return false;
         }
@@ -250,15 +250,15 @@ impl Opt<'_> {
     fn try_fix_transpose_missing_dq(&mut self, t: usize) -> bool {
         let t_in = self.node(t).inputs.first().cloned().unwrap_or_default();
         let t_out = self.node(t).outputs[0].clone();
-        let (users, comprehensive) = self.consumers(&t_out);
+        let (users, comprehensive) = self.consumers(t_out);
         let [q] = users[..] else { return false };
-        if !comprehensive || self.node(q).op != "QuantizeLinear" {
+        if !comprehensive || self.node(q).op != Sym::QUANTIZE_LINEAR {
             return false;
         }
-        let Some(prev) = self.producer(&t_in) else {
+        let Some(prev) = self.producer(t_in) else {
             return false;
         };
-        if self.node(prev).op == "DequantizeLinear" || self.consumers(&t_in).0.len() != 1 {
+        if self.node(prev).op == Sym::DEQUANTIZE_LINEAR || self.consumers(t_in).0.len() != 1 {
             return false;
         }
         if !self.dq_mode_supported(q) {
@@ -269,26 +269,26 @@ impl Opt<'_> {
         let scale = qn.inputs.get(1).cloned().unwrap_or_default();
         let zp = qn.inputs.get(2).cloned();
         let q_out = qn.outputs[0].clone();
-        let mut inputs: Vec<&str> = vec!["", &scale];
-        if let Some(z) = &zp {
+        let mut inputs: Vec<Sym> = vec![Sym::EMPTY, scale];
+        if let Some(z) = zp {
             inputs.push(z);
         }
-        let new_q = self.add_node_in(&domain, "QuantizeLinear", &inputs, 1);
+        let new_q = self.add_node_in(domain, "QuantizeLinear", &inputs, 1);
         let new_q_out = self.node(new_q).outputs[0].clone();
-        self.copy_value_info(&q_out, &new_q_out);
-        let s = self.shape(&t_in);
-        self.set_shape(&new_q_out, s);
-        inputs[0] = &new_q_out;
-        let new_dq = self.add_node_in(&domain, "DequantizeLinear", &inputs, 1);
+        self.copy_value_info(q_out, new_q_out);
+        let s = self.shape(t_in);
+        self.set_shape(new_q_out, s);
+        inputs[0] = new_q_out;
+        let new_dq = self.add_node_in(domain, "DequantizeLinear", &inputs, 1);
         let new_dq_out = self.node(new_dq).outputs[0].clone();
-        self.copy_value_info(&t_in, &new_dq_out);
+        self.copy_value_info(t_in, new_dq_out);
         let Some(idx) = self.node(prev).outputs.iter().position(|o| *o == t_in) else {
             return true;
         };
         self.move_output(prev, idx, new_dq, 0);
         let moved = self.node(prev).outputs[idx].clone();
-        self.set_input(new_q, 0, &moved);
-        self.copy_value_info(&new_dq_out, &moved);
+        self.set_input(new_q, 0, moved);
+        self.copy_value_info(new_dq_out, moved);
         true
     }
 }

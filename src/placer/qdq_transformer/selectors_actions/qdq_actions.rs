@@ -14,31 +14,28 @@ use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, TensorProto, attribute_proto::AttributeType};
 use crate::placer::qdq_transformer::Edges;
 use crate::session::{Init, SNode, Session};
+use crate::sym::Sym;
 use crate::tables::Ep;
 
 use super::qdq_selectors::{Group, Rule, elem};
 
-const MS: &str = "com.microsoft";
-const ONNX: &str = "ai.onnx";
+const MS: Sym = Sym::COM_MICROSOFT;
+const ONNX: Sym = Sym::AI_ONNX;
 const ZP_U8: &str = "init_optional_zero_point_uint8_b33f88f7-c464-43e3-8692-97ac832bb14a";
 const ZP_S8: &str = "init_optional_zero_point_int8_b33fd0fa-cd7b-4b10-ae5a-df64cabfe1f8";
 
 /// The op (domain, type) a replacing rule makes of `target`; `None` for the rules that keep it.
-pub(crate) fn replacement(
-    rule: Rule,
-    target: &SNode,
-    group: &Group,
-) -> Option<(&'static str, String)> {
+pub(crate) fn replacement(rule: Rule, target: &SNode, group: &Group) -> Option<(Sym, Sym)> {
     Some(match rule {
         Rule::DropQdq { .. } | Rule::DropDq => return None,
-        Rule::Split => (ONNX, "Split".to_string()),
+        Rule::Split => (ONNX, Sym::new("Split")),
         Rule::Unary | Rule::Binary | Rule::Variadic | Rule::Where => {
-            (MS, format!("QLinear{}", target.op))
+            (MS, Sym::new(&format!("QLinear{}", target.op)))
         }
-        Rule::Conv => (ONNX, "QLinearConv".to_string()),
-        Rule::MatMul if group.q.is_empty() => (MS, "MatMulIntegerToFloat".to_string()),
-        Rule::MatMul => (ONNX, "QLinearMatMul".to_string()),
-        Rule::Gemm => (MS, "QGemm".to_string()),
+        Rule::Conv => (ONNX, Sym::new("QLinearConv")),
+        Rule::MatMul if group.q.is_empty() => (MS, Sym::new("MatMulIntegerToFloat")),
+        Rule::MatMul => (ONNX, Sym::new("QLinearMatMul")),
+        Rule::Gemm => (MS, Sym::new("QGemm")),
     })
 }
 
@@ -64,13 +61,13 @@ pub(crate) fn run(
     let t = &g.nodes[group.target];
     let all = |k: usize| g.nodes[k].inputs.clone();
     let input = |k: usize, i: usize| g.nodes[k].inputs.get(i).cloned().unwrap_or_default();
-    let q_params = |v: &mut Vec<String>| {
+    let q_params = |v: &mut Vec<Sym>| {
         if let Some(&q) = group.q.first() {
             v.push(input(q, 1));
             v.push(input(q, 2));
         }
     };
-    let mut inputs: Vec<String> = Vec::new();
+    let mut inputs: Vec<Sym> = Vec::new();
     match rule {
         Rule::Unary | Rule::Binary => {
             for &d in &group.dq {
@@ -116,7 +113,7 @@ pub(crate) fn run(
             if let Some(&b) = group.dq.get(2) {
                 inputs.push(input(b, 0));
             } else if !group.q.is_empty() {
-                inputs.push(String::new());
+                inputs.push(Sym::EMPTY);
             }
             q_params(&mut inputs);
         }
@@ -128,7 +125,7 @@ pub(crate) fn run(
         }
         Rule::DropQdq { .. } | Rule::DropDq => {}
     }
-    let outputs: Vec<String> = if group.q.is_empty() {
+    let outputs: Vec<Sym> = if group.q.is_empty() {
         t.outputs.clone()
     } else {
         group
@@ -144,7 +141,7 @@ pub(crate) fn run(
     let node = SNode {
         name: t.name.clone(),
         op,
-        domain: domain.to_string(),
+        domain,
         since,
         inputs,
         outputs,
@@ -207,13 +204,13 @@ fn kept_members(
         .copied()
         .filter(|&k| {
             g.nodes[k].existing_outputs().any(|(_, o)| {
-                if new.outputs.iter().any(|x| x == o) {
+                if new.outputs.iter().any(|x| *x == o) {
                     return false;
                 }
-                e.outputs.contains(o)
-                    || e.implicit.get(o).is_some_and(|v| !v.is_empty())
+                e.outputs.contains(&o)
+                    || e.implicit.get(&o).is_some_and(|v| !v.is_empty())
                     || e.consumers
-                        .get(o)
+                        .get(&o)
                         .is_some_and(|c| c.iter().any(|(n, _)| !members.contains(n)))
             })
         })
@@ -235,15 +232,15 @@ fn set_optional_zero_point(session: &mut Session, gi: usize, k: usize) {
     if n.inputs.get(2).is_some_and(|z| !z.is_empty()) || n.inputs.len() < 2 {
         return;
     }
-    let signed = n.op == "DequantizeLinear"
-        && n.inputs.first().and_then(|i| elem(session, gi, i)) == Some(D::Int8 as i32);
+    let signed = n.op == Sym::DEQUANTIZE_LINEAR
+        && n.inputs.first().and_then(|i| elem(session, gi, *i)) == Some(D::Int8 as i32);
     let (name, dt) = if signed {
-        (ZP_S8, D::Int8)
+        (Sym::new(ZP_S8), D::Int8)
     } else {
-        (ZP_U8, D::Uint8)
+        (Sym::new(ZP_U8), D::Uint8)
     };
     let g = &mut session.graphs[gi];
-    if !g.initializers.contains_key(name) {
+    if !g.initializers.contains_key(&name) {
         let tensor = TensorProto {
             name: Some(name.to_string()),
             data_type: Some(dt as i32),
@@ -251,7 +248,7 @@ fn set_optional_zero_point(session: &mut Session, gi: usize, k: usize) {
             ..Default::default()
         };
         g.initializers.insert(
-            name.to_string(),
+            name,
             Init {
                 dims: Vec::new(),
                 elem: dt as i32,
@@ -259,12 +256,11 @@ fn set_optional_zero_point(session: &mut Session, gi: usize, k: usize) {
                 tensor,
             },
         );
-        g.init_order.push(name.to_string());
-        g.types
-            .insert(name.to_string(), crate::infer::Type::Tensor(dt as i32));
-        g.shapes.insert(name.to_string(), Vec::new());
+        g.init_order.push(name);
+        g.types.insert(name, crate::infer::Type::Tensor(dt as i32));
+        g.shapes.insert(name, Vec::new());
     }
     let inputs = &mut g.nodes[k].inputs;
-    inputs.resize(3, String::new());
-    inputs[2] = name.to_string();
+    inputs.resize(3, Sym::EMPTY);
+    inputs[2] = name;
 }

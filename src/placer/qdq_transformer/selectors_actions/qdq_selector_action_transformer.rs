@@ -10,6 +10,7 @@
 use crate::placer::OptLevel;
 use crate::placer::qdq_transformer::{Edges, walk};
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
 use super::qdq_actions;
@@ -29,13 +30,13 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool 
 fn visit(
     session: &mut Session,
     table: &KernelTable,
-    versions: &rustc_hash::FxHashMap<String, i64>,
+    versions: &rustc_hash::FxHashMap<Sym, i64>,
     gi: usize,
     edges: &mut Option<Edges>,
     ni: usize,
 ) -> bool {
     let n = &session.graphs[gi].nodes[ni];
-    if n.removed || n.ep != Some(Ep::Cpu) || n.domain != "ai.onnx" {
+    if n.removed || n.ep != Some(Ep::Cpu) || n.domain != Sym::AI_ONNX {
         return false;
     }
     let Some(rule) = rule_for(&n.op, n.since) else {
@@ -48,10 +49,10 @@ fn visit(
     let since = match qdq_actions::replacement(rule, n, &group) {
         None => None,
         Some((domain, op)) => {
-            if table.kernels(Ep::Cpu, domain, &op).is_empty() {
+            if table.kernels_of(Ep::Cpu, domain, op).is_empty() {
                 return false;
             }
-            let Ok(schema) = crate::infer::resolve_schema(table, versions, domain, &op) else {
+            let Ok(schema) = crate::infer::resolve_schema(table, versions, domain, op) else {
                 return false;
             };
             Some(schema.since)
@@ -112,7 +113,10 @@ mod tests {
         assert_eq!(p.outcome, placer::Outcome::Ok);
         p.session.graphs[0]
             .live_nodes()
-            .map(|(_, n)| format!("{} {}:{}({})", n.name, n.domain, n.op, n.inputs.join(",")))
+            .map(|(_, n)| {
+                let inputs: Vec<&str> = n.inputs.iter().map(|i| i.as_str()).collect();
+                format!("{} {}:{}({})", n.name, n.domain, n.op, inputs.join(","))
+            })
             .collect()
     }
 

@@ -11,6 +11,7 @@ use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::placer::qdq_transformer::{Edges, constant_scalar_scale_and_zp, is_qdq_pair_supported};
 use crate::session::{SNode, Session};
+use crate::sym::Sym;
 
 /// The rules of `qdq_selector_action_transformer.cc`, each with its selector's flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +90,7 @@ pub(crate) struct Group {
 }
 
 /// The element type of a tensor value.
-pub(crate) fn elem(session: &Session, gi: usize, name: &str) -> Option<i32> {
+pub(crate) fn elem(session: &Session, gi: usize, name: Sym) -> Option<i32> {
     match session.type_of(gi, name)? {
         Type::Tensor(e) => Some(*e),
         _ => None,
@@ -110,8 +111,8 @@ const INT8: Option<i32> = Some(D::Int8 as i32);
 fn dq_parents(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> {
     let g = &session.graphs[gi];
     n.existing_inputs()
-        .filter_map(|(_, i)| e.producer.get(i).map(|&(p, _)| p))
-        .filter(|&p| g.nodes[p].op == "DequantizeLinear" && !g.nodes[p].removed)
+        .filter_map(|(_, i)| e.producer.get(&i).map(|&(p, _)| p))
+        .filter(|&p| g.nodes[p].op == Sym::DEQUANTIZE_LINEAR && !g.nodes[p].removed)
         .collect()
 }
 
@@ -119,9 +120,9 @@ fn dq_parents(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> 
 fn q_children(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> {
     let g = &session.graphs[gi];
     n.existing_outputs()
-        .flat_map(|(_, o)| e.consumers.get(o).into_iter().flatten())
+        .flat_map(|(_, o)| e.consumers.get(&o).into_iter().flatten())
         .map(|&(c, _)| c)
-        .filter(|&c| g.nodes[c].op == "QuantizeLinear" && !g.nodes[c].removed)
+        .filter(|&c| g.nodes[c].op == Sym::QUANTIZE_LINEAR && !g.nodes[c].removed)
         .collect()
 }
 
@@ -143,7 +144,7 @@ fn can_create_node_group(
         }
         let to_target = n.existing_outputs().any(|(_, o)| {
             e.consumers
-                .get(o)
+                .get(&o)
                 .is_some_and(|c| c.iter().any(|&(ni, _)| ni == target))
         });
         if !to_target {
@@ -155,13 +156,13 @@ fn can_create_node_group(
     }
     let t = &g.nodes[target];
     for (_, o) in t.existing_outputs() {
-        let consumers = e.consumers.get(o).map(Vec::as_slice).unwrap_or(&[]);
+        let consumers = e.consumers.get(&o).map(Vec::as_slice).unwrap_or(&[]);
         let quantized = consumers
             .iter()
-            .filter(|&&(c, _)| g.nodes[c].op == "QuantizeLinear")
+            .filter(|&&(c, _)| g.nodes[c].op == Sym::QUANTIZE_LINEAR)
             .count();
-        let others = consumers.len() - quantized + e.implicit.get(o).map_or(0, Vec::len);
-        if quantized > 0 && (others > 0 || e.outputs.contains(o)) {
+        let others = consumers.len() - quantized + e.implicit.get(&o).map_or(0, Vec::len);
+        if quantized > 0 && (others > 0 || e.outputs.contains(&o)) {
             return false;
         }
     }
@@ -213,14 +214,14 @@ pub(crate) fn select(
             .dq
             .get(k)
             .and_then(|&d| g.nodes[d].inputs.first())
-            .and_then(|i| elem(session, gi, i))
+            .and_then(|i| elem(session, gi, *i))
     };
     let dt_out = |k: usize| {
         group
             .q
             .get(k)
             .and_then(|&q| g.nodes[q].outputs.first())
-            .and_then(|o| elem(session, gi, o))
+            .and_then(|o| elem(session, gi, *o))
     };
     let ok = match rule {
         Rule::DropQdq {
@@ -325,7 +326,7 @@ fn positive_scale(session: &Session, gi: usize, n: &SNode) -> bool {
     let Some(name) = n.inputs.get(1) else {
         return false;
     };
-    let Some(init) = session.initializer(gi, name).filter(|i| !i.overridable) else {
+    let Some(init) = session.initializer(gi, *name).filter(|i| !i.overridable) else {
         return false;
     };
     let Some(t) = crate::infer::eval::Tensor::from_proto(&init.tensor) else {
