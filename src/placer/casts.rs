@@ -29,21 +29,18 @@ fn edges(g: &SGraph) -> Edges {
     let mut consumers: HashMap<Sym, Vec<(usize, usize)>> = HashMap::default();
     for (i, n) in g.live_nodes() {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.insert(o.clone(), i);
+            producer.insert(*o, i);
         }
     }
     for (i, n) in g.live_nodes() {
         for (k, name) in n.inputs.iter().enumerate() {
             if !name.is_empty() && producer.contains_key(name) {
-                consumers.entry(name.clone()).or_default().push((i, k));
+                consumers.entry(*name).or_default().push((i, k));
             }
         }
         for name in &n.implicit_inputs {
             if producer.contains_key(name) {
-                consumers
-                    .entry(name.clone())
-                    .or_default()
-                    .push((i, usize::MAX));
+                consumers.entry(*name).or_default().push((i, usize::MAX));
             }
         }
     }
@@ -134,10 +131,10 @@ fn insert_casts(
                 }
                 casted = true;
                 let dst = match updates.get(&input) {
-                    Some(d) => d.clone(),
+                    Some(d) => *d,
                     None => {
                         let name = add_cast(session, gi, &mut names, input, true);
-                        updates.insert(input.clone(), name.clone());
+                        updates.insert(input, name);
                         name
                     }
                 };
@@ -161,7 +158,7 @@ fn insert_casts(
                     &mut node.outputs
                 };
                 for name in list.iter_mut().filter(|n| **n == old) {
-                    *name = new.clone();
+                    *name = new;
                 }
             }
             moved.push((gi, ni));
@@ -198,12 +195,12 @@ fn add_cast(
         (name, value, FLOAT16)
     };
     let g = &mut session.graphs[gi];
-    g.types.insert(name.clone(), Type::Tensor(FLOAT));
+    g.types.insert(name, Type::Tensor(FLOAT));
     if let Some(shape) = g.shapes.get(&value).cloned() {
-        g.shapes.insert(name.clone(), shape);
+        g.shapes.insert(name, shape);
     }
     g.nodes.push(SNode {
-        name: name.clone(),
+        name,
         op: Sym::CAST,
         domain: Sym::AI_ONNX,
         since: None,

@@ -89,19 +89,19 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
             let name = gen_.node(&format!("{}/duplicated", dq.name));
             let g = &mut session.graphs[gi];
             if let Some(t) = g.types.get(&out).cloned() {
-                g.types.insert(value.clone(), t);
+                g.types.insert(value, t);
             }
             if let Some(s) = g.shapes.get(&out).cloned() {
-                g.shapes.insert(value.clone(), s);
+                g.shapes.insert(value, s);
             }
             // ORT makes the copy's value with the original's type, its symbolic dims included.
             if let Some(p) = g.dim_params.get(&out).cloned() {
-                g.dim_params.insert(value.clone(), p);
+                g.dim_params.insert(value, p);
             }
             if let Some(slot) = g.nodes.get_mut(ci).and_then(|c| c.inputs.get_mut(pos)) {
-                *slot = value.clone();
+                *slot = value;
             }
-            g.generated_names.insert(name.clone());
+            g.generated_names.insert(name);
             g.nodes.push(SNode {
                 name,
                 outputs: vec![value],

@@ -97,8 +97,8 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     fused.sort_unstable();
     for (cast, consumer, slot) in fused {
         let g = &mut session.graphs[gi];
-        let x = g.nodes[cast].inputs[0].clone();
-        let y = g.nodes[cast].outputs[0].clone();
+        let x = g.nodes[cast].inputs[0];
+        let y = g.nodes[cast].outputs[0];
         let base = format!(
             "FusedBack_{}",
             y.replacen("InsertedPrecisionFreeCast_", "", 1)
@@ -108,11 +108,11 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
             continue;
         };
         let copy = float_copy(&init, name);
-        g.types.insert(name.clone(), Type::Tensor(D::Float as i32));
+        g.types.insert(name, Type::Tensor(D::Float as i32));
         g.shapes
-            .insert(name.clone(), copy.dims.iter().map(|&d| Some(d)).collect());
-        g.initializers.insert(name.clone(), copy);
-        g.init_order.push(name.clone());
+            .insert(name, copy.dims.iter().map(|&d| Some(d)).collect());
+        g.initializers.insert(name, copy);
+        g.init_order.push(name);
         if let Some(i) = g.nodes[consumer].inputs.get_mut(slot) {
             *i = name;
         }

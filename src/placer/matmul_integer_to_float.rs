@@ -150,7 +150,7 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
     ];
     let outputs = match add {
         Some((a, k)) => {
-            inputs.push(g.nodes[a].inputs[k].clone());
+            inputs.push(g.nodes[a].inputs[k]);
             g.nodes[a].outputs.clone()
         }
         None => m.outputs.clone(),
@@ -158,13 +158,7 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
     while inputs.last().is_some_and(Sym::is_empty) {
         inputs.pop();
     }
-    let node = fused(
-        mi.name.clone(),
-        "MatMulIntegerToFloat",
-        inputs,
-        outputs,
-        m.ep,
-    );
+    let node = fused(mi.name, "MatMulIntegerToFloat", inputs, outputs, m.ep);
     let g = &mut session.graphs[gi];
     for k in [
         Some(mmi),
@@ -215,7 +209,7 @@ fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usiz
         inputs.pop();
     }
     let node = fused(
-        n.name.clone(),
+        n.name,
         "DynamicQuantizeMatMul",
         inputs,
         n.outputs.clone(),

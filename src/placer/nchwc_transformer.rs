@@ -158,11 +158,11 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
         for (ni, n) in g.live_nodes() {
             for i in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !i.is_empty() {
-                    *reads.entry(i.clone()).or_default() += 1;
+                    *reads.entry(*i).or_default() += 1;
                 }
             }
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                producers.insert(o.clone(), ni);
+                producers.insert(*o, ni);
             }
         }
         let symbols = symbols_of_sums(session, gi, &producers);
@@ -235,7 +235,7 @@ fn symbols_of_sums(
                 continue;
             }
             let dims = std::array::from_fn(|d| symbols.dim(*x, d, 0));
-            out.insert(x.clone(), dims);
+            out.insert(*x, dims);
         }
     }
     out
@@ -260,7 +260,7 @@ fn aligned(channels: i64, block: i64) -> i64 {
 }
 
 /// A constant initializer of `g` (not a graph input).
-fn constant<'s>(session: &'s Session, gi: usize, name: Sym) -> Option<&'s Init> {
+fn constant(session: &Session, gi: usize, name: Sym) -> Option<&Init> {
     session
         .initializer(gi, name)
         .filter(|i| !i.overridable && !name.is_empty())
@@ -322,12 +322,12 @@ impl Impl<'_> {
         let value = self.names.value("reorder");
         session.graphs[self.gi]
             .types
-            .insert(value.clone(), Type::Tensor(D::Float as i32));
+            .insert(value, Type::Tensor(D::Float as i32));
         if let Some(o) = session.graphs[self.gi].nodes[nchwc_node]
             .outputs
             .first_mut()
         {
-            *o = value.clone();
+            *o = value;
         }
         self.insert_arg(
             out,
@@ -346,7 +346,7 @@ impl Impl<'_> {
         match self.index.get(&original) {
             Some(&k) => self.args[k].1 = arg,
             None => {
-                self.index.insert(original.clone(), self.args.len());
+                self.index.insert(original, self.args.len());
                 self.args.push((original, arg));
             }
         }
@@ -371,7 +371,7 @@ impl Impl<'_> {
 
     fn add_node(&mut self, session: &mut Session, node: SNode) -> usize {
         let g = &mut session.graphs[self.gi];
-        g.generated_names.insert(node.name.clone());
+        g.generated_names.insert(node.name);
         g.nodes.push(node);
         g.nodes.len() - 1
     }
@@ -400,10 +400,10 @@ impl Impl<'_> {
             return;
         };
         let value = match self.reorder_inputs.get(&x) {
-            Some(v) => v.clone(),
+            Some(v) => *v,
             None => {
                 let v = self.names.value("reorder");
-                self.reorder_inputs.insert(x.clone(), v.clone());
+                self.reorder_inputs.insert(x, v);
                 let name = self.names.node("ReorderInput");
                 // An NHWC-to-NCHW `Transpose` read by this node alone is folded into the
                 // reorder (`channels_last`), which reads the NHWC tensor itself.
@@ -416,8 +416,7 @@ impl Impl<'_> {
                         .unwrap_or_default(),
                     None => x,
                 };
-                let mut node =
-                    Self::new_node(name, "ReorderInput", NCHWC, vec![source], vec![v.clone()]);
+                let mut node = Self::new_node(name, "ReorderInput", NCHWC, vec![source], vec![v]);
                 node.origin = session.graphs[self.gi].nodes[ni].origin;
                 if let Some(t) = folded {
                     node.attrs = vec![int_attr("channels_last", 1)];
@@ -451,7 +450,7 @@ impl Impl<'_> {
     /// The dims of the spatial output that keep the NCHWc input's symbolic source
     /// (`ConvPoolShapeInference`).
     fn conv_pool_shape(n: &SNode, input: &Shape, out: &mut Shape, kernel: Option<&[i64]>) {
-        out.dims[0] = input.dims[0].clone();
+        out.dims[0] = input.dims[0];
         let pads = n.attr_ints("pads");
         let strides = n.attr_ints("strides");
         let dilations = n.attr_ints("dilations");
@@ -488,7 +487,7 @@ impl Impl<'_> {
             }
             let padding = pads.map_or(0, |p| p[i] + p[i + 2]);
             if padding + 1 == kernel_shape[i] || same {
-                out.dims[2 + i] = input.dims[2 + i].clone();
+                out.dims[2 + i] = input.dims[2 + i];
                 out.shifts[i] = input.shifts[i] + usize::try_from(stride - 1).unwrap_or(0);
             }
         }
@@ -618,20 +617,20 @@ impl Impl<'_> {
                 return;
             }
         }
-        let filter = match self.filters.get(&(w.clone(), oihwbo)) {
-            Some(f) => f.clone(),
+        let filter = match self.filters.get(&(*w, oihwbo)) {
+            Some(f) => *f,
             None => {
                 let f = self.names.value("reorder");
-                self.filters.insert((w.clone(), oihwbo), f.clone());
+                self.filters.insert((*w, oihwbo), f);
                 f
             }
         };
         let new_bias = match &bias {
             Some(b) if out_channels != nchwc_out => Some(match self.biases.get(b) {
-                Some(v) => v.clone(),
+                Some(v) => *v,
                 None => {
                     let v = self.names.value("reorder");
-                    self.biases.insert(b.clone(), v.clone());
+                    self.biases.insert(*b, v);
                     v
                 }
             }),
@@ -653,7 +652,7 @@ impl Impl<'_> {
                 None => self.reorder_input(session, new),
                 Some(a) => {
                     if let Some(i) = session.graphs[gi].nodes[new].inputs.first_mut() {
-                        *i = a.value.clone();
+                        *i = a.value;
                     }
                     if let Some(a) = self.arg_mut(*x) {
                         a.remaining_uses = a.remaining_uses.saturating_sub(1);
@@ -697,7 +696,7 @@ impl Impl<'_> {
             None => self.reorder_input(session, new),
             Some(a) => {
                 if let Some(i) = session.graphs[gi].nodes[new].inputs.first_mut() {
-                    *i = a.value.clone();
+                    *i = a.value;
                 }
                 if let Some(a) = self.arg_mut(*x) {
                     a.remaining_uses = a.remaining_uses.saturating_sub(1);
@@ -756,7 +755,7 @@ impl Impl<'_> {
         }
         if all_match {
             for (k, a) in inputs.iter().enumerate() {
-                session.graphs[gi].nodes[ni].inputs[k] = a.value.clone();
+                session.graphs[gi].nodes[ni].inputs[k] = a.value;
                 if let Some(x) = self.arg_mut(n.inputs[k]) {
                     x.remaining_uses = x.remaining_uses.saturating_sub(1);
                 }
@@ -795,7 +794,7 @@ impl Impl<'_> {
         // Shapes not provably equal: Reshape each input to the blocked shape, and back.
         for (k, a) in inputs.iter().enumerate() {
             let v = self.names.value("reshape");
-            self.reshape(session, a.value.clone(), v.clone(), true);
+            self.reshape(session, a.value, v, true);
             session.graphs[gi].nodes[ni].inputs[k] = v;
             if let Some(x) = self.arg_mut(n.inputs[k]) {
                 x.remaining_uses = x.remaining_uses.saturating_sub(1);
@@ -805,7 +804,7 @@ impl Impl<'_> {
         let Some(y) = n.outputs.first().cloned() else {
             return;
         };
-        let back = self.reshape(session, out.clone(), y.clone(), false);
+        let back = self.reshape(session, out, y, false);
         self.create_arg(session, ni, back, channels, Shape::of(y));
         if let Some(o) = session.graphs[gi].nodes[ni].outputs.first_mut() {
             *o = out;
@@ -815,10 +814,10 @@ impl Impl<'_> {
     /// `InsertReshape`: a CPU Reshape from `input` to `output` with a shared shape initializer.
     fn reshape(&mut self, session: &mut Session, input: Sym, output: Sym, split: bool) -> usize {
         let shape = match self.reshape_shapes.get(&split) {
-            Some(s) => s.clone(),
+            Some(s) => *s,
             None => {
                 let s = self.names.value("Reshape");
-                self.reshape_shapes.insert(split, s.clone());
+                self.reshape_shapes.insert(split, s);
                 s
             }
         };
@@ -853,7 +852,7 @@ impl Impl<'_> {
         }
         let total: i64 = inputs.iter().map(|a| a.channels).sum();
         for (k, a) in inputs.iter().enumerate() {
-            session.graphs[gi].nodes[ni].inputs[k] = a.value.clone();
+            session.graphs[gi].nodes[ni].inputs[k] = a.value;
             if let Some(x) = self.arg_mut(n.inputs[k]) {
                 x.remaining_uses = x.remaining_uses.saturating_sub(1);
             }
@@ -862,7 +861,7 @@ impl Impl<'_> {
             return;
         };
         let mut shape = inputs[0].shape.clone();
-        shape.dims[1] = y.clone();
+        shape.dims[1] = *y;
         self.create_arg(session, ni, ni, total, shape);
     }
 
@@ -877,7 +876,7 @@ impl Impl<'_> {
         let Some(a) = self.arg(*x).cloned() else {
             return;
         };
-        session.graphs[gi].nodes[ni].inputs[0] = a.value.clone();
+        session.graphs[gi].nodes[ni].inputs[0] = a.value;
         if let Some(x) = self.arg_mut(*x) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
@@ -998,7 +997,7 @@ impl Impl<'_> {
             name,
             "Conv",
             NCHWC,
-            vec![a.value.clone(), scale, bias],
+            vec![a.value, scale, bias],
             n.outputs.clone(),
         );
         node.attrs = vec![int_attr("group", aligned(a.channels, self.block))];
@@ -1039,13 +1038,7 @@ impl Impl<'_> {
         }
         let scale = self.names.value("mul_scale");
         let name = self.names.node(&format!("{y}_mul_nchwc"));
-        let mut node = Self::new_node(
-            name,
-            "Conv",
-            NCHWC,
-            vec![a.value.clone(), scale],
-            n.outputs.clone(),
-        );
+        let mut node = Self::new_node(name, "Conv", NCHWC, vec![a.value, scale], n.outputs.clone());
         node.attrs = vec![int_attr("group", aligned(a.channels, self.block))];
         node.origin = n.origin;
         let new = self.add_node(session, node);
@@ -1071,7 +1064,7 @@ impl Impl<'_> {
             name,
             "ReorderOutput",
             NCHWC,
-            vec![a.value.clone()],
+            vec![a.value],
             n.outputs.clone(),
         );
         node.attrs = vec![
@@ -1102,10 +1095,10 @@ impl Impl<'_> {
             {
                 return;
             }
-            n.inputs[2].clone()
+            n.inputs[2]
         } else {
             match n.inputs.get(1) {
-                Some(s) => s.clone(),
+                Some(s) => *s,
                 None => return,
             }
         };
@@ -1133,13 +1126,7 @@ impl Impl<'_> {
             return;
         };
         let name = self.names.node(&format!("{y}_nchwc"));
-        let mut node = Self::new_node(
-            name,
-            "Upsample",
-            NCHWC,
-            vec![a.value.clone()],
-            n.outputs.clone(),
-        );
+        let mut node = Self::new_node(name, "Upsample", NCHWC, vec![a.value], n.outputs.clone());
         node.attrs = vec![AttributeProto {
             name: Some("scales".into()),
             r#type: Some(AttributeType::Ints as i32),
@@ -1167,13 +1154,8 @@ impl Impl<'_> {
         for (original, a) in pending {
             let name = self.names.node("ReorderOutput");
             let origin = session.graphs[self.gi].nodes[a.node].origin;
-            let mut node = Self::new_node(
-                name,
-                "ReorderOutput",
-                NCHWC,
-                vec![a.value.clone()],
-                vec![original],
-            );
+            let mut node =
+                Self::new_node(name, "ReorderOutput", NCHWC, vec![a.value], vec![original]);
             node.attrs = vec![int_attr("channels", a.channels)];
             node.origin = origin;
             self.add_node(session, node);

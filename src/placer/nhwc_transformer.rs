@@ -130,7 +130,7 @@ g (float[1,1,8,8] X) => (float[1,1,4,4] Y)
         let pool = p.session.graphs[0]
             .live_nodes()
             .find(|(_, n)| n.op == "NhwcMaxPool")
-            .map(|(_, n)| n.name.clone());
+            .map(|(_, n)| n.name);
         assert!(
             pool.as_deref()
                 .is_some_and(|n| n.starts_with("pool_token_")),

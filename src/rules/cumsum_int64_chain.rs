@@ -61,12 +61,12 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         }
         // The chain as found: up to the graph input it starts from, down to its first consumers.
         let mut up = Vec::new();
-        let mut v = x.clone();
+        let mut v = *x;
         while let Some(&p) = edges.producer.get(&v) {
             let pn = &s.graphs[gi].nodes[p];
             up.push(format!("{} ({})", pn.op, ep_name(pn.ep)));
             match pn.inputs.first() {
-                Some(i) if up.len() < 6 => v = i.clone(),
+                Some(i) if up.len() < 6 => v = *i,
                 _ => break,
             }
         }

@@ -53,9 +53,9 @@ impl Fuser {
             let op = if is_fast { "FastGelu" } else { "BiasGelu" };
             let mut node = fused_node(n, op);
             node.inputs = if bias_at == 1 {
-                vec![n.inputs[0].clone(), n.inputs[1].clone()]
+                vec![n.inputs[0], n.inputs[1]]
             } else {
-                vec![n.inputs[1].clone(), n.inputs[0].clone()]
+                vec![n.inputs[1], n.inputs[0]]
             };
             node.outputs = cn.outputs.clone();
             node.name = self.node_name(session, op);

@@ -100,7 +100,7 @@ impl Fuser {
             }
             // Dims without a value compare equal when ONNX inference gives both the same
             // `dim_param`, as ORT compares them.
-            let (va, vb) = (n.inputs[0].clone(), n.inputs[1].clone());
+            let (va, vb) = (n.inputs[0], n.inputs[1]);
             let sym_eq = |i: usize, j: usize| {
                 matches!(
                     (self.dim_symbol(session, va, i, 0), self.dim_symbol(session, vb, j, 0)),

@@ -38,7 +38,7 @@ impl Fuser {
                 continue;
             }
             let mut node = fused_node(n, "FusedConv");
-            node.name = n.name.clone();
+            node.name = n.name;
             node.outputs = vec![a.outputs.first().cloned().unwrap_or_default()];
             node.attrs = n.attrs.clone();
             node.attrs.push(string_attr("activation", &a.op));

@@ -87,7 +87,7 @@ impl Fuser {
             return None;
         }
         let k = (0..2).find(|&i| is_const(session, g, m1.inputs[i], 0.044_715))?;
-        let x = m1.inputs[(k + 1) % 2].clone();
+        let x = m1.inputs[(k + 1) % 2];
         let ep = m1.ep;
         let mul2 = self.single_consumer(session, m1)?;
         let m2 = &nodes[mul2];
@@ -149,7 +149,7 @@ impl Fuser {
         {
             return None;
         }
-        let x = p.inputs.first()?.clone();
+        let x = *p.inputs.first()?;
         let ep = p.ep;
         let mul1 = self.single_consumer(session, p)?;
         let m1 = &nodes[mul1];
@@ -181,7 +181,7 @@ impl Fuser {
             {
                 return None;
             }
-            cast_input = Some(cn.inputs.first()?.clone());
+            cast_input = Some(*cn.inputs.first()?);
         }
         let mul2 = self.single_consumer(session, a1)?;
         if !self.fast_gelu_node(session, mul2, "Mul", MUL_ADD, ep, true)

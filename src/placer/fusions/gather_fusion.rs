@@ -189,14 +189,14 @@ impl Fuser {
             if let Some(d) = dims.get_mut(plan.axis as usize) {
                 *d = Some(len);
             }
-            new_values.push((arg.clone(), dims));
-            new_inits.push((axes.clone(), plan.axis));
+            new_values.push((arg, dims));
+            new_inits.push((axes, plan.axis));
             squeezes.push(SNode {
                 name,
                 op: Sym::new("Squeeze"),
                 domain: Sym::AI_ONNX,
                 since: Some(13),
-                inputs: vec![arg.clone(), axes],
+                inputs: vec![arg, axes],
                 outputs: vec![out],
                 attrs: Vec::new(),
                 subgraphs: Vec::new(),
@@ -216,13 +216,13 @@ impl Fuser {
         split.domain = Sym::AI_ONNX;
         split.since = Some(if self.opset >= 18 { 18 } else { 13 });
         split.name = name;
-        split.inputs = vec![v, splits_name.clone()];
+        split.inputs = vec![v, splits_name];
         split.outputs = split_outputs;
         split.attrs = vec![int_attr("axis", plan.axis)];
         for (name, dims) in new_values {
             let gm = &mut session.graphs[self.gi];
             if let Some(t) = &value_type {
-                gm.types.insert(name.clone(), t.clone());
+                gm.types.insert(name, t.clone());
             }
             gm.shapes.insert(name, dims);
         }
@@ -282,15 +282,15 @@ impl Fuser {
             let mut unsqueezes = Vec::new();
             for (i, input) in range_inputs.iter().enumerate() {
                 let name = self.node_name(session, &format!("Unsqueeze_{i}"));
-                let mut inputs = vec![input.clone()];
-                inputs.extend(axes.clone());
+                let mut inputs = vec![*input];
+                inputs.extend(axes);
                 unsqueezes.push(SNode {
                     name,
                     op: Sym::new("Unsqueeze"),
                     domain: Sym::AI_ONNX,
                     since: Some(if self.opset >= 13 { 13 } else { 11 }),
                     inputs,
-                    outputs: vec![outs[i].clone()],
+                    outputs: vec![outs[i]],
                     attrs: if self.opset >= 13 {
                         Vec::new()
                     } else {
@@ -314,9 +314,9 @@ impl Fuser {
             for o in &outs {
                 let gm = &mut session.graphs[self.gi];
                 if let Some(t) = &elem {
-                    gm.types.insert(o.clone(), t.clone());
+                    gm.types.insert(*o, t.clone());
                 }
-                gm.shapes.insert(o.clone(), vec![Some(1)]);
+                gm.shapes.insert(*o, vec![Some(1)]);
             }
             if let Some(a) = &axes {
                 self.add_initializer(session, *a, &[0]);
@@ -327,13 +327,7 @@ impl Fuser {
             slice.domain = Sym::AI_ONNX;
             slice.since = Some(13);
             slice.name = slice_name;
-            slice.inputs = vec![
-                gn.inputs[0].clone(),
-                outs[0].clone(),
-                outs[1].clone(),
-                slice_axes,
-                outs[2].clone(),
-            ];
+            slice.inputs = vec![gn.inputs[0], outs[0], outs[1], slice_axes, outs[2]];
             slice.outputs = gn.outputs.clone();
             self.fuse(session, &[ni, gather], gather, slice);
             // The Unsqueezes come before the Slice in later passes: put them after the

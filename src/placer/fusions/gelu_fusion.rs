@@ -38,7 +38,7 @@ impl Fuser {
             if !scaled || self.out_edges(session, n) != 1 || !self.gelu_types_ok(session, n) {
                 continue;
             }
-            let x = n.inputs[0].clone();
+            let x = n.inputs[0];
             let Some(erf) = self.next(session, n, "Erf") else {
                 continue;
             };

@@ -197,8 +197,8 @@ impl Fuser {
             return None;
         }
         let x_in = match leading_cast {
-            Some(c) => g.nodes[c].inputs.first()?.clone(),
-            None => x.clone(),
+            Some(c) => *g.nodes[c].inputs.first()?,
+            None => *x,
         };
         if ep == Some(Ep::Cpu) && self.is_fp16(session, x_in) {
             return None;
@@ -207,7 +207,7 @@ impl Fuser {
         node.domain = Sym::AI_ONNX;
         node.since = Some(if self.opset >= 17 { 17 } else { 1 });
         node.inputs = vec![x_in, scale, bias];
-        node.outputs = vec![ln.outputs.first()?.clone()];
+        node.outputs = vec![*ln.outputs.first()?];
         node.attrs = vec![int_attr("axis", axes[0]), float_attr("epsilon")];
         let base = format!("{}/LayerNormFusion/", mul.name);
         node.name = self.node_name(session, &base);
@@ -330,14 +330,13 @@ impl Fuser {
         if axes.len() != 1 {
             return None;
         }
-        let scale = mul
+        let scale = *mul
             .inputs
             .iter()
-            .rfind(|i| self.rank_of(session, **i) == Some(1))?
-            .clone();
+            .rfind(|i| self.rank_of(session, **i) == Some(1))?;
         let x_in = match leading_cast {
-            Some(c) => g.nodes[c].inputs.first()?.clone(),
-            None => x.clone(),
+            Some(c) => *g.nodes[c].inputs.first()?,
+            None => *x,
         };
         if ep == Some(Ep::Cpu) && self.is_fp16(session, x_in) {
             return None;
@@ -346,7 +345,7 @@ impl Fuser {
         node.domain = Sym::AI_ONNX;
         node.since = Some(1);
         node.inputs = vec![x_in, scale];
-        node.outputs = vec![mul.outputs.first()?.clone()];
+        node.outputs = vec![*mul.outputs.first()?];
         node.attrs = vec![int_attr("axis", axes[0]), float_attr("epsilon")];
         let base = format!("{}/SimplifiedLayerNormFusion/", mul.name);
         node.name = self.node_name(session, &base);

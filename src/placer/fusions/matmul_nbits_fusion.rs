@@ -57,7 +57,7 @@ impl Fuser {
             if node.inputs.len() < 6 {
                 node.inputs.resize(6, Sym::EMPTY);
             }
-            node.inputs[5] = bias.clone();
+            node.inputs[5] = *bias;
             node.outputs = cn.outputs.clone();
             self.fuse(session, &[ni, c], ni, node);
         }

@@ -93,7 +93,7 @@ impl Fuser {
                 {
                     continue;
                 }
-                leading.push((slot, p, other.clone()));
+                leading.push((slot, p, *other));
             }
             // A trailing scale: the single consumer.
             let mut trailing: Option<usize> = None;
@@ -116,7 +116,7 @@ impl Fuser {
                 node.attrs = vec![float_attr("alpha")];
             }
             for (slot, _, other) in &leading {
-                node.inputs[*slot] = other.clone();
+                node.inputs[*slot] = *other;
             }
             if let Some(c) = trailing {
                 node.outputs = session.graphs[self.gi].nodes[c].outputs.clone();

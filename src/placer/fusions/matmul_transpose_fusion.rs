@@ -28,7 +28,7 @@ impl Fuser {
             let base = format!("{}/MatmulTransposeFusion/", n.name);
             for (slot, t) in trans.iter_mut().enumerate() {
                 if t.is_none() {
-                    let value = session.graphs[self.gi].nodes[ni].inputs[slot].clone();
+                    let value = session.graphs[self.gi].nodes[ni].inputs[slot];
                     *t = self.reorder_cast_and_transpose(session, value, &base);
                 }
             }
@@ -53,7 +53,7 @@ impl Fuser {
             let mut fused = vec![ni];
             for (slot, t) in trans.iter().enumerate() {
                 if let Some(p) = *t {
-                    let value = n.inputs[slot].clone();
+                    let value = n.inputs[slot];
                     node.inputs[slot] = session.graphs[self.gi].nodes[p]
                         .inputs
                         .first()
@@ -108,21 +108,21 @@ impl Fuser {
         }
         let t = self.last_two_transpose(session, *cast.inputs.first()?)?;
         let transpose = session.graphs[self.gi].nodes[t].clone();
-        let t_in = transpose.inputs.first()?.clone();
-        let t_out = transpose.outputs.first()?.clone();
-        let cast_out = cast.outputs.first()?.clone();
+        let t_in = *transpose.inputs.first()?;
+        let t_out = *transpose.outputs.first()?;
+        let cast_out = *cast.outputs.first()?;
         let new_value = self.arg_name(session, &format!("{cast_out}/MatmulTransposeFusion/"));
         let g = &mut session.graphs[self.gi];
         if let Some(ty) = g.types.get(&cast_out).cloned() {
-            g.types.insert(new_value.clone(), ty);
+            g.types.insert(new_value, ty);
         }
         if let Some(shape) = g.shapes.get(&t_in).cloned() {
-            g.shapes.insert(new_value.clone(), shape);
+            g.shapes.insert(new_value, shape);
         }
         let mut new_cast = cast.clone();
         new_cast.name = self.node_name(session, base);
         new_cast.inputs = vec![t_in];
-        new_cast.outputs = vec![new_value.clone()];
+        new_cast.outputs = vec![new_value];
         // The Transpose keeps its name: ORT's optimised graphs show no name generated for it
         // (the FusedMatMul's token follows the Cast's directly).
         let mut new_transpose = transpose.clone();
@@ -151,7 +151,7 @@ impl Fuser {
     /// single-input `Concat`s, each read only on this path), composing the two perms.
     pub(super) fn effective_perm(&self, session: &Session, t: usize) -> Option<Vec<i64>> {
         let g = &session.graphs[self.gi];
-        let mut value = g.nodes[t].inputs.first()?.clone();
+        let mut value = *g.nodes[t].inputs.first()?;
         // Without `perm` a Transpose reverses the dims (`GetTransposePerms`), which needs the rank.
         let mut perm = match g.nodes[t].attr_ints("perm") {
             Some(p) => p.to_vec(),
@@ -189,7 +189,7 @@ impl Fuser {
                 }
                 _ => break,
             }
-            value = pn.inputs.first()?.clone();
+            value = *pn.inputs.first()?;
         }
         Some(perm)
     }

@@ -32,7 +32,7 @@ impl Fuser {
                                     .any(|d| *d as i32 == init.elem)
                         })
                     {
-                        input = Some(n.inputs[1 - i].clone());
+                        input = Some(n.inputs[1 - i]);
                         fused.push(ni);
                         match self.single_consumer(session, n) {
                             Some(c) => sigmoid = c,

@@ -83,7 +83,7 @@ impl Fuser {
                 }
             }
             let mut node = fused_node(ln, "SkipLayerNormalization");
-            let gamma = ln.inputs[1].clone();
+            let gamma = ln.inputs[1];
             let beta = ln.inputs.get(2).cloned().unwrap_or_default();
             let mut fused = vec![a1];
             node.inputs = match bias {
@@ -91,14 +91,14 @@ impl Fuser {
                     let add2 = &session.graphs[g].nodes[a2];
                     fused.push(a2);
                     vec![
-                        add2.inputs[0].clone(),
-                        add1.inputs[1 - slot].clone(),
+                        add2.inputs[0],
+                        add1.inputs[1 - slot],
                         gamma,
                         beta,
-                        add2.inputs[1].clone(),
+                        add2.inputs[1],
                     ]
                 }
-                None => vec![add1.inputs[0].clone(), add1.inputs[1].clone(), gamma, beta],
+                None => vec![add1.inputs[0], add1.inputs[1], gamma, beta],
             };
             while node.inputs.last().is_some_and(Sym::is_empty) {
                 node.inputs.pop();
@@ -167,8 +167,8 @@ impl Fuser {
         let mut node = fused_node(sln, "SkipLayerNormalization");
         let mut inputs = sln.inputs.clone();
         inputs.resize(4, Sym::EMPTY);
-        inputs[slot] = an.inputs[1 - k].clone();
-        inputs.push(an.inputs[k].clone());
+        inputs[slot] = an.inputs[1 - k];
+        inputs.push(an.inputs[k]);
         node.inputs = inputs;
         node.attrs = sln.attrs.clone();
         node.name = self.node_name(session, "SkipLayerNormalization");

@@ -203,17 +203,15 @@ impl Optimizer<'_> {
         let mut inits: Vec<Sym> = sub.initializers.keys().copied().collect();
         inits.sort_unstable();
         for &name in &inits {
-            if !rename.contains_key(&name) {
-                let new = names.value(&format!("{prefix}_{name}"));
-                rename.insert(name, new);
-            }
+            rename
+                .entry(name)
+                .or_insert_with(|| names.value(&format!("{prefix}_{name}")));
         }
         for &k in &order {
             for &o in sub.nodes[k].outputs.iter().filter(|o| !o.is_empty()) {
-                if !rename.contains_key(&o) {
-                    let new = names.value(&format!("{prefix}_{o}"));
-                    rename.insert(o, new);
-                }
+                rename
+                    .entry(o)
+                    .or_insert_with(|| names.value(&format!("{prefix}_{o}")));
             }
         }
         let map = |n: &Sym| rename.get(n).copied().unwrap_or(*n);

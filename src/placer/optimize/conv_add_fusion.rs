@@ -22,7 +22,7 @@ impl Optimizer<'_> {
         if !matches!(conv.since, Some(1 | 11)) || conv.outputs.len() != 1 {
             return false;
         }
-        let out = conv.outputs[0].clone();
+        let out = conv.outputs[0];
         let w = conv.inputs.get(1).cloned().unwrap_or_default();
         let Some(w_init) = session.initializer(gi, w).filter(|i| !i.overridable) else {
             return false;
@@ -113,12 +113,12 @@ impl Optimizer<'_> {
             (_, None) => (None, Some(format!("ConvAddFusion_Add_B_{}", nn.inputs[1]))),
         };
         // The tensor a new bias copies, and its shape (an `Add`'s `C,1,1` becomes `C`).
-        let b_source = conv_bias.clone().or_else(|| match nn.op.as_str() {
+        let b_source = conv_bias.or_else(|| match nn.op.as_str() {
             "BatchNormalization" => Some(nn.inputs[2]),
             "Add" => Some(nn.inputs[1]),
             _ => None,
         });
-        let new_out = nn.outputs[0].clone();
+        let new_out = nn.outputs[0];
         if let Some(base) = w_base {
             let name = session.graphs[gi].generate_value_name(&base);
             Self::copy_initializer(session, gi, w, name, None);
@@ -130,7 +130,7 @@ impl Optimizer<'_> {
             Self::set_conv_input(session, gi, ni, 2, name, idx);
         }
         let conv = &mut session.graphs[gi].nodes[ni];
-        conv.outputs[0] = new_out.clone();
+        conv.outputs[0] = new_out;
         idx.producer.insert(new_out, ni);
         Self::remove(session, gi, next);
         true

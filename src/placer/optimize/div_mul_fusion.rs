@@ -21,8 +21,8 @@ impl Optimizer<'_> {
         {
             return false;
         }
-        let out = div.outputs[0].clone();
-        let a = div.inputs[0].clone();
+        let out = div.outputs[0];
+        let a = div.inputs[0];
         let Some(mul) = Self::only_edge(session, gi, idx, out) else {
             return false;
         };
@@ -50,14 +50,14 @@ impl Optimizer<'_> {
         }
         let mn = &session.graphs[gi].nodes[mul];
         let other = if mn.inputs[0] == out {
-            mn.inputs[1].clone()
+            mn.inputs[1]
         } else {
-            mn.inputs[0].clone()
+            mn.inputs[0]
         };
-        let mul_out = mn.outputs[0].clone();
+        let mul_out = mn.outputs[0];
         let div = &mut session.graphs[gi].nodes[ni];
-        div.inputs[0] = other.clone();
-        div.outputs[0] = mul_out.clone();
+        div.inputs[0] = other;
+        div.outputs[0] = mul_out;
         idx.uses.entry(other).or_default().push(ni);
         idx.producer.insert(mul_out, ni);
         Self::remove(session, gi, mul);

@@ -21,7 +21,7 @@ impl Optimizer<'_> {
         {
             return false;
         }
-        let out = gemm.outputs[0].clone();
+        let out = gemm.outputs[0];
         let Some(sum) = Self::only_edge(session, gi, idx, out) else {
             return false;
         };
@@ -35,9 +35,9 @@ impl Optimizer<'_> {
             return false;
         }
         let other = if sn.inputs[0] == out {
-            sn.inputs[1].clone()
+            sn.inputs[1]
         } else {
-            sn.inputs[0].clone()
+            sn.inputs[0]
         };
         let (Some(c), Some(y)) = (session.shape_of(gi, other), session.shape_of(gi, out)) else {
             return false;
@@ -51,7 +51,7 @@ impl Optimizer<'_> {
         if !ok {
             return false;
         }
-        let sum_out = sn.outputs[0].clone();
+        let sum_out = sn.outputs[0];
         let gemm = session.graphs[gi].nodes[ni].clone();
         let name = session.graphs[gi].generate_node_name(&format!("{}/GemmSumFusion/", gemm.name));
         let ta = gemm.attr_i("transA").unwrap_or(0) != 0;

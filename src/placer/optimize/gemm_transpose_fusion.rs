@@ -103,12 +103,12 @@ impl Optimizer<'_> {
             gone.push(p);
         }
         let has_c = inputs.get(2).is_some_and(|c| !c.is_empty());
-        let out = gemm.outputs[0].clone();
-        let mut output = out.clone();
+        let out = gemm.outputs[0];
+        let mut output = out;
         if !has_c && let Some(t) = Self::only_edge(session, gi, idx, out) {
             let tn = &session.graphs[gi].nodes[t];
             if Self::is_transpose_2d(session, gi, tn) && tn.outputs.len() == 1 {
-                output = tn.outputs[0].clone();
+                output = tn.outputs[0];
                 inputs.swap(0, 1);
                 trans = [!trans[1], !trans[0]];
                 gone.push(t);

@@ -29,7 +29,7 @@ impl Optimizer<'_> {
         {
             return false;
         }
-        let out = mm.outputs[0].clone();
+        let out = mm.outputs[0];
         if idx.outputs.contains(&out) {
             return false;
         }
@@ -49,8 +49,8 @@ impl Optimizer<'_> {
         {
             return false;
         }
-        let a = mm.inputs[0].clone();
-        let w = mm.inputs[1].clone();
+        let a = mm.inputs[0];
+        let w = mm.inputs[1];
         let ty = session.type_of(gi, a).cloned();
         let float_ok = matches!(ty, Some(Type::Tensor(e)) if e == D::Float as i32 || e == D::Float16 as i32 || e == D::Bfloat16 as i32);
         if !float_ok || session.type_of(gi, an.inputs[0]) != ty.as_ref() {
@@ -83,7 +83,7 @@ impl Optimizer<'_> {
             reshape = Some((m, k, back));
         }
         let bias_idx = usize::from(an.inputs[0] == out);
-        let bias = an.inputs[bias_idx].clone();
+        let bias = an.inputs[bias_idx];
         let Some(b_shape) = session.shape_of(gi, bias).cloned() else {
             return false;
         };
@@ -100,8 +100,8 @@ impl Optimizer<'_> {
         if !valid {
             return false;
         }
-        let add_out = an.outputs[0].clone();
-        let mm_name = mm.name.clone();
+        let add_out = an.outputs[0];
+        let mm_name = mm.name;
         let elem = match ty {
             Some(Type::Tensor(e)) => e,
             _ => return false,
@@ -116,8 +116,8 @@ impl Optimizer<'_> {
                 .ok()
                 .map(|s| s.since);
         let mut new_nodes: Vec<SNode> = Vec::new();
-        let mut gemm_in = a.clone();
-        let mut gemm_out = add_out.clone();
+        let mut gemm_in = a;
+        let mut gemm_out = add_out;
         if let Some((m, k, back)) = reshape {
             for (is_input, shape) in [(true, vec![m, k]), (false, back)] {
                 let base = if is_input {
@@ -130,19 +130,17 @@ impl Optimizer<'_> {
                 let arg = names.value(&format!("{base}_reshape_arg"));
                 let node_name = names.node(&format!("{base}_reshape"));
                 let g = &mut session.graphs[gi];
-                g.generated_names.insert(node_name.clone());
-                g.types.insert(arg.clone(), Type::Tensor(elem));
-                g.shapes.insert(
-                    arg.clone(),
-                    vec![Some(m), if is_input { Some(k) } else { dim_n }],
-                );
+                g.generated_names.insert(node_name);
+                g.types.insert(arg, Type::Tensor(elem));
+                g.shapes
+                    .insert(arg, vec![Some(m), if is_input { Some(k) } else { dim_n }]);
                 self.add_initializer(session, gi, shape_name, Some(Tensor::i64_1d(shape)));
                 let (input, output) = if is_input {
-                    gemm_in = arg.clone();
-                    (a.clone(), arg)
+                    gemm_in = arg;
+                    (a, arg)
                 } else {
-                    gemm_out = arg.clone();
-                    (arg, add_out.clone())
+                    gemm_out = arg;
+                    (arg, add_out)
                 };
                 new_nodes.push(SNode {
                     name: node_name,
@@ -162,7 +160,7 @@ impl Optimizer<'_> {
             }
         }
         let gemm_name = names.node(&format!("{mm_name}/MatMulAddFusion"));
-        session.graphs[gi].generated_names.insert(gemm_name.clone());
+        session.graphs[gi].generated_names.insert(gemm_name);
         let gemm = SNode {
             name: gemm_name,
             op: "Gemm".into(),
@@ -208,10 +206,10 @@ impl Optimizer<'_> {
         for n in nodes {
             let k = session.graphs[gi].nodes.len();
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                idx.producer.insert(o.clone(), k);
+                idx.producer.insert(*o, k);
             }
             for i in n.inputs.iter().filter(|i| !i.is_empty()) {
-                idx.uses.entry(i.clone()).or_default().push(k);
+                idx.uses.entry(*i).or_default().push(k);
             }
             session.graphs[gi].nodes.push(n);
         }

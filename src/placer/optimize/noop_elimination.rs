@@ -15,7 +15,7 @@ impl Optimizer<'_> {
         if node.inputs.len() != 2 {
             return false;
         }
-        let op = node.op.clone();
+        let op = node.op;
         let out = node.outputs.first().cloned().unwrap_or_default();
         let ins = node.inputs.clone();
         let candidates: &[usize] = match op.as_str() {
@@ -44,7 +44,7 @@ impl Optimizer<'_> {
             if !same_type || !rank_ok || idx.outputs.contains(&out) {
                 continue;
             }
-            let other = other.clone();
+            let other = *other;
             return Self::bypass(session, gi, ni, idx, other);
         }
         false

@@ -27,8 +27,8 @@ impl Optimizer<'_> {
         if pad.attr_s("mode").is_some_and(|m| m != "constant") {
             return false;
         }
-        let x = pad.inputs[0].clone();
-        let out = pad.outputs[0].clone();
+        let x = pad.inputs[0];
+        let out = pad.outputs[0];
         let (pads, value_zero) = if since < 11 {
             let Some(p) = pad.attr_ints("pads") else {
                 return false;
@@ -92,7 +92,7 @@ impl Optimizer<'_> {
             return false;
         }
         let n = &mut session.graphs[gi].nodes[next];
-        n.inputs[0] = x.clone();
+        n.inputs[0] = x;
         idx.uses.entry(x).or_default().push(next);
         Self::remove(session, gi, ni);
         true

@@ -19,11 +19,7 @@ impl Optimizer<'_> {
         if relu.inputs.len() != 1 || relu.outputs.len() != 1 || relu.inputs[0].is_empty() {
             return false;
         }
-        let (x, out, relu_name) = (
-            relu.inputs[0].clone(),
-            relu.outputs[0].clone(),
-            relu.name.clone(),
-        );
+        let (x, out, relu_name) = (relu.inputs[0], relu.outputs[0], relu.name);
         let Some(clip) = Self::only_edge(session, gi, idx, out) else {
             return false;
         };
@@ -93,11 +89,11 @@ impl Optimizer<'_> {
                 if n.inputs.len() < 2 {
                     n.inputs.resize(2, Sym::EMPTY);
                 }
-                n.inputs[1] = zero.clone();
+                n.inputs[1] = zero;
                 idx.uses.entry(zero).or_default().push(clip);
             }
         }
-        session.graphs[gi].nodes[clip].inputs[0] = x.clone();
+        session.graphs[gi].nodes[clip].inputs[0] = x;
         idx.uses.entry(x).or_default().push(clip);
         Self::remove(session, gi, ni);
         true

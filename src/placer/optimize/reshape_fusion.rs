@@ -23,8 +23,8 @@ impl Optimizer<'_> {
         {
             return false;
         }
-        let data = node.inputs[0].clone();
-        let shape_in = node.inputs[1].clone();
+        let data = node.inputs[0];
+        let shape_in = node.inputs[1];
         let Some(concat) = idx.producer(session, gi, shape_in) else {
             return false;
         };
@@ -171,15 +171,15 @@ impl Optimizer<'_> {
             return false;
         };
         let first = &session.graphs[gi].nodes[ni];
-        let base = first.name.clone();
+        let base = first.name;
         let data = first.inputs.first().cloned().unwrap_or_default();
         let since = first.since;
         let last = chain[chain.len() - 1];
-        let out = session.graphs[gi].nodes[last].outputs[0].clone();
+        let out = session.graphs[gi].nodes[last].outputs[0];
         let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
         let shape_name = names.value(&format!("{base}_new_shape"));
         let name = names.node(&format!("{base}_new_reshape"));
-        session.graphs[gi].generated_names.insert(name.clone());
+        session.graphs[gi].generated_names.insert(name);
         self.add_initializer(session, gi, shape_name, Some(Tensor::i64_1d(shape)));
         let origin = session.graphs[gi].nodes[ni].origin;
         for &k in &chain {
@@ -212,9 +212,9 @@ impl Optimizer<'_> {
 /// projection, whose Shape reads the LayerNorm output `[batch, sequence, 64]` against
 /// `[batch, sequence, 192]`; 1.23.2 to 1.28.0 do not). From 1.29 a dim agrees when both are
 /// the same known value or both carry the same `dim_param`; an unknown dim agrees with nothing.
-fn same_dims<'a>(
+fn same_dims(
     table: &KernelTable,
-    session: &'a Session,
+    session: &Session,
     gi: usize,
     idx: &Index,
     a: Sym,

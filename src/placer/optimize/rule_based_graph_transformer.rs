@@ -56,7 +56,7 @@ impl Optimizer<'_> {
                 }
                 for o in session.graphs[gi].nodes[p].outputs.iter_mut() {
                     if *o == input0 {
-                        *o = out0.clone();
+                        *o = out0;
                     }
                 }
                 idx.producer.insert(out0, p);
@@ -205,10 +205,10 @@ impl Optimizer<'_> {
                 for u in users {
                     let n = &mut session.graphs[gi].nodes[u];
                     if n.inputs.len() == 3 {
-                        n.inputs[0] = c.clone();
+                        n.inputs[0] = c;
                         n.inputs.swap(1, 2);
                     }
-                    idx.uses.entry(c.clone()).or_default().push(u);
+                    idx.uses.entry(c).or_default().push(u);
                 }
                 Self::remove(session, gi, p);
                 true

@@ -37,7 +37,7 @@ pub fn run(session: &mut Session, gi: usize) -> bool {
         };
         for grandchild in grandchildren {
             if let Some(slot) = g.nodes[grandchild].inputs.get_mut(0) {
-                *slot = src.clone();
+                *slot = src;
             }
         }
         g.nodes[s].removed = true;

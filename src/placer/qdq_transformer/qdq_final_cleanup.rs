@@ -88,12 +88,12 @@ fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
     if !produces_output {
         for (c, slot) in readers {
             if let Some(i) = g.nodes.get_mut(c).and_then(|n| n.inputs.get_mut(slot)) {
-                *i = src_value.clone();
+                *i = src_value;
             }
         }
     } else if let Some((s, slot)) = src {
         if let Some(o) = g.nodes.get_mut(s).and_then(|n| n.outputs.get_mut(slot)) {
-            *o = q_out.clone();
+            *o = q_out;
         }
     } else {
         let name = g.generate_node_name("QDQFinalCleanupTransformer");

@@ -144,9 +144,9 @@ impl QuantParams {
     fn of(session: &Session, gi: usize, n: &SNode, has_zp: bool) -> QuantParams {
         QuantParams {
             zero_point_elem: zero_point_elem(session, gi, n),
-            scale: n.inputs[1].clone(),
-            zero_point: has_zp.then(|| n.inputs[2].clone()),
-            domain: n.domain.clone(),
+            scale: n.inputs[1],
+            zero_point: has_zp.then(|| n.inputs[2]),
+            domain: n.domain,
             since: n.since,
         }
     }
@@ -180,11 +180,7 @@ impl Propagation {
     /// edge and is no graph output, or comes from a graph input or initializer.
     fn previous_edge(&self, session: &Session, ni: usize) -> Option<Edge> {
         let g = &session.graphs[self.gi];
-        let arg = g.nodes[ni]
-            .inputs
-            .first()
-            .filter(|a| !a.is_empty())?
-            .clone();
+        let arg = *g.nodes[ni].inputs.first().filter(|a| !a.is_empty())?;
         match self.edges.producer.get(&arg) {
             Some(&src) => (!self.edges.outputs.contains(&arg) && self.edges.edge_count(arg) == 1)
                 .then_some(Edge {
@@ -231,14 +227,14 @@ impl Propagation {
             .map(|&dst| Edge {
                 src: Some((ni, 0)),
                 dst: Some(dst),
-                arg: arg.clone(),
+                arg: *arg,
             })
             .collect();
         if self.edges.outputs.contains(arg) {
             out.push(Edge {
                 src: Some((ni, 0)),
                 dst: None,
-                arg: arg.clone(),
+                arg: *arg,
             });
         }
         out
@@ -266,9 +262,9 @@ impl Propagation {
     fn insert(&mut self, session: &mut Session, edges: &[Edge], qp: &QuantParams) {
         let Some(first) = edges.first() else { return };
         let gi = self.gi;
-        let base = first.arg.clone();
+        let base = first.arg;
         let pre_q = if first.src.is_none() {
-            base.clone()
+            base
         } else {
             self.names.value(&format!("{base}_pre_q"))
         };
@@ -310,34 +306,34 @@ impl Propagation {
             origin: None,
             removed: false,
         };
-        g.generated_names.insert(q_name.clone());
+        g.generated_names.insert(q_name);
         g.nodes.push(node(
             q_name,
             Sym::QUANTIZE_LINEAR,
             qdq_inputs(pre_q),
-            q_to_dq.clone(),
+            q_to_dq,
         ));
         if let Some((src, slot)) = first.src
             && let Some(o) = g.nodes.get_mut(src).and_then(|n| n.outputs.get_mut(slot))
         {
-            *o = pre_q.clone();
+            *o = pre_q;
         }
         for (k, e) in edges.iter().enumerate() {
             let suffix = if k == 0 { String::new() } else { k.to_string() };
             let post_dq = if e.dst.is_none() {
-                base.clone()
+                base
             } else {
                 self.names.value(&format!("{base}_post_dq{suffix}"))
             };
             let dq_name = self.names.node(&format!("{base}_dq{suffix}"));
             let g = &mut session.graphs[gi];
             set_meta(g, post_dq, base_type.clone());
-            g.generated_names.insert(dq_name.clone());
+            g.generated_names.insert(dq_name);
             g.nodes.push(node(
                 dq_name,
                 Sym::DEQUANTIZE_LINEAR,
                 qdq_inputs(q_to_dq),
-                post_dq.clone(),
+                post_dq,
             ));
             if let Some((dst, slot)) = e.dst
                 && let Some(i) = g.nodes.get_mut(dst).and_then(|n| n.inputs.get_mut(slot))

@@ -101,7 +101,7 @@ fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
         ..Default::default()
     };
     g.initializers.insert(
-        zp.clone(),
+        zp,
         Init {
             dims: Vec::new(),
             elem: D::Uint8 as i32,
@@ -109,15 +109,15 @@ fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
             tensor,
         },
     );
-    g.init_order.push(zp.clone());
-    g.types.insert(zp.clone(), Type::Tensor(D::Uint8 as i32));
-    g.shapes.insert(zp.clone(), Vec::new());
-    g.types.insert(quant.clone(), Type::Tensor(D::Uint8 as i32));
+    g.init_order.push(zp);
+    g.types.insert(zp, Type::Tensor(D::Uint8 as i32));
+    g.shapes.insert(zp, Vec::new());
+    g.types.insert(quant, Type::Tensor(D::Uint8 as i32));
     if let Some(s) = shape {
-        g.shapes.insert(quant.clone(), s);
+        g.shapes.insert(quant, s);
     }
-    g.nodes[q].outputs[0] = quant.clone();
-    g.nodes[q].inputs[2] = zp.clone();
+    g.nodes[q].outputs[0] = quant;
+    g.nodes[q].inputs[2] = zp;
     g.nodes[dq].inputs[0] = quant;
     g.nodes[dq].inputs[2] = zp;
     true

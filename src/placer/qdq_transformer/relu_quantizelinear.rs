@@ -54,7 +54,7 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize)
     let q_before = qn.clone();
     for i in session.graphs[gi].nodes[q].inputs.iter_mut() {
         if *i == y {
-            *i = x.clone();
+            *i = x;
         }
     }
     session.graphs[gi].nodes[ni].removed = true;

@@ -37,11 +37,11 @@ impl Index {
         let mut readers: HashMap<Sym, Vec<usize>> = HashMap::default();
         for (k, n) in session.graphs[gi].live_nodes() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                producer.insert(o.clone(), k);
+                producer.insert(*o, k);
             }
             for i in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !i.is_empty() {
-                    let r = readers.entry(i.clone()).or_default();
+                    let r = readers.entry(*i).or_default();
                     if r.last() != Some(&k) {
                         r.push(k);
                     }
@@ -160,11 +160,11 @@ fn insert(
         return false;
     };
     let (scale_elem, zp_elem) = (scale.elem, zp.elem);
-    let base = n.name.clone();
+    let base = n.name;
     let xq_name = names.value(&format!("{base}_dummy_xq"));
     let zp_name = names.value(&format!("{base}_dummy_zp"));
     let scale_name = names.value(&format!("{base}_dummy_scale"));
-    let scalar = n.inputs[const_idx].clone();
+    let scalar = n.inputs[const_idx];
     let Some(c) = session.initializer(gi, scalar) else {
         return false;
     };
@@ -175,7 +175,7 @@ fn insert(
     if !quantized.iter().any(|d| *d as i32 == zp_elem) {
         return false;
     }
-    let dq_domain = dqn.domain.clone();
+    let dq_domain = dqn.domain;
     let dq_since = dqn.since;
     let value = names.value(&format!("{base}_dummy_dq"));
     let node_name = names.value(&format!("{base}_dummy_dq"));
@@ -191,7 +191,7 @@ fn insert(
             ..Default::default()
         };
         g.initializers.insert(
-            name.clone(),
+            *name,
             Init {
                 dims: Vec::new(),
                 elem,
@@ -199,22 +199,21 @@ fn insert(
                 tensor,
             },
         );
-        g.init_order.push(name.clone());
-        g.types
-            .insert(name.clone(), crate::infer::Type::Tensor(elem));
-        g.shapes.insert(name.clone(), Vec::new());
+        g.init_order.push(*name);
+        g.types.insert(*name, crate::infer::Type::Tensor(elem));
+        g.shapes.insert(*name, Vec::new());
     }
     g.types
-        .insert(value.clone(), crate::infer::Type::Tensor(D::Float as i32));
-    g.shapes.insert(value.clone(), Vec::new());
-    g.generated_names.insert(node_name.clone());
+        .insert(value, crate::infer::Type::Tensor(D::Float as i32));
+    g.shapes.insert(value, Vec::new());
+    g.generated_names.insert(node_name);
     g.nodes.push(SNode {
         name: node_name,
         op: Sym::DEQUANTIZE_LINEAR,
         domain: dq_domain,
         since: dq_since,
         inputs: vec![xq_name, scale_name, zp_name],
-        outputs: vec![value.clone()],
+        outputs: vec![value],
         attrs: Vec::new(),
         subgraphs: Vec::new(),
         implicit_inputs: Vec::new(),
@@ -223,12 +222,12 @@ fn insert(
         origin: g.nodes[ni].origin,
         removed: false,
     });
-    let value_for_index = value.clone();
+    let value_for_index = value;
     if let Some(i) = g.nodes[ni].inputs.get_mut(const_idx) {
         *i = value;
     }
     // The Where no longer reads the scalar; it goes when nothing else does.
-    let readers = idx.readers.entry(scalar.clone()).or_default();
+    let readers = idx.readers.entry(scalar).or_default();
     readers.retain(|&k| k != ni || g.nodes[ni].inputs.contains(&scalar));
     if readers.is_empty() && g.initializers.remove(&scalar).is_some() {
         g.init_order.retain(|k| *k != scalar);

@@ -140,7 +140,7 @@ impl Opt<'_> {
                 if self.opset < 13 {
                     self.set_attr(node, ints_attr("axes", &new_axes));
                 } else {
-                    let old = self.node(node).inputs[1].clone();
+                    let old = self.node(node).inputs[1];
                     let c = self.add_initializer(Tensor::i64_1d(new_axes.clone()));
                     self.set_input(node, 1, c);
                     if !self.has_consumers(old) {
@@ -185,7 +185,7 @@ impl Opt<'_> {
                     let c = self.add_initializer(Tensor::i64_1d(inv.to_vec()));
                     let g = self.add_node("Gather", &[repeats, c], 1);
                     self.set_attr(g, int_attr("axis", 0));
-                    let out = self.node(g).outputs[0].clone();
+                    let out = self.node(g).outputs[0];
                     self.copy_value_info(repeats, out);
                     self.set_input(node, 1, out);
                 }
@@ -313,7 +313,7 @@ impl Opt<'_> {
         if !eight_bit || rank < 3 || perm != to_first.as_slice() {
             return false;
         }
-        let (old, inputs, outputs) = (n.name.clone(), n.inputs.clone(), n.outputs.len());
+        let (old, inputs, outputs) = (n.name, n.inputs.clone(), n.outputs.len());
         let origin = n.origin;
         let attrs: Vec<AttributeProto> = n
             .attrs
@@ -322,7 +322,7 @@ impl Opt<'_> {
             .cloned()
             .collect();
         let name = self.names().node(&old);
-        self.generated.push(name.clone());
+        self.generated.push(name);
         let index = self.session.graphs[self.gi].nodes.len();
         for i in inputs.iter().filter(|i| !i.is_empty()) {
             self.uses.entry(*i).or_default().push(index);
@@ -390,7 +390,7 @@ impl Opt<'_> {
         }
         let c = self.add_initializer(Tensor::i64_1d(perm.to_vec()));
         let g = self.add_node("Gather", &[name, c], 1);
-        let out = self.node(g).outputs[0].clone();
+        let out = self.node(g).outputs[0];
         self.copy_value_info(name, out);
         self.set_attr(g, int_attr("axis", 0));
         self.set_input(node, i, out);
@@ -407,7 +407,7 @@ impl Opt<'_> {
         let t_in = self.node(t).inputs.first().cloned().unwrap_or_default();
         if inv == node_perm {
             // RemoveCancelingTransposeNodes.
-            let node_out = self.node(node).outputs[0].clone();
+            let node_out = self.node(node).outputs[0];
             let (consumers, comprehensive) = self.consumers(node_out);
             if comprehensive {
                 self.replace_references(&consumers, node_out, t_in);
@@ -433,7 +433,7 @@ impl Opt<'_> {
                 }
             }
             self.remove_node(node);
-            let t_out = self.node(t).outputs[0].clone();
+            let t_out = self.node(t).outputs[0];
             if !self.has_consumers(t_out) {
                 self.remove_node(t);
             }
@@ -450,7 +450,7 @@ impl Opt<'_> {
             node
         };
         self.set_attr(target, ints_attr("perm", &new_perm));
-        let t_out = self.node(t).outputs[0].clone();
+        let t_out = self.node(t).outputs[0];
         if !self.has_consumers(t_out) {
             self.remove_node(t);
         }
@@ -465,8 +465,8 @@ impl Opt<'_> {
         perm: &[i64],
         inv: &[i64],
     ) -> bool {
-        let t_in = self.node(t).inputs[0].clone();
-        let t_out = self.node(t).outputs[0].clone();
+        let t_in = self.node(t).inputs[0];
+        let t_out = self.node(t).outputs[0];
         let (Some(in_shape), Some(out_shape)) = (self.shape(t_in), self.shape(t_out)) else {
             return false;
         };
@@ -540,9 +540,9 @@ impl Opt<'_> {
         let g = self.add_node("Gather", &[Sym::EMPTY, c], 1);
         self.set_attr(g, int_attr("axis", 0));
         self.move_output(node, 0, g, 0);
-        let new_output = self.node(node).outputs[0].clone();
+        let new_output = self.node(node).outputs[0];
         self.set_input(g, 0, new_output);
-        let g_out = self.node(g).outputs[0].clone();
+        let g_out = self.node(g).outputs[0];
         self.copy_value_info(g_out, new_output);
         if new_perm.len() != perm.len() {
             self.set_shape(new_output, Some(vec![Some(rank)]));

@@ -300,7 +300,7 @@ pub fn wrap_channels_last(
         if !wrap(opt.session, gi, ni) {
             continue;
         }
-        let x = opt.node(ni).inputs[0].clone();
+        let x = opt.node(ni).inputs[0];
         let rank = opt
             .session
             .shape_of(gi, x)
@@ -402,11 +402,11 @@ impl Opt<'_> {
         let g = &self.session.graphs[self.gi];
         for (i, n) in g.live_nodes() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                self.producer.insert(o.clone(), i);
+                self.producer.insert(*o, i);
             }
             for x in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !x.is_empty() {
-                    self.uses.entry(x.clone()).or_default().push(i);
+                    self.uses.entry(*x).or_default().push(i);
                 }
             }
         }
@@ -434,7 +434,7 @@ impl Opt<'_> {
         self.producer
             .get(&name)
             .copied()
-            .filter(|&p| !self.node(p).removed && self.node(p).outputs.iter().any(|o| *o == name))
+            .filter(|&p| !self.node(p).removed && self.node(p).outputs.contains(&name))
     }
 
     /// Live nodes that read `name` explicitly, in index order, and whether that list is all
@@ -448,10 +448,10 @@ impl Opt<'_> {
                 if n.removed || out.contains(&k) {
                     continue;
                 }
-                if n.implicit_inputs.iter().any(|i| *i == name) {
+                if n.implicit_inputs.contains(&name) {
                     comprehensive = false;
                 }
-                if n.inputs.iter().any(|i| *i == name) {
+                if n.inputs.contains(&name) {
                     out.push(k);
                 }
             }
@@ -573,12 +573,12 @@ impl Opt<'_> {
     fn add_initializer(&mut self, t: Tensor) -> Sym {
         let name = self.names().value("const_transpose_optimizer");
         let g = &mut self.session.graphs[self.gi];
-        g.types.insert(name.clone(), Type::Tensor(t.elem));
+        g.types.insert(name, Type::Tensor(t.elem));
         g.shapes
-            .insert(name.clone(), t.dims.iter().map(|&d| Some(d)).collect());
-        g.init_order.push(name.clone());
+            .insert(name, t.dims.iter().map(|&d| Some(d)).collect());
+        g.init_order.push(name);
         g.initializers.insert(
-            name.clone(),
+            name,
             Init {
                 dims: t.dims.clone(),
                 elem: t.elem,
@@ -747,7 +747,7 @@ impl Opt<'_> {
     fn swap_to_channels_last(&mut self, node: usize) {
         let n = self.node(node).clone();
         let name = self.names().node(&n.name);
-        self.generated.push(name.clone());
+        self.generated.push(name);
         let outputs: Vec<Sym> = (0..n.outputs.len())
             .map(|i| self.names().value(&format!("{name}_out{i}")))
             .collect();
@@ -794,18 +794,18 @@ impl Opt<'_> {
 
     /// ORT's `MoveOutput`: `dst` takes output `si` of `src`, which gets a fresh name.
     fn move_output(&mut self, src: usize, si: usize, dst: usize, di: usize) {
-        let name = self.node(src).outputs[si].clone();
+        let name = self.node(src).outputs[si];
         let fresh = {
-            let base = self.node(src).name.clone();
+            let base = self.node(src).name;
             self.names().value(&base)
         };
         let d = self.node_mut(dst);
         while d.outputs.len() <= di {
             d.outputs.push(Sym::EMPTY);
         }
-        d.outputs[di] = name.clone();
+        d.outputs[di] = name;
         self.producer.insert(name, dst);
-        self.node_mut(src).outputs[si] = fresh.clone();
+        self.node_mut(src).outputs[si] = fresh;
         self.producer.insert(fresh, src);
     }
 
@@ -827,7 +827,7 @@ impl Opt<'_> {
 
     /// ORT's `TransposeInputImpl`: input `i` of `node` becomes its transpose by `perm`.
     fn transpose_input(&mut self, node: usize, i: usize, perm: &[i64], perm_inv: &[i64]) {
-        let input = self.node(node).inputs[i].clone();
+        let input = self.node(node).inputs[i];
         if input.is_empty() {
             return;
         }
@@ -839,7 +839,7 @@ impl Opt<'_> {
         if constant.is_none()
             && let Some(dq) = self.const_dq(input)
         {
-            let dq_input = self.node(dq).inputs[0].clone();
+            let dq_input = self.node(dq).inputs[0];
             constant = self
                 .local_constant(dq_input)
                 .map(|c| (c.dims.clone(), c.elements()));
@@ -849,9 +849,7 @@ impl Opt<'_> {
             }
         }
         self.set_input(node, i, Sym::EMPTY);
-        let target = const_dq
-            .as_ref()
-            .map_or_else(|| input.clone(), |(_, v)| v.clone());
+        let target = const_dq.as_ref().map_or_else(|| input, |(_, v)| *v);
         let (consumers, comprehensive) = self.consumers(target);
         // Case 1: a constant initializer is transposed in place.
         if let Some((dims, elements)) = constant
@@ -886,7 +884,7 @@ impl Opt<'_> {
             }
             if !consumers.is_empty() {
                 let t = self.make_transpose(target, perm_inv);
-                let out = self.node(t).outputs[0].clone();
+                let out = self.node(t).outputs[0];
                 self.copy_value_info(target, out);
                 self.replace_references(&consumers, target, out);
             }
@@ -934,7 +932,7 @@ impl Opt<'_> {
             if look_past.is_none() {
                 let combined = compose(&perm2, perm);
                 let t = self.make_transpose(pre, &combined);
-                let out = self.node(t).outputs[0].clone();
+                let out = self.node(t).outputs[0];
                 self.copy_value_info(input, out);
                 self.permute_dims(out, perm);
                 if comprehensive && consumers.is_empty() {
@@ -947,14 +945,14 @@ impl Opt<'_> {
         // Case 3: a Transpose with the same perm already reads the input.
         for &c in &consumers {
             if self.perm_of(c).as_deref() == Some(perm) {
-                let out = self.node(c).outputs[0].clone();
+                let out = self.node(c).outputs[0];
                 self.set_input(node, i, out);
                 return;
             }
         }
         // Case 4: a new Transpose, kept in a QDQ node unit after a DQ.
         let t = self.make_transpose(input, perm);
-        let out = self.node(t).outputs[0].clone();
+        let out = self.node(t).outputs[0];
         self.copy_value_info(input, out);
         self.permute_dims(out, perm);
         self.set_input(node, i, out);
@@ -974,9 +972,9 @@ impl Opt<'_> {
     fn transpose_output(&mut self, node: usize, i: usize, perm: &[i64], perm_inv: &[i64]) -> Sym {
         let t = self.make_transpose(Sym::EMPTY, perm);
         self.move_output(node, i, t, 0);
-        let new_output = self.node(node).outputs[i].clone();
+        let new_output = self.node(node).outputs[i];
         self.set_input(t, 0, new_output);
-        let old_output = self.node(t).outputs[0].clone();
+        let old_output = self.node(t).outputs[0];
         self.copy_value_info(old_output, new_output);
         self.permute_dims(new_output, perm_inv);
         old_output
@@ -994,7 +992,7 @@ impl Opt<'_> {
 
     /// ORT's `UnsqueezeInput`.
     fn unsqueeze_input(&mut self, node: usize, i: usize, axes: &[i64]) {
-        let input = self.node(node).inputs[i].clone();
+        let input = self.node(node).inputs[i];
         let constant = self.local_constant(input).map(|c| c.dims.clone());
         self.set_input(node, i, Sym::EMPTY);
         let (consumers, comprehensive) = self.consumers(input);
@@ -1003,7 +1001,7 @@ impl Opt<'_> {
         {
             if !consumers.is_empty() {
                 let sq = self.make_squeeze_or_unsqueeze("Squeeze", input, axes);
-                let out = self.node(sq).outputs[0].clone();
+                let out = self.node(sq).outputs[0];
                 self.copy_value_info(input, out);
                 self.replace_references(&consumers, input, out);
             }
@@ -1033,7 +1031,7 @@ impl Opt<'_> {
             }
         }
         let unsq = self.make_squeeze_or_unsqueeze("Unsqueeze", input, axes);
-        let out = self.node(unsq).outputs[0].clone();
+        let out = self.node(unsq).outputs[0];
         self.copy_value_info(input, out);
         if let Some(s) = self.shape(out)
             && let Some(u) = crate::infer::eval::unsqueeze_dims(&s, axes)
@@ -1086,7 +1084,7 @@ impl Opt<'_> {
     fn normalize_input_ranks(&mut self, node: usize, rank: usize, indices: &[usize]) -> bool {
         let mut ranks = Vec::with_capacity(indices.len());
         for &i in indices {
-            let name = self.node(node).inputs[i].clone();
+            let name = self.node(node).inputs[i];
             match self.shape(name) {
                 Some(s) if s.len() <= rank => ranks.push(s.len()),
                 _ => return false,
@@ -1182,7 +1180,7 @@ impl Opt<'_> {
                                 .any(|&j| cn.inputs.get(j) == Some(o))
                     });
                 if all {
-                    leading.insert(o.clone());
+                    leading.insert(*o);
                 }
             }
         }
@@ -1199,7 +1197,7 @@ impl Opt<'_> {
             }
             if n.op == Sym::TRANSPOSE && n.domain == Sym::AI_ONNX {
                 if let Some(i) = n.inputs.first() {
-                    leading.insert(i.clone());
+                    leading.insert(*i);
                 }
                 continue;
             }
@@ -1210,7 +1208,7 @@ impl Opt<'_> {
                 && h.transposes_outputs()
             {
                 for j in self.transposable_inputs(k, h) {
-                    leading.insert(self.node(k).inputs[j].clone());
+                    leading.insert(self.node(k).inputs[j]);
                 }
             }
         }

@@ -44,7 +44,7 @@ impl Opt<'_> {
     /// has one consumer node.
     pub(super) fn const_dq(&self, value: Sym) -> Option<usize> {
         let dq = self.dq_producer(value)?;
-        let input = self.node(dq).inputs.first()?.clone();
+        let input = *self.node(dq).inputs.first()?;
         if !self.is_constant(input) || !self.dq_mode_supported(dq) || !self.consumers(input).1 {
             return None;
         }
@@ -73,7 +73,7 @@ impl Opt<'_> {
             return false;
         }
         let d = self.node(dq);
-        let domain = d.domain.clone();
+        let domain = d.domain;
         let scale = d.inputs.get(1).cloned().unwrap_or_default();
         let zp = d.inputs.get(2).cloned();
         let dq_input = d.inputs.first().cloned().unwrap_or_default();
@@ -85,16 +85,16 @@ impl Opt<'_> {
             inputs.push(z);
         }
         let q = self.add_node_in(domain, "QuantizeLinear", &inputs, 1);
-        let q_out = self.node(q).outputs[0].clone();
+        let q_out = self.node(q).outputs[0];
         self.copy_value_info(dq_input, q_out);
         let s = self.shape(next_out);
         self.set_shape(q_out, s);
         inputs[0] = q_out;
         let new_dq = self.add_node_in(domain, "DequantizeLinear", &inputs, 1);
-        let new_dq_out = self.node(new_dq).outputs[0].clone();
+        let new_dq_out = self.node(new_dq).outputs[0];
         self.copy_value_info(next_out, new_dq_out);
         self.move_output(next, 0, new_dq, 0);
-        let moved = self.node(next).outputs[0].clone();
+        let moved = self.node(next).outputs[0];
         self.set_input(q, 0, moved);
         self.copy_value_info(next_out, moved);
         true
@@ -184,12 +184,12 @@ impl Opt<'_> {
         else {
             return false;
         };
-        let dq_out = self.node(dq).outputs[0].clone();
+        let dq_out = self.node(dq).outputs[0];
         let (dq_users, dq_comp) = self.consumers(dq_out);
         if !(dq_comp && dq_users.len() == 1 && self.qdq_pair_match(dq, q)) {
             return false;
         }
-        let q_out = self.node(q).outputs[0].clone();
+        let q_out = self.node(q).outputs[0];
         let dq_in = self.node(dq).inputs.first().cloned().unwrap_or_default();
         let (q_users, q_comp) = self.consumers(q_out);
         if q_comp && q_users.len() == 1 {
@@ -234,7 +234,7 @@ impl Opt<'_> {
         else {
             return false;
         };
-        let out = self.node(t).outputs[0].clone();
+        let out = self.node(t).outputs[0];
         let (users, _) = self.consumers(out);
         if users.len() > 1
             || users
@@ -249,7 +249,7 @@ impl Opt<'_> {
     /// `TryFixTransposeMissingDQ` on Transpose node `t`.
     fn try_fix_transpose_missing_dq(&mut self, t: usize) -> bool {
         let t_in = self.node(t).inputs.first().cloned().unwrap_or_default();
-        let t_out = self.node(t).outputs[0].clone();
+        let t_out = self.node(t).outputs[0];
         let (users, comprehensive) = self.consumers(t_out);
         let [q] = users[..] else { return false };
         if !comprehensive || self.node(q).op != Sym::QUANTIZE_LINEAR {
@@ -265,28 +265,28 @@ impl Opt<'_> {
             return false;
         }
         let qn = self.node(q);
-        let domain = qn.domain.clone();
+        let domain = qn.domain;
         let scale = qn.inputs.get(1).cloned().unwrap_or_default();
         let zp = qn.inputs.get(2).cloned();
-        let q_out = qn.outputs[0].clone();
+        let q_out = qn.outputs[0];
         let mut inputs: Vec<Sym> = vec![Sym::EMPTY, scale];
         if let Some(z) = zp {
             inputs.push(z);
         }
         let new_q = self.add_node_in(domain, "QuantizeLinear", &inputs, 1);
-        let new_q_out = self.node(new_q).outputs[0].clone();
+        let new_q_out = self.node(new_q).outputs[0];
         self.copy_value_info(q_out, new_q_out);
         let s = self.shape(t_in);
         self.set_shape(new_q_out, s);
         inputs[0] = new_q_out;
         let new_dq = self.add_node_in(domain, "DequantizeLinear", &inputs, 1);
-        let new_dq_out = self.node(new_dq).outputs[0].clone();
+        let new_dq_out = self.node(new_dq).outputs[0];
         self.copy_value_info(t_in, new_dq_out);
         let Some(idx) = self.node(prev).outputs.iter().position(|o| *o == t_in) else {
             return true;
         };
         self.move_output(prev, idx, new_dq, 0);
-        let moved = self.node(prev).outputs[idx].clone();
+        let moved = self.node(prev).outputs[idx];
         self.set_input(new_q, 0, moved);
         self.copy_value_info(new_dq_out, moved);
         true

@@ -120,7 +120,7 @@ pub(crate) fn run(
         Rule::Split => {
             inputs.push(input(group.dq[0], 0));
             if t.since.is_some_and(|v| v >= 13) && t.inputs.len() == 2 {
-                inputs.push(t.inputs[1].clone());
+                inputs.push(t.inputs[1]);
             }
         }
         Rule::DropQdq { .. } | Rule::DropDq => {}
@@ -139,7 +139,7 @@ pub(crate) fn run(
         attrs.push(int_attr("opset", t.since.unwrap_or(0)));
     }
     let node = SNode {
-        name: t.name.clone(),
+        name: t.name,
         op,
         domain,
         since,
@@ -204,7 +204,7 @@ fn kept_members(
         .copied()
         .filter(|&k| {
             g.nodes[k].existing_outputs().any(|(_, o)| {
-                if new.outputs.iter().any(|x| *x == o) {
+                if new.outputs.contains(&o) {
                     return false;
                 }
                 e.outputs.contains(&o)
@@ -240,22 +240,19 @@ fn set_optional_zero_point(session: &mut Session, gi: usize, k: usize) {
         (Sym::new(ZP_U8), D::Uint8)
     };
     let g = &mut session.graphs[gi];
-    if !g.initializers.contains_key(&name) {
+    if let std::collections::hash_map::Entry::Vacant(e) = g.initializers.entry(name) {
         let tensor = TensorProto {
             name: Some(name.to_string()),
             data_type: Some(dt as i32),
             raw_data: Some(vec![0u8].into()),
             ..Default::default()
         };
-        g.initializers.insert(
-            name,
-            Init {
-                dims: Vec::new(),
-                elem: dt as i32,
-                overridable: false,
-                tensor,
-            },
-        );
+        e.insert(Init {
+            dims: Vec::new(),
+            elem: dt as i32,
+            overridable: false,
+            tensor,
+        });
         g.init_order.push(name);
         g.types.insert(name, crate::infer::Type::Tensor(dt as i32));
         g.shapes.insert(name, Vec::new());
