@@ -18,18 +18,17 @@ impl Optimizer<'_> {
         if dq || !node.subgraphs.is_empty() || !is_deterministic(node.domain, node.op) {
             return false;
         }
-        // Sized once for the names and a few small attributes: the key is built for every node.
-        let names: usize = node.inputs.iter().map(|i| i.len() + 1).sum();
-        let mut key = Vec::with_capacity(node.domain.len() + node.op.len() + names + 64);
-        for s in [&node.domain, &node.op] {
-            key.extend_from_slice(s.as_bytes());
-            key.push(0);
-        }
+        // Names by their interned ids (equal ids, equal names), the counts first so that the
+        // fixed-width fields cannot run into the attributes. Sized once for the names and a few
+        // small attributes: the key is built for every node.
+        let mut key = Vec::with_capacity(32 + 4 * node.inputs.len() + 64);
+        key.extend_from_slice(&node.domain.id().to_le_bytes());
+        key.extend_from_slice(&node.op.id().to_le_bytes());
         key.extend_from_slice(&node.since.unwrap_or(-1).to_le_bytes());
         key.extend_from_slice(&(node.outputs.len() as u64).to_le_bytes());
+        key.extend_from_slice(&(node.inputs.len() as u64).to_le_bytes());
         for i in &node.inputs {
-            key.extend_from_slice(i.as_bytes());
-            key.push(1);
+            key.extend_from_slice(&i.id().to_le_bytes());
         }
         // Up to 1.24 a tensor attribute whose data is not in `raw_data` (e.g. `float_data`)
         // never compares equal, so its node is never merged (oracle: ConstantOfShape with a
