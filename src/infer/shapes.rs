@@ -205,6 +205,31 @@ fn concat_shapes(xs: &[Shape], axis: i64) -> Option<Shape> {
     )
 }
 
+/// How [`infer_node`] treats an ai.onnx op before its per-op cases.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Output 0 has input 0's shape ([`SAME_AS_INPUT0`]).
+    SameAsInput0,
+    /// Output 0 is the broadcast of the inputs ([`BROADCAST`]).
+    Broadcast,
+}
+
+/// The class of an op, by its interned name (one hash of an id per node instead of scanning
+/// the lists' texts).
+fn class_of(op: Sym) -> Option<Class> {
+    static CLASSES: std::sync::OnceLock<HashMap<Sym, Class>> = std::sync::OnceLock::new();
+    CLASSES
+        .get_or_init(|| {
+            let same = SAME_AS_INPUT0
+                .iter()
+                .map(|&op| (Sym::new(op), Class::SameAsInput0));
+            let broadcast = BROADCAST.iter().map(|&op| (Sym::new(op), Class::Broadcast));
+            same.chain(broadcast).collect()
+        })
+        .get(&op)
+        .copied()
+}
+
 /// Output shapes of `node` from its input shapes and the constant values of its inputs.
 pub fn infer_node(
     node: &SNode,
@@ -298,14 +323,15 @@ pub fn infer_node(
         }
         return out;
     }
-    if SAME_AS_INPUT0.contains(&op) {
+    let class = class_of(node.op);
+    if class == Some(Class::SameAsInput0) {
         *first = s(0);
         if op == "BatchNormalization" {
             return out;
         }
         return out;
     }
-    if BROADCAST.contains(&op) {
+    if class == Some(Class::Broadcast) {
         let shapes: Vec<Shape> = node
             .inputs
             .iter()

@@ -542,7 +542,7 @@ fn check_attributes(session: &Session, table: &KernelTable) -> Option<((usize, u
                 .iter()
                 .map(|a| a.name())
                 .chain(n.subgraphs.iter().map(|(attr, _)| attr.as_str()));
-            let Some(err) = attributes.verify(&n.domain, &n.op, since, names) else {
+            let Some(err) = attributes.verify_of(n.domain, n.op, since, names) else {
                 continue;
             };
             let domain = if n.domain == Sym::AI_ONNX {

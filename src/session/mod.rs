@@ -167,7 +167,7 @@ impl SGraph {
     fn structure_digest(&self, upto: usize) -> u64 {
         use prost::Message;
         use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         for n in self.nodes.iter().take(upto) {
             (&n.name, &n.op, &n.domain, &n.inputs, &n.outputs, n.removed).hash(&mut h);
             for a in &n.attrs {
@@ -621,12 +621,18 @@ impl Source<'_> {
                         .cloned()
                         .collect()
                 };
-                // The names are interned; the texts go with the protobuf.
+                // The names are interned, and their texts in the protobuf freed as the graph is
+                // read rather than when the model is dropped.
+                let (name, op) = (np.name.take(), np.op_type.take());
+                let (inputs, outputs) = (
+                    std::mem::take(&mut np.input),
+                    std::mem::take(&mut np.output),
+                );
                 NodeParts {
-                    name: Sym::new(np.name()),
-                    op: Sym::new(np.op_type()),
-                    inputs: syms(&np.input),
-                    outputs: syms(&np.output),
+                    name: Sym::new(name.as_deref().unwrap_or_default()),
+                    op: Sym::new(op.as_deref().unwrap_or_default()),
+                    inputs: syms(&inputs),
+                    outputs: syms(&outputs),
                     attrs,
                 }
             }

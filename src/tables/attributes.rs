@@ -7,16 +7,18 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::sym::Sym;
+
 /// The declared attributes of one schema version: (name, required).
 type Declared = Vec<(String, bool)>;
-/// domain → op → (since, attributes).
-type ByDomain = HashMap<String, HashMap<String, Vec<(i64, Declared)>>>;
+/// (domain, op) → (since, attributes).
+type ByOp = HashMap<(Sym, Sym), Vec<(i64, Declared)>>;
 
 /// Attributes per (domain, op, since-version).
 #[derive(Debug, Default)]
 pub struct SchemaAttributes {
-    /// domain → op → (since, attributes); looked up by `&str` without allocating.
-    map: ByDomain,
+    /// (domain, op) → (since, attributes), by interned names.
+    map: ByOp,
     len: usize,
 }
 
@@ -33,7 +35,7 @@ impl SchemaAttributes {
     /// Parses the text form; malformed lines are skipped (the file is generated and checked by
     /// `tests/it/tables.rs`).
     pub fn parse(text: &str) -> Self {
-        let mut map = ByDomain::default();
+        let mut map = ByOp::default();
         let mut len = 0;
         for line in text.lines() {
             if line.starts_with('#') || line.trim().is_empty() {
@@ -57,11 +59,7 @@ impl SchemaAttributes {
                     None => (a.to_string(), false),
                 })
                 .collect();
-            let versions = map
-                .entry(domain.to_string())
-                .or_default()
-                .entry(op.to_string())
-                .or_default();
+            let versions = map.entry((Sym::new(domain), Sym::new(op))).or_default();
             match versions.iter_mut().find(|(v, _)| *v == since) {
                 Some(slot) => slot.1 = attrs,
                 None => {
@@ -85,9 +83,14 @@ impl SchemaAttributes {
 
     /// The declared attributes of a schema version (`None` when the file does not describe it).
     pub fn get(&self, domain: &str, op: &str, since: i64) -> Option<&[(String, bool)]> {
+        // A name never interned is described by no file.
+        self.get_of(Sym::get(domain)?, Sym::get(op)?, since)
+    }
+
+    /// [`SchemaAttributes::get`] by interned names.
+    pub fn get_of(&self, domain: Sym, op: Sym, since: i64) -> Option<&[(String, bool)]> {
         self.map
-            .get(domain)?
-            .get(op)?
+            .get(&(domain, op))?
             .iter()
             .find(|(v, _)| *v == since)
             .map(|(_, attrs)| attrs.as_slice())
@@ -102,7 +105,18 @@ impl SchemaAttributes {
         since: i64,
         names: impl IntoIterator<Item = &'a str>,
     ) -> Option<AttributeError> {
-        let declared = self.get(domain, op, since)?;
+        self.verify_of(Sym::get(domain)?, Sym::get(op)?, since, names)
+    }
+
+    /// [`SchemaAttributes::verify`] by interned names.
+    pub fn verify_of<'a>(
+        &self,
+        domain: Sym,
+        op: Sym,
+        since: i64,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Option<AttributeError> {
+        let declared = self.get_of(domain, op, since)?;
         let names: Vec<&str> = names.into_iter().collect();
         for name in &names {
             if name.starts_with("__") {
