@@ -32,7 +32,7 @@
 
 mod builders;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::OnceLock;
 
 use crate::infer::{self, Type};
@@ -56,7 +56,7 @@ fn static_bodies() -> &'static StaticMap {
 /// Parses the data file: blocks introduced by `#@ <domain> <op> since=<v> opset=<v>`. Returns
 /// the map and the headers of blocks that did not parse (a test keeps that empty).
 fn parse_static(text: &str) -> (StaticMap, Vec<String>) {
-    let mut map: StaticMap = HashMap::new();
+    let mut map: StaticMap = HashMap::default();
     let mut bad = Vec::new();
     let mut blocks: Vec<(&str, String)> = Vec::new();
     for line in text.lines() {
@@ -479,7 +479,7 @@ impl Renamer<'_> {
     /// Renames a graph attribute of a body node in place (it stays a `GraphProto` until it
     /// becomes a subgraph of the session).
     fn graph(&mut self, g: &mut GraphProto) {
-        self.scopes.push(HashMap::new());
+        self.scopes.push(HashMap::default());
         for x in g.input.iter_mut() {
             x.name = Some(self.make_unique(x.name()).to_string());
         }
@@ -511,7 +511,7 @@ fn splice(
     );
     let mut r = Renamer {
         prefix: format!("{uniq}_"),
-        scopes: vec![HashMap::new()],
+        scopes: vec![HashMap::default()],
         attrs: &node.attrs,
         defaults: &body.attribute_proto,
     };
