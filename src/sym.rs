@@ -51,16 +51,14 @@ predefined! {
     COM_MS_INTERNAL_NHWC = "com.ms.internal.nhwc",
     // Ops the per-node passes test for on every node.
     CAST = "Cast",
-    CONSTANT = "Constant",
     DEQUANTIZE_LINEAR = "DequantizeLinear",
     QUANTIZE_LINEAR = "QuantizeLinear",
     RESHAPE = "Reshape",
     SHAPE = "Shape",
     TRANSPOSE = "Transpose",
-    // Control flow (ops holding subgraphs).
+    // Control flow the passes special-case.
     IF = "If",
     LOOP = "Loop",
-    SCAN = "Scan",
     // The copies the memcpy pass inserts.
     MEMCPY_FROM_HOST = "MemcpyFromHost",
     MEMCPY_TO_HOST = "MemcpyToHost",
