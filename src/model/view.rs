@@ -162,7 +162,8 @@ impl<'a> ModelView<'a> {
                 1 => m.ir_version = Some(int64(w)?),
                 7 => {
                     // Twice: prost merges the two graphs.
-                    if m.graph.replace(message(w)?).is_some() {
+                    let earlier = m.graph.replace(message(w)?);
+                    if earlier.is_some() {
                         return Err(Declined);
                     }
                 }
@@ -250,7 +251,9 @@ impl<'a> ValueInfoView<'a> {
     }
 }
 
-/// A node attribute: decoded whole, or (one holding graphs) its name, type and graphs.
+/// A node attribute: decoded whole, or (one holding graphs) its name, type and graphs. Held
+/// while one node is read.
+#[allow(clippy::large_enum_variant)]
 pub enum AttributeView<'a> {
     Plain(AttributeProto),
     Graphs {

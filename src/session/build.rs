@@ -305,7 +305,8 @@ impl<'a> Builder<'a> {
             .checked_add(u32::try_from(nodes.len()).map_err(|_| Declined)?)
             .ok_or(Declined)?;
         self.nodes = self.nodes.saturating_add(nodes.len());
-        let mut held: Vec<Vec<AttributeView<'a>>> = Vec::with_capacity(nodes.len());
+        // The graph attributes of each node, read after this graph is complete.
+        let mut held: Vec<(usize, &'a str, Vec<&'a [u8]>)> = Vec::new();
         for (i, n) in nodes.iter().enumerate() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
                 if !defined.insert(o) {
@@ -341,15 +342,17 @@ impl<'a> Builder<'a> {
                     removed = true;
                 }
             }
-            let attrs = attributes
-                .iter()
-                .filter_map(|a| match a {
-                    AttributeView::Plain(a) if a.r#type != Some(AttributeType::Graph as i32) => {
-                        Some(a.clone())
+            let mut attrs = Vec::with_capacity(attributes.len());
+            for a in attributes {
+                match a {
+                    AttributeView::Plain(a) => {
+                        if a.r#type != Some(AttributeType::Graph as i32) {
+                            attrs.push(a);
+                        }
                     }
-                    _ => None,
-                })
-                .collect();
+                    AttributeView::Graphs { name, graphs, .. } => held.push((i, name, graphs)),
+                }
+            }
             graph.nodes.push(SNode {
                 name: n.name.to_string(),
                 op: n.op_type.to_string(),
@@ -365,7 +368,6 @@ impl<'a> Builder<'a> {
                 origin: Some(NodeId(first_node + i as u32)),
                 removed,
             });
-            held.push(attributes);
         }
         for (name, init) in &graph.initializers {
             graph.types.insert(name.clone(), Type::Tensor(init.elem));
@@ -377,16 +379,14 @@ impl<'a> Builder<'a> {
         // Inputs must be defined here or in an enclosing graph; then the subgraphs, with this
         // graph's scope complete.
         self.scopes.push(defined);
-        for (ni, (n, attributes)) in nodes.iter().zip(held).enumerate() {
+        let mut held = held.into_iter().peekable();
+        for (ni, n) in nodes.iter().enumerate() {
             for i in n.inputs.iter().filter(|i| !i.is_empty()) {
                 if !self.scopes.iter().any(|s| s.contains(i)) {
                     return Err(Declined);
                 }
             }
-            for a in attributes {
-                let AttributeView::Graphs { name, graphs, .. } = a else {
-                    continue;
-                };
+            while let Some((_, name, graphs)) = held.next_if(|(k, _, _)| *k == ni) {
                 for sub in graphs {
                     self.subgraphs += 1;
                     let sg = self.graph(sub, Some((gi, ni)))?;
