@@ -78,13 +78,13 @@ type Chunk = Box<[OnceLock<&'static str>]>;
 static CHUNK_TABLE: [OnceLock<Chunk>; CHUNKS] = [const { OnceLock::new() }; CHUNKS];
 
 /// The text → id map and the arena the texts live in, behind one lock (interning only).
-static INTERNER: Mutex<Interner> = Mutex::new(Interner {
+static INTERNER: Mutex<Table> = Mutex::new(Table {
     ids: None,
     next: 0,
     block: &mut [],
 });
 
-struct Interner {
+struct Table {
     /// Built on first use, with the predefined names.
     ids: Option<FxHashMap<&'static str, u32>>,
     /// Ids handed out past the predefined ones.
@@ -101,7 +101,7 @@ fn slot_of(k: u32) -> (usize, usize) {
     (chunk, slot)
 }
 
-impl Interner {
+impl Table {
     fn ids(&mut self) -> &mut FxHashMap<&'static str, u32> {
         self.ids.get_or_insert_with(|| {
             PREDEFINED
@@ -156,10 +156,29 @@ impl Interner {
     }
 }
 
-fn interner() -> std::sync::MutexGuard<'static, Interner> {
+fn interner() -> std::sync::MutexGuard<'static, Table> {
     // A panic while the lock was held leaves the table consistent (slots are set before the
     // map names them): the poison carries no broken invariant.
     INTERNER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The table held for a batch of interning (the session builder interns every name of a graph
+/// under one lock instead of one per name). Other threads that intern wait until it is dropped;
+/// reading texts never waits.
+pub struct Interner(std::sync::MutexGuard<'static, Table>);
+
+impl Interner {
+    pub fn lock() -> Interner {
+        Interner(interner())
+    }
+
+    /// [`Sym::new`] under the held lock.
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if s.is_empty() {
+            return Sym::EMPTY;
+        }
+        self.0.intern(s)
+    }
 }
 
 impl Sym {

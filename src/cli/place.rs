@@ -10,7 +10,6 @@ use super::output::{out, plural};
 use super::settings::RuleFlags;
 use super::{CargoArgs, EXIT_ERROR, EXIT_OK, PlainFormat, SharedArgs};
 use crate::memcpy::Direction;
-use crate::model;
 use crate::placer::{self, Decision, Outcome, Placement};
 use crate::tables::Ep;
 
@@ -47,12 +46,10 @@ pub fn run(
             done += 1;
             // Loaded and placed within the whole-model budget (`cli/budget.rs`).
             let (owned, opts) = (path.clone(), settings.options.clone());
-            // The model is taken apart into the session (`placer::place_owned`): nothing
-            // here reads it after placing.
-            let placed = super::budget::bounded(path, move || {
-                let m = model::load(&owned)?;
-                Ok(placer::place_owned(m, table, &opts))
-            });
+            // The session is built straight from the file (`placer::place_file`): the model
+            // is neither decoded whole nor indexed.
+            let placed =
+                super::budget::bounded(path, move || placer::place_file(&owned, table, &opts));
             let p = match placed {
                 Ok(p) => p,
                 Err(e) => {

@@ -46,6 +46,16 @@ pub(super) fn collect(
     Ok(refs)
 }
 
+/// Whether loading accepts tensor `t` of the model at `model_path` as far as external data goes
+/// (what [`collect`] refuses; its notes are not refusals).
+pub(crate) fn external_data_loads(model_path: &Path, t: &TensorProto) -> bool {
+    if t.data_location() != DataLocation::External {
+        return true;
+    }
+    let dir = model_path.parent().unwrap_or(Path::new(""));
+    check(model_path, dir, t, &mut Vec::new()).is_ok()
+}
+
 fn gather<'a>(g: &'a GraphProto, out: &mut Vec<&'a TensorProto>) {
     out.extend(g.initializer.iter());
     out.extend(

@@ -424,6 +424,16 @@ impl Indexer<'_> {
     }
 }
 
+/// Whether an initializer's shape is one loading accepts (see `Indexer::check_tensor_size`):
+/// no negative dim, and a size in bytes below 2^63 when the element type has a size.
+pub(crate) fn tensor_size_loads(t: &TensorProto) -> bool {
+    if t.dims.iter().any(|&d| d < 0) {
+        return false;
+    }
+    element_bits(t.data_type()).is_none()
+        || tensor_byte_size(&t.dims, t.data_type()).is_some_and(|s| s <= i64::MAX as u64)
+}
+
 fn tensor_type(elem_type: i32, dims: &[i64]) -> TypeProto {
     use super::proto::{TensorShapeProto, tensor_shape_proto};
     TypeProto {

@@ -215,6 +215,14 @@ impl LoadError {
 /// Maps `path` into memory (weights are never copied: `raw_data` fields become slices of the map)
 /// and decodes it.
 pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
+    let (bytes, size) = map_model_file(path)?;
+    let proto = decode_model(path, bytes)?;
+    Ok((proto, size))
+}
+
+/// Maps the model file at `path` into memory (read-only), refusing what cannot be a model file
+/// (not a regular file, empty, past 2 GiB). Returns the bytes and the file's size.
+pub fn map_model_file(path: &Path) -> Result<(Bytes, u64), LoadError> {
     let io = |source| LoadError::Io {
         path: path.to_path_buf(),
         source,
@@ -236,9 +244,7 @@ pub fn read_model_proto(path: &Path) -> Result<(ModelProto, u64), LoadError> {
     // process while we read it would fault; that is the usual contract of every mmap-based reader
     // (ripgrep included) and the files are the user's own models.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    let bytes = Bytes::from_owner(map);
-    let proto = decode_model(path, bytes)?;
-    Ok((proto, size))
+    Ok((Bytes::from_owner(map), size))
 }
 
 /// Decodes an in-memory model (tests, text fixtures already encoded, stdin). What decoding

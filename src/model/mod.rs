@@ -17,6 +17,7 @@ mod load;
 pub mod proto;
 mod tensor;
 pub mod text;
+pub mod view;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,8 +25,11 @@ use std::path::{Path, PathBuf};
 pub(crate) use census::varint;
 pub use census::{Budget, Census, MAX_DECODED_BYTES, MAX_NODES, census, census_within};
 pub use external::ExternalRef;
+pub(crate) use external::external_data_loads;
+pub(crate) use graph::tensor_size_loads;
 pub use load::{
-    LoadError, MAX_MODEL_FILE, MAX_TEXT_FILE, decode_model, open_regular, read_model_proto,
+    LoadError, MAX_MODEL_FILE, MAX_TEXT_FILE, decode_model, map_model_file, open_regular,
+    read_model_proto,
 };
 pub use tensor::{DataType, element_bits, tensor_byte_size, type_name};
 

@@ -41,6 +41,7 @@ pub use kernel::{Miss, lookup};
 use crate::infer::{self, SchemaError};
 use crate::memcpy::{self, Copy};
 use crate::model::Model;
+use crate::session::build::Header;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelDef, KernelTable};
@@ -201,26 +202,44 @@ impl Placement {
 
 /// Simulates ORT's session creation for `model` under `table`.
 pub fn place(model: &Model, table: &'static KernelTable, options: &Options) -> Placement {
-    match admit(model, table) {
-        Err(fail) => refused(fail, table, options),
-        Ok(local_functions) => {
-            place_session(Session::from_model(model), local_functions, table, options)
-        }
+    let header = Header::of_model(model);
+    let session = Session::from_model(model);
+    place_built(session, &header, table, options)
+}
+
+/// [`place`] for a model the caller no longer needs: the session is built by taking the model
+/// apart ([`Session::from_model_owned`]), so that one copy of the graph is left for the
+/// simulation instead of three (the protobuf, its index and the session).
+pub fn place_owned(model: Model, table: &'static KernelTable, options: &Options) -> Placement {
+    let header = Header::of_model(&model);
+    place_built(Session::from_model_owned(model), &header, table, options)
+}
+
+/// [`place`] for the model file at `path` (the `place` command): the session is built straight
+/// from the file's bytes ([`crate::session::build`]), without decoding the whole model or
+/// indexing it; a file that path does not read is loaded the general way
+/// ([`crate::model::load`]), which reads it or reports why it cannot.
+pub fn place_file(
+    path: &std::path::Path,
+    table: &'static KernelTable,
+    options: &Options,
+) -> Result<Placement, crate::model::LoadError> {
+    match crate::session::build::from_file(path)? {
+        Some(built) => Ok(place_built(built.session, &built.header, table, options)),
+        None => Ok(place_owned(crate::model::load(path)?, table, options)),
     }
 }
 
-/// [`place`] for a model the caller no longer needs (the `place` command): the session is
-/// built by taking the model apart ([`Session::from_model_owned`]), so that one copy of the
-/// graph is left for the simulation instead of three (the protobuf, its index and the session).
-pub fn place_owned(model: Model, table: &'static KernelTable, options: &Options) -> Placement {
-    match admit(&model, table) {
+/// The session script for a built session: the load's opset check, then [`place_session`].
+fn place_built(
+    session: Session,
+    header: &Header,
+    table: &'static KernelTable,
+    options: &Options,
+) -> Placement {
+    match admit(&session, header, table) {
         Err(fail) => refused(fail, table, options),
-        Ok(local_functions) => place_session(
-            Session::from_model_owned(model),
-            local_functions,
-            table,
-            options,
-        ),
+        Ok(()) => place_session(session, header.local_functions.clone(), table, options),
     }
 }
 
@@ -244,39 +263,26 @@ fn refused(fail: String, table: &'static KernelTable, options: &Options) -> Plac
     placement
 }
 
-/// What the session script needs of the model besides its graph: the opset check (its failure
-/// message), and the model-local functions (domain, name).
-fn admit(model: &Model, table: &'static KernelTable) -> Result<Vec<(Sym, Sym)>, String> {
+/// What the session script checks of the model besides its graph: the opset check (its failure
+/// message). Resets the session's analysis budgets, the inlining one sized by the model.
+fn admit(session: &Session, header: &Header, table: &'static KernelTable) -> Result<(), String> {
     // One constant-folding and one inlining budget per session (`infer::eval`, `functions`).
     crate::infer::eval::reset_budget();
-    let nodes = model
-        .proto
+    let nodes = session
         .functions
-        .iter()
+        .values()
         .map(|f| functions::body_size(&f.node))
         .fold(
-            model
-                .proto
-                .graph
-                .as_ref()
-                .map_or(0, |g| functions::body_size(&g.node)),
+            header
+                .nodes
+                .saturating_add(header.subgraphs.saturating_mul(functions::SUBGRAPH_COST)),
             usize::saturating_add,
         );
     functions::reset_budget(nodes);
-    if let Some(fail) = check_opsets(model, table) {
-        return Err(fail);
+    match check_opsets(header, table) {
+        Some(fail) => Err(fail),
+        None => Ok(()),
     }
-    Ok(model
-        .proto
-        .functions
-        .iter()
-        .map(|f| {
-            (
-                Sym::new(crate::model::normalize_domain(f.domain())),
-                Sym::new(f.name()),
-            )
-        })
-        .collect())
 }
 
 /// The session script from the session graph on.
@@ -633,26 +639,9 @@ fn unassigned_nodes(session: &Session) -> impl Iterator<Item = (usize, usize)> +
 }
 
 /// A domain imported at a version above what the release accepts fails the load (§2.1).
-fn check_opsets(model: &Model, table: &KernelTable) -> Option<String> {
+fn check_opsets(header: &Header, table: &KernelTable) -> Option<String> {
     // Model-local functions carry their own imports, and ORT validates those too.
-    let function_imports = model
-        .proto
-        .functions
-        .iter()
-        .flat_map(|f| &f.opset_import)
-        .map(|o| {
-            (
-                crate::model::normalize_domain(o.domain()).to_string(),
-                o.version(),
-            )
-        });
-    let imports: Vec<(String, i64)> = model
-        .opsets
-        .iter()
-        .cloned()
-        .chain(function_imports)
-        .collect();
-    for (domain, v) in &imports {
+    for (domain, v) in header.opsets.iter().chain(&header.function_opsets) {
         if let Some(max) = table.max_opset(domain)
             && *v > max
         {

@@ -11,6 +11,7 @@
 /// The highest rank any analysis holds (ONNX itself sets none; ORT's kernels stop far below).
 /// A declared rank past it is kept as unknown; a constant past it is never folded.
 pub const MAX_RANK: usize = 64;
+pub mod build;
 pub mod initializer_map;
 pub mod names;
 pub mod order;
@@ -181,7 +182,7 @@ impl SGraph {
     }
 
     /// Records the graph as loaded (the session calls it once it is built).
-    fn record_loaded(&mut self) {
+    pub(super) fn record_loaded(&mut self) {
         self.loaded = (self.nodes.len(), self.structure_digest(self.nodes.len()));
     }
 
@@ -688,7 +689,7 @@ pub(crate) fn shape_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<
 }
 
 /// The `dim_param` of each dim of a tensor type with a shape.
-fn dim_params_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<Sym>>> {
+pub(super) fn dim_params_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<Sym>>> {
     use crate::model::proto::{tensor_shape_proto::dimension::Value as D, type_proto::Value};
     let Some(Value::TensorType(tt)) = &t.value else {
         return None;
@@ -708,9 +709,17 @@ fn dim_params_of(t: &crate::model::proto::TypeProto) -> Option<Vec<Option<Sym>>>
 
 /// The tensor a `Constant` node holds, from whichever value attribute it has.
 pub fn constant_tensor(np: &NodeProto) -> Option<TensorProto> {
+    constant_tensor_of(np.attribute.first(), np.output.first().cloned())
+}
+
+/// [`constant_tensor`] of a `Constant` node whose first attribute is `first` and whose output
+/// is `name`.
+pub(crate) fn constant_tensor_of(
+    first: Option<&AttributeProto>,
+    name: Option<String>,
+) -> Option<TensorProto> {
     use crate::model::DataType as D;
-    let a = np.attribute.first()?;
-    let name = np.output.first().cloned();
+    let a = first?;
     let mut t = match a.name() {
         "value" => a.t.clone()?,
         "sparse_value" => {

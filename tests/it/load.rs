@@ -371,3 +371,101 @@ fn node_test_corpus_loads() {
         );
     }
 }
+
+/// `place` builds its session straight from the file (`session::build`); every input the loader
+/// refuses is refused by `place` with the same error, and every prefix of a real model is read
+/// alike (refused alike, or placed alike).
+#[test]
+fn place_refuses_what_loading_refuses() {
+    use onnx_lint::placer::{Options, place, place_file};
+    let dir = tempfile::tempdir().unwrap();
+    let table = onnx_lint::tables::newest().table();
+    let mut cases: Vec<std::path::PathBuf> = Vec::new();
+    let graph = |nodes, name: &str| {
+        let m = support::model(
+            nodes,
+            vec![value("x", FLOAT, &[2])],
+            vec![value("y", FLOAT, &[2])],
+        );
+        support::write(dir.path(), name, &m)
+    };
+    cases.push(graph(
+        vec![
+            node("Add", "a", &["x", "c"], &["b"]),
+            node("Relu", "r", &["b"], &["y"]),
+            node("Relu", "q", &["y"], &["c"]),
+        ],
+        "cycle.onnx",
+    ));
+    cases.push(graph(
+        vec![node("Add", "add", &["x", "nowhere"], &["y"])],
+        "dangling.onnx",
+    ));
+    cases.push(graph(
+        vec![
+            node("Relu", "r1", &["x"], &["y"]),
+            node("Relu", "r2", &["x"], &["y"]),
+        ],
+        "dup.onnx",
+    ));
+    cases.push(graph(
+        vec![node("Relu", "r", &["x"], &["z"])],
+        "output.onnx",
+    ));
+    let w = support::external_tensor("w", &[1 << 40, 1 << 40], "w.bin", 0, None);
+    cases.push(support::write(
+        dir.path(),
+        "absurd.onnx",
+        &support::model_with_initializer(w),
+    ));
+    for (name, location) in [("up.onnx", "../secret.bin"), ("abs.onnx", "/etc/passwd")] {
+        let w = support::external_tensor("w", &[4], location, 0, Some(16));
+        cases.push(support::write(
+            dir.path(),
+            name,
+            &support::model_with_initializer(w),
+        ));
+    }
+    std::fs::write(
+        dir.path().join("garbage.onnx"),
+        b"\xff\xfe not a model at all",
+    )
+    .unwrap();
+    cases.push(dir.path().join("garbage.onnx"));
+    std::fs::write(dir.path().join("empty.onnx"), b"").unwrap();
+    cases.push(dir.path().join("empty.onnx"));
+    let bytes = std::fs::read(support::repo().join("examples/bert.torchscript.op17.onnx")).unwrap();
+    for cut in (1..bytes.len()).step_by(bytes.len() / 37) {
+        let name = format!("cut{cut}.onnx");
+        std::fs::write(dir.path().join(&name), &bytes[..cut]).unwrap();
+        cases.push(dir.path().join(name));
+    }
+    let options = Options::default();
+    let mut refused = 0;
+    for path in &cases {
+        match (model::load(path), place_file(path, table, &options)) {
+            (Err(a), Err(b)) => {
+                assert_eq!(error_code(&a), error_code(&b), "{}", path.display());
+                assert_eq!(a.to_string(), b.to_string(), "{}", path.display());
+                refused += 1;
+            }
+            (Ok(m), Ok(p)) => {
+                let q = place(&m, table, &options);
+                assert_eq!(
+                    format!("{:?}", q.session),
+                    format!("{:?}", p.session),
+                    "{}",
+                    path.display()
+                );
+                assert_eq!(q.outcome, p.outcome, "{}", path.display());
+            }
+            (a, b) => panic!(
+                "{}: loading {} but place {}",
+                path.display(),
+                if a.is_ok() { "reads it" } else { "refuses it" },
+                if b.is_ok() { "reads it" } else { "refuses it" }
+            ),
+        }
+    }
+    assert!(refused >= 12, "only {refused} refusals compared");
+}

@@ -134,3 +134,62 @@ fn owned_session_is_the_copied_one() {
         "no fixture model with a subgraph compared"
     );
 }
+
+/// The session `place` builds straight from the file's bytes (`session::build::from_file`) is
+/// the very session `Session::from_model` builds from the decoded model, on every fixture model
+/// that loads; on every fixture that does not load, the fast path declines (and `place` then
+/// reports the loader's error). The header (opsets, local functions, size) agrees too.
+#[test]
+fn session_from_the_file_is_the_decoded_one() {
+    use onnx_lint::session::build::{Header, from_file};
+    let mut dirs = vec![crate::support::repo().join("tests/fixtures")];
+    let (mut checked, mut refused, mut declined) = (0usize, 0usize, 0usize);
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "onnx") {
+                continue;
+            }
+            let fast = from_file(&path);
+            let Ok(model) = onnx_lint::model::load(&path) else {
+                refused += 1;
+                assert!(
+                    matches!(fast, Ok(None) | Err(_)),
+                    "{}: the loader refuses it, the fast path read it",
+                    path.display()
+                );
+                continue;
+            };
+            let Some(built) = fast.unwrap() else {
+                if declined < 5 {
+                    eprintln!("declined: {}", path.display());
+                }
+                declined += 1;
+                continue;
+            };
+            let decoded = onnx_lint::session::Session::from_model(&model);
+            assert_eq!(
+                format!("{decoded:?}"),
+                format!("{:?}", built.session),
+                "{}: the session built from the file differs",
+                path.display()
+            );
+            assert_eq!(
+                format!("{:?}", Header::of_model(&model)),
+                format!("{:?}", built.header),
+                "{}: the header differs",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    eprintln!(
+        "fast path: {checked} identical, {declined} declined, {refused} refused by the loader"
+    );
+    assert!(checked >= 300, "only {checked} fixture models compared");
+    assert!(declined <= checked / 50, "{declined} declined of {checked}");
+}

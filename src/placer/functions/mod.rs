@@ -149,7 +149,7 @@ pub fn budget_exceeded() -> Option<String> {
 }
 
 /// What one subgraph added by inlining counts against [`MAX_INLINED_NODES`].
-const SUBGRAPH_COST: usize = 64;
+pub(crate) const SUBGRAPH_COST: usize = 64;
 
 /// The nodes a body adds: its own and those of the subgraphs in their attributes.
 pub(crate) fn body_size(nodes: &[NodeProto]) -> usize {
