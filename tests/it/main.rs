@@ -10,6 +10,7 @@ mod cargo;
 mod cli;
 mod codegen;
 mod constant_sharing_order;
+mod conv_bias_scale;
 mod detector_probes;
 mod docs;
 mod double_qdq;

@@ -35,7 +35,7 @@ pub(crate) fn replacement(
         Rule::Unary | Rule::Binary | Rule::Variadic | Rule::Where => {
             (MS, format!("QLinear{}", target.op))
         }
-        Rule::Conv => (ONNX, "QLinearConv".to_string()),
+        Rule::Conv { .. } => (ONNX, "QLinearConv".to_string()),
         Rule::MatMul if group.q.is_empty() => (MS, "MatMulIntegerToFloat".to_string()),
         Rule::MatMul => (ONNX, "QLinearMatMul".to_string()),
         Rule::Gemm => (MS, "QGemm".to_string()),
@@ -84,7 +84,7 @@ pub(crate) fn run(
                 inputs.extend(all(d));
             }
         }
-        Rule::Conv => {
+        Rule::Conv { .. } => {
             inputs.extend(all(group.dq[0]));
             inputs.extend(all(group.dq[1]));
             q_params(&mut inputs);

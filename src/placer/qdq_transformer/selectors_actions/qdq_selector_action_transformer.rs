@@ -38,7 +38,7 @@ fn visit(
     if n.removed || n.ep != Some(Ep::Cpu) || n.domain != "ai.onnx" {
         return false;
     }
-    let Some(rule) = rule_for(&n.op, n.since) else {
+    let Some(rule) = rule_for(&n.op, n.since, table) else {
         return false;
     };
     let e = edges.get_or_insert_with(|| Edges::build(session, gi));

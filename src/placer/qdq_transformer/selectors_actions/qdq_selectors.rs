@@ -3,6 +3,15 @@
 //! CPU, the `DequantizeLinear` nodes feeding it and the `QuantizeLinear` nodes reading it, and
 //! whether they form a group its rule accepts (types, counts, edges, quantization parameters).
 //!
+//! From 1.27 (onnxruntime PR #28229, "validate bias scale in QDQ Conv → QLinearConv fusion",
+//! fixing issue #24711; the source of that release was not readable here, so the rule below is
+//! its description's, with the tolerance and the edge cases measured with the CPU wheels 1.24.4,
+//! 1.26.0, 1.27.0 and 1.31.1, `tests/it/conv_bias_scale.rs`): a Conv's int32 bias must be
+//! dequantized with `x_scale * w_scale` (per output channel) or the group is not selected.
+//! The 1.27 wheel is the first to leave such a Conv unfused; it is what `quantize_static`'s
+//! equal biases become once `ConstantSharing`/`EliminateIdentity` hand one bias DQ (and so one
+//! bias scale) to several Convs and `EnsureUniqueDQForNodeUnit` copies it for each.
+//!
 //! Not simulated: the redundant `Relu`/`Clip` between a target and its `QuantizeLinear` (newer
 //! releases select it too; `ReluQuantFusion`/`ClipQuantFusion` have removed it before here in
 //! the models measured) and the 4-bit `DQMatMulToMatMulNBits` rule.
@@ -11,6 +20,7 @@ use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::placer::qdq_transformer::{Edges, constant_scalar_scale_and_zp, is_qdq_pair_supported};
 use crate::session::{SNode, Session};
+use crate::tables::KernelTable;
 
 /// The rules of `qdq_selector_action_transformer.cc`, each with its selector's flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +41,9 @@ pub(crate) enum Rule {
     Binary,
     /// `*DQ`: `Concat` to `QLinearConcat`.
     Variadic,
-    /// `Conv` to `QLinearConv`.
-    Conv,
+    /// `Conv` to `QLinearConv`; from 1.27 the bias DQ's scale is checked
+    /// ([`bias_scale_matches`]).
+    Conv { check_bias_scale: bool },
     /// `MatMul` to `QLinearMatMul`, or to `MatMulIntegerToFloat` without a Q.
     MatMul,
     /// `Gemm` to `QGemm`.
@@ -41,8 +52,9 @@ pub(crate) enum Rule {
     Where,
 }
 
-/// The rule registered for an ONNX op at its since-version, if any.
-pub(crate) fn rule_for(op: &str, since: Option<i64>) -> Option<Rule> {
+/// The rule registered for an ONNX op at its since-version, if any, as the release `table` is
+/// of has it.
+pub(crate) fn rule_for(op: &str, since: Option<i64>, table: &KernelTable) -> Option<Rule> {
     let drop = Rule::DropQdq {
         allow_16bit: true,
         allow_4bit: false,
@@ -71,7 +83,9 @@ pub(crate) fn rule_for(op: &str, since: Option<i64>) -> Option<Rule> {
         "AveragePool" | "LeakyRelu" | "GlobalAveragePool" | "Sigmoid" | "Softmax" => Rule::Unary,
         "Add" | "Mul" => Rule::Binary,
         "Concat" => Rule::Variadic,
-        "Conv" => Rule::Conv,
+        "Conv" => Rule::Conv {
+            check_bias_scale: table.release_at_least(1, 27),
+        },
         "MatMul" => Rule::MatMul,
         "Gemm" => Rule::Gemm,
         "Where" => Rule::Where,
@@ -281,7 +295,7 @@ pub(crate) fn select(
                         )
                 })
         }
-        Rule::Conv => {
+        Rule::Conv { check_bias_scale } => {
             check_qdq_nodes(session, gi, e, &group, None, false)
                 && group.dq.len() >= 2
                 && dt_in(0) == dt_out(0)
@@ -291,6 +305,15 @@ pub(crate) fn select(
                 && (group.dq.len() < 3 || dt_in(2) == Some(D::Int32 as i32))
                 && !is_16bit(dt_in(0))
                 && !is_16bit(dt_in(1))
+                && (!check_bias_scale
+                    || group.dq.len() < 3
+                    || bias_scale_matches(
+                        session,
+                        gi,
+                        &g.nodes[group.dq[0]],
+                        &g.nodes[group.dq[1]],
+                        &g.nodes[group.dq[2]],
+                    ))
         }
         Rule::MatMul => {
             group.dq.len() == 2
@@ -333,4 +356,42 @@ fn positive_scale(session: &Session, gi: usize, n: &SNode) -> bool {
     };
     let scalar = t.dims.is_empty() || (t.dims.len() == 1 && t.dims[0] == 1);
     scalar && t.as_f64().first().is_some_and(|&v| v > 0.0)
+}
+
+/// The 1.27 bias check of the QDQ Conv selector (`CheckConvBiasScale`, PR #28229): the scales of
+/// the input, weight and bias DQs are constant float32 initializers (a bias scale that is a graph
+/// input fails: `b_scale_input`), the input's is a scalar (rank 0 or one element), the bias's and
+/// the weight's have one element or one per channel, and every channel's bias scale `b` is
+/// within `1e-6 + 0.01 * |e|` of `e = x_scale * w_scale` (measured: `big_r1p01005` fails and
+/// `big_r0p99005` passes, so the relative part is of `e`, not of the larger scale nor of `b`;
+/// `tiny_plus_0p9u` passes and `tiny_plus_1p1u` fails, so the absolute part is 1e-6). A scale
+/// this crate does not decode (external data) is taken to match, as a quantizer writes it.
+fn bias_scale_matches(session: &Session, gi: usize, x: &SNode, w: &SNode, b: &SNode) -> bool {
+    let scale = |n: &SNode| -> Option<Option<Vec<f64>>> {
+        let name = n.inputs.get(1).filter(|s| !s.is_empty())?;
+        let init = session.initializer(gi, name).filter(|i| !i.overridable)?;
+        if init.elem != D::Float as i32 {
+            return None;
+        }
+        Some(crate::infer::eval::Tensor::from_proto(&init.tensor).map(|t| t.as_f64()))
+    };
+    let (Some(xs), Some(ws), Some(bs)) = (scale(x), scale(w), scale(b)) else {
+        return false;
+    };
+    let (Some(xs), Some(ws), Some(bs)) = (xs, ws, bs) else {
+        return true;
+    };
+    let [xs] = xs[..] else {
+        return false;
+    };
+    let channels = ws.len().max(bs.len());
+    let fits = |v: &[f64]| v.len() == 1 || v.len() == channels;
+    if channels == 0 || !fits(&ws) || !fits(&bs) {
+        return false;
+    }
+    let at = |v: &[f64], c: usize| if v.len() == 1 { v[0] } else { v[c] };
+    (0..channels).all(|c| {
+        let e = f64::from((xs as f32) * (at(&ws, c) as f32));
+        (at(&bs, c) - e).abs() <= 1e-6 + 0.01 * e.abs()
+    })
 }
