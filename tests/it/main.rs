@@ -32,6 +32,7 @@ mod session;
 mod support;
 mod tables;
 mod text;
+mod transpose_cancel;
 mod transpose_shapes;
 mod unseen2;
 mod unseen2_cpu;
