@@ -42,6 +42,26 @@ from unseen3 import _save  # noqa: E402
 from unseen4 import Reader  # noqa: E402
 
 
+# Metadata that changes on every run (ultralytics' export date, catboost's training time and
+# model GUID): dropped so that a rerun writes the same bytes.
+VOLATILE_METADATA = {"date", "train_finish_time", "model_guid"}
+
+
+def _stabilize(out):
+    """Drops VOLATILE_METADATA from every model in `out` (external data is left where it is)."""
+    import glob
+
+    import onnx
+
+    for path in sorted(glob.glob(os.path.join(out, "*.onnx"))):
+        m = onnx.load(path, load_external_data=False)
+        keep = [p for p in m.metadata_props if p.key not in VOLATILE_METADATA]
+        if len(keep) != len(m.metadata_props):
+            del m.metadata_props[:]
+            m.metadata_props.extend(keep)
+            onnx.save_model(m, path)
+
+
 def _tiny_checkpoints(scratch):
     """Tiny random Hugging Face checkpoints, written with save_pretrained (no hub access)."""
     import torch
@@ -224,7 +244,8 @@ def export(out, scratch):
         from onnxmltools.convert.common.data_types import FloatTensorType
 
         c = xgboost.XGBClassifier(n_estimators=4, max_depth=3, random_state=0).fit(X, y)
-        m = convert_xgboost(c, initial_types=[("input", FloatTensorType([None, 6]))], target_opset=15)
+        m = convert_xgboost(c, name="xgb.classifier", initial_types=[("input", FloatTensorType([None, 6]))],
+                            target_opset=15)
         onnx.save_model(m, dst("xgb.classifier"))
 
     attempt("xgb.classifier", xgb)
@@ -237,6 +258,7 @@ def export(out, scratch):
         c.save_model(dst("cb.classifier"), format="onnx")
 
     attempt("cb.classifier", cb)
+    _stabilize(out)
 
 
 def derive(out, scratch):
@@ -355,8 +377,13 @@ def derive(out, scratch):
         onnx.save_model(m, dst(name), save_as_external_data=True, all_tensors_to_one_file=True,
                         location=name + ".onnx.data", size_threshold=1024)
         print("wrote", dst(name), flush=True)
+    _stabilize(out)
 
 
 if __name__ == "__main__":
+    # optimum's merge_decoders names the initializers it deduplicates in set order: a fixed hash
+    # seed keeps the merged decoders' names from run to run
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, "PYTHONHASHSEED": "0"})
     what, out, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
     {"export": export, "derive": derive}[what](out, scratch)
