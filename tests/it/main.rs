@@ -11,6 +11,7 @@ mod cli;
 mod codegen;
 mod constant_sharing_order;
 mod conv_bias_scale;
+mod dead_shape_inputs;
 mod detector_probes;
 mod docs;
 mod double_qdq;
