@@ -15,6 +15,7 @@ mod dead_shape_inputs;
 mod detector_probes;
 mod docs;
 mod double_qdq;
+mod dq_matmul_nbits;
 mod fix;
 mod formats;
 mod fuzz;
