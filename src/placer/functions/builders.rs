@@ -24,7 +24,8 @@ const BFLOAT16: i64 = 16;
 /// body, if any, is static); `Some(None)` when the builder declines.
 pub(super) fn build(ctx: &Context, requested: i64) -> Option<Option<FunctionProto>> {
     let node = ctx.node;
-    // com.microsoft's context-dependent bodies (`contrib_defs.cc`), built with `AddOpset("", 13)`.
+    // com.microsoft's context-dependent bodies (`QuickGelu`: `contrib_defs.cc`; `FastGelu`:
+    // `bert_defs.cc`), built with `AddOpset("", 13)`.
     if node.domain == "com.microsoft" {
         return match (node.op.as_str(), node.since?) {
             ("QuickGelu", 1) => Some(quick_gelu(ctx).and_then(|b| b.finish(13))),
