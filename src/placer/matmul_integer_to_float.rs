@@ -9,9 +9,15 @@
 //!   above 1; the second input, else the first), the `Add` too: one `MatMulIntegerToFloat`
 //!   named after the `MatMulInteger` (its name reused, no name generated), on the `Mul`'s
 //!   provider.
-//! - a `MatMulIntegerToFloat` on the CPU with constant `B`, `b_scale` (and zero point and bias)
-//!   whose input comes from a `DynamicQuantizeLinear` with exactly three output edges (its three
-//!   outputs into this node): both become one `DynamicQuantizeMatMul` named after the node.
+//! - a `MatMulIntegerToFloat` on the CPU with at least five inputs whose `A` comes from a node
+//!   (`GetInputNode(node, 0)`, of any type: in practice a `DynamicQuantizeLinear`) with as many
+//!   output edges as outputs, none a graph output, and whose second and third outputs are this
+//!   node's `a_scale` and `a_zero_point`: both become one `DynamicQuantizeMatMul` named after the
+//!   node. `B`, its scale, zero point and bias need not be constant (ORT PR 5871, 2020, before
+//!   every bundled release; read at commit ae81e733 of `dynamic_quantize_matmul_fusion.cc`):
+//!   the CPU wheels 1.23.2, 1.24.4 and 1.31.1 fuse the attention `MatMul`s of
+//!   `tests/fixtures/realworld/unseen5/optq.{bert,qwen2}.onnx`, whose `B` is another
+//!   `DynamicQuantizeLinear`'s output.
 //!
 //! Names as the released builds make them (measured with the CPU wheels on
 //! `tests/fixtures/realworld/qdyn.*`: the fused node keeps the `MatMulInteger`'s name). Nodes are
@@ -179,23 +185,30 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
 fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usize) -> bool {
     let g = &session.graphs[gi];
     let n = &g.nodes[ni];
-    if n.op != "MatMulIntegerToFloat" || n.domain != MS || n.ep != Some(Ep::Cpu) {
+    if n.op != "MatMulIntegerToFloat"
+        || n.domain != MS
+        || n.since != Some(1)
+        || n.ep != Some(Ep::Cpu)
+        || n.inputs.len() < 5
+    {
         return false;
     }
     let at = |k: usize| n.inputs.get(k).cloned().unwrap_or_default();
-    if !is_constant(session, gi, at(1)) || !is_constant(session, gi, at(3)) {
-        return false;
-    }
-    for k in [5, 6] {
-        let v = at(k);
-        if !v.is_empty() && !is_constant(session, gi, v) {
-            return false;
-        }
-    }
-    let Some(dql) = first_parent(session, gi, e, n, "DynamicQuantizeLinear") else {
+    // `GetInputNode(node, 0)`: the producer of `A`, whatever its type.
+    let Some(&(dql, _)) = n.inputs.first().and_then(|a| e.producer.get(a)) else {
         return false;
     };
-    if !output_edges(e, &g.nodes[dql], 3) {
+    let q = &g.nodes[dql];
+    if !output_edges(e, q, q.outputs.len()) {
+        return false;
+    }
+    // Its scale and zero point are this node's `a_scale` and `a_zero_point`.
+    let same = |out: usize, input: usize| {
+        q.outputs
+            .get(out)
+            .is_some_and(|o| !o.is_empty() && *o == at(input))
+    };
+    if !same(1, 2) || !same(2, 4) {
         return false;
     }
     let mut inputs = vec![

@@ -407,7 +407,8 @@ pub static REGISTRY: &[Transformer] = &[
         "qdq_transformer/selectors_actions/qdq_selector_action_transformer.cc",
         L2,
         S,
-        CPU,
+        // CUDA for its `DQMatMulToMatMulNBits` rule only.
+        CPU_CUDA,
         Sim("placer/qdq_transformer/selectors_actions/qdq_selector_action_transformer.rs"),
     ),
     t(

@@ -205,40 +205,46 @@ def torch_models(out, scratch):
        ["y"], {"x": {0: "batch", 1: "seq"}, "pad": {0: "batch", 1: "seq"}})
 
 
+class Reader:
+    """Calibration batches for onnxruntime.quantization: seeded random floats (int64 1..15 for
+    other inputs), the graph's dims with symbolic ones as 1 (unseen5.py uses it too)."""
+
+    def __init__(self, model, n=4):
+        import numpy as np
+        import onnx
+
+        m = onnx.load(model, load_external_data=False)
+        inits = {i.name for i in m.graph.initializer}
+        rng = np.random.default_rng(0)
+        self.batches = []
+        for _ in range(n):
+            feed = {}
+            for i in m.graph.input:
+                if i.name in inits:
+                    continue
+                t = i.type.tensor_type
+                dims = [d.dim_value if d.dim_value > 0 else 1 for d in t.shape.dim]
+                if t.elem_type == onnx.TensorProto.FLOAT:
+                    feed[i.name] = rng.random(dims, dtype=np.float32)
+                else:
+                    feed[i.name] = rng.integers(1, 16, dims).astype(np.int64)
+            self.batches.append(feed)
+        self.it = iter(self.batches)
+
+    def get_next(self):
+        return next(self.it, None)
+
+
 def derive(out, scratch):
     import numpy as np
     import onnx
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
-                                          quantize_static)
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
 
     def src(name):
         return os.path.join(scratch, name + ".onnx")
 
     def dst(name):
         return os.path.join(out, name + ".onnx")
-
-    class Reader(CalibrationDataReader):
-        def __init__(self, model, n=4):
-            m = onnx.load(model, load_external_data=False)
-            inits = {i.name for i in m.graph.initializer}
-            rng = np.random.default_rng(0)
-            self.batches = []
-            for _ in range(n):
-                feed = {}
-                for i in m.graph.input:
-                    if i.name in inits:
-                        continue
-                    t = i.type.tensor_type
-                    dims = [d.dim_value if d.dim_value > 0 else 1 for d in t.shape.dim]
-                    if t.elem_type == onnx.TensorProto.FLOAT:
-                        feed[i.name] = rng.random(dims, dtype=np.float32)
-                    else:
-                        feed[i.name] = rng.integers(1, 16, dims).astype(np.int64)
-                self.batches.append(feed)
-            self.it = iter(self.batches)
-
-        def get_next(self):
-            return next(self.it, None)
 
     def run(name, fn):
         if os.path.exists(dst(name)):

@@ -12,16 +12,18 @@ use crate::placer::{Outcome, Placement};
 use crate::tables::Ep;
 
 /// Every live node of every graph with its provider, in the order ORT's "Node placements" log
-/// prints them (`VerifyEachNodeIsAssignedToAnEp`): each graph's subgraphs before the graph
-/// itself (it recurses while it walks the nodes), and within a graph one block per provider,
-/// the blocks in reverse order of each provider's first node (ORT groups them in an
+/// prints them (`VerifyEachNodeIsAssignedToAnEp`, `framework/session_state.cc`): one list per
+/// provider for the whole session (`VerifyEachNodeIsAssignedToAnEpImpl` fills a single
+/// `NodePlacementMap` while it walks the main graph's nodes, each node before the nodes of its
+/// subgraphs), the lists in reverse order of each provider's first node (ORT keeps them in an
 /// `unordered_map`, whose libstdc++ iteration runs newest key first; checked with the oracle).
+/// A name repeated in several graphs (the two branches of an `If`) is printed once per node, in
+/// its provider's list: read into a map, the list printed last wins, as in the oracle's record.
 fn node_placements(p: &Placement) -> Vec<(&str, Ep)> {
-    fn visit<'p>(p: &'p Placement, gi: usize, out: &mut Vec<(&'p str, Ep)>) {
+    fn visit<'p>(p: &'p Placement, gi: usize, blocks: &mut Vec<(Ep, Vec<&'p str>)>) {
         let Some(graph) = p.session.graphs.get(gi) else {
             return;
         };
-        let mut blocks: Vec<(Ep, Vec<&'p str>)> = Vec::new();
         for (_, n) in graph.live_nodes() {
             if let Some(ep) = n.ep {
                 match blocks.iter_mut().find(|(e, _)| *e == ep) {
@@ -30,16 +32,17 @@ fn node_placements(p: &Placement) -> Vec<(&str, Ep)> {
                 }
             }
             for (_, sg) in &n.subgraphs {
-                visit(p, *sg, out);
+                visit(p, *sg, blocks);
             }
         }
-        for (ep, names) in blocks.into_iter().rev() {
-            out.extend(names.into_iter().map(|n| (n, ep)));
-        }
     }
-    let mut nodes = Vec::new();
-    visit(p, 0, &mut nodes);
-    nodes
+    let mut blocks = Vec::new();
+    visit(p, 0, &mut blocks);
+    blocks
+        .into_iter()
+        .rev()
+        .flat_map(|(ep, names)| names.into_iter().map(move |n| (n, ep)))
+        .collect()
 }
 
 /// The `place --format json` record of `design.md`, with the oracle's field names.

@@ -25,10 +25,12 @@ const BFLOAT16: i64 = 16;
 /// body, if any, is static); `Some(None)` when the builder declines.
 pub(super) fn build(ctx: &Context, requested: i64) -> Option<Option<FunctionProto>> {
     let node = ctx.node;
-    // com.microsoft's context-dependent bodies (`contrib_defs.cc`), built with `AddOpset("", 13)`.
+    // com.microsoft's context-dependent bodies (`QuickGelu`: `contrib_defs.cc`; `FastGelu`:
+    // `bert_defs.cc`), built with `AddOpset("", 13)`.
     if node.domain == Sym::COM_MICROSOFT {
         return match (node.op.as_str(), node.since?) {
             ("QuickGelu", 1) => Some(quick_gelu(ctx).and_then(|b| b.finish(13))),
+            ("FastGelu", 1) => Some(fast_gelu(ctx).and_then(|b| b.finish(13))),
             _ => None,
         };
     }
@@ -276,6 +278,24 @@ fn gelu(ctx: &Context, _since: i64) -> Option<Fb> {
     Some(fb)
 }
 
+/// A scalar of a float type as the text syntax writes it (`ToTensor(value, elem_type)`): 16-bit
+/// floats as their bit patterns.
+fn scalar_text(elem: i32, v: f32) -> String {
+    match i64::from(elem) {
+        FLOAT16 => crate::placer::fusions::f32_to_half(v).to_string(),
+        BFLOAT16 => {
+            let b = u64::from(v.to_bits());
+            // Round to nearest even, as `BFloat16(float)` does (NaN keeps a NaN pattern).
+            if v.is_nan() {
+                "32704".to_string()
+            } else {
+                (((b + 0x7fff + ((b >> 16) & 1)) >> 16) & 0xffff).to_string()
+            }
+        }
+        _ => float_text(v),
+    }
+}
+
 /// com.microsoft QuickGelu-1: `x * Sigmoid(alpha * x)`, `Alpha` a constant of the input's type
 /// (`ToTensor(alpha, elem_type)`); no body when the input type is unknown or not a float type.
 fn quick_gelu(ctx: &Context) -> Option<Fb> {
@@ -285,27 +305,47 @@ fn quick_gelu(ctx: &Context) -> Option<Fb> {
     }
     let alpha = attr_f(ctx, "alpha").unwrap_or(1.702);
     let mut fb = Fb::new("QuickGelu", &["X"], &["Y"], &["alpha"]);
-    // The text syntax writes 16-bit floats as their bit patterns.
-    let value = match i64::from(elem) {
-        FLOAT16 => crate::placer::fusions::f32_to_half(alpha).to_string(),
-        BFLOAT16 => {
-            let b = u64::from(alpha.to_bits());
-            // Round to nearest even, as `BFloat16(float)` does (NaN keeps a NaN pattern).
-            if alpha.is_nan() {
-                "32704".to_string()
-            } else {
-                (((b + 0x7fff + ((b >> 16) & 1)) >> 16) & 0xffff).to_string()
-            }
-        }
-        _ => float_text(alpha),
-    };
     fb.add(&format!(
-        "Alpha = Constant <value = {} {{{value}}}> ()
+        "Alpha = Constant <value = {} {{{}}}> ()
          CX = Mul (Alpha, X)
          SIGMOIDCX = Sigmoid (CX)
          Y = Mul (X, SIGMOIDCX)",
         type_name(elem),
+        scalar_text(elem, alpha),
     ));
+    Some(fb)
+}
+
+/// com.microsoft FastGelu-1 (`bert_defs.cc`): the tanh approximation
+/// `a * X_bias * (one + Tanh(X_bias * (b + c * X_bias * X_bias)))` with `X_bias = X + bias`
+/// (`Identity(X)` without the optional bias); `a`, `b`, `c`, `one` constants of the input's type
+/// (0.5, 0.797885, 0.035677, 1). No body when the input type is unknown. The schema's `T` is
+/// float, float16 and bfloat16, so type inference has already refused any other type.
+fn fast_gelu(ctx: &Context) -> Option<Fb> {
+    let elem = ctx.elem(0)?;
+    let mut fb = Fb::new("FastGelu", &["X", "bias"], &["Y"], &[]);
+    for (name, v) in [("a", 0.5), ("b", 0.797885), ("c", 0.035677), ("one", 1.0)] {
+        fb.lines.push(format!(
+            "{name} = Constant <value = {} {{{}}}> ()",
+            type_name(elem),
+            scalar_text(elem, v)
+        ));
+    }
+    fb.add(if ctx.has_input(1) {
+        "X_bias = Add (X, bias)"
+    } else {
+        "X_bias = Identity (X)"
+    });
+    fb.add(
+        "T1 = Mul (X_bias, X_bias)
+         T2 = Mul (c, T1)
+         T3 = Add (b, T2)
+         T4 = Mul (X_bias, T3)
+         T5 = Tanh (T4)
+         T6 = Add (one, T5)
+         T7 = Mul (X_bias, T6)
+         Y = Mul (a, T7)",
+    );
     Some(fb)
 }
 
@@ -1332,6 +1372,41 @@ mod tests {
             build(&ctx, 1).expect("a builder").is_none(),
             "no body for int32"
         );
+    }
+
+    /// com.microsoft FastGelu: ORT's `bert_defs.cc` body, `Add` with the bias, `Identity`
+    /// without, the four constants of the input's type.
+    #[test]
+    fn fast_gelu_body() {
+        for (ty, code, bias) in [("float16", 10, true), ("float", 1, false)] {
+            let inputs = if bias {
+                format!("{ty},{ty}")
+            } else {
+                ty.to_string()
+            };
+            let (mut session, _, _) =
+                case_session(&format!("FastGelu since=1 opset=13 inputs={inputs}"));
+            session.graphs[0].nodes[0].domain = "com.microsoft".into();
+            let node = &session.graphs[0].nodes[0];
+            let ctx = super::super::Context::new(&session, 0, node, 25);
+            let f = build(&ctx, 1)
+                .expect("FastGelu has a builder")
+                .expect("a body");
+            let ops: Vec<&str> = f.node.iter().map(|n| n.op_type()).collect();
+            let first = if bias { "Add" } else { "Identity" };
+            assert_eq!(
+                ops,
+                [
+                    "Constant", "Constant", "Constant", "Constant", first, "Mul", "Mul", "Add",
+                    "Mul", "Tanh", "Add", "Mul", "Mul"
+                ],
+                "{ty}"
+            );
+            for c in &f.node[..4] {
+                let t = c.attribute[0].t.clone().unwrap_or_default();
+                assert_eq!(t.data_type(), code, "{ty}");
+            }
+        }
     }
 
     /// Every probe node of the fixture gets the body ONNX's own builder gives it

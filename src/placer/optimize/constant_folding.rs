@@ -46,8 +46,12 @@ impl Optimizer<'_> {
             };
             let out = node.outputs.first().cloned().unwrap_or_default();
             self.add_initializer(session, gi, out, Some(Tensor::i64_1d(dims)));
-            Self::remove_dead_inputs(session, gi, ni, idx);
+            // The Shape goes first, so that a producer it alone read is seen dead and removed
+            // with its own dead producers (`RemoveNodesWithOneOutputBottomUp` from each input
+            // node; the CPU wheels 1.23.2 and 1.31.1 remove `Shape(Concat(Unsqueeze(Gather)))`'s
+            // whole chain, and keep a producer another node still reads).
             Self::remove(session, gi, ni);
+            Self::remove_dead_inputs(session, gi, ni, idx);
             return true;
         }
         if node.domain != Sym::AI_ONNX
@@ -117,8 +121,8 @@ impl Optimizer<'_> {
                 self.add_initializer(session, gi, *o, v);
             }
         }
-        Self::remove_dead_inputs(session, gi, ni, idx);
         Self::remove(session, gi, ni);
+        Self::remove_dead_inputs(session, gi, ni, idx);
         true
     }
 

@@ -55,7 +55,6 @@ impl Opt<'_> {
         handler: Handler,
         indices: &[usize],
         leading: &Leading,
-        sole: bool,
     ) -> bool {
         if self.is_transpose(node) {
             return true;
@@ -77,9 +76,14 @@ impl Opt<'_> {
         if cost < 0 && handler.transposes_outputs() {
             let mut out_cost = 0;
             let mut leads = false;
+            // From 1.31: every output read by one node (and no graph output).
+            let single = n.outputs.iter().filter(|o| !o.is_empty()).all(|o| {
+                let (readers, comprehensive) = self.consumers(*o);
+                comprehensive && readers.len() == 1
+            });
             for o in &n.outputs {
                 out_cost = out_cost.max(self.estimate_rank(*o));
-                leads |= leading.waives(*o, sole);
+                leads |= leading.waives(*o, perm, single);
             }
             if !leads {
                 cost += out_cost;

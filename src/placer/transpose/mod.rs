@@ -373,23 +373,39 @@ fn run_for(
     changed
 }
 
-/// The outputs from which a pushed Transpose reaches another: on some path (`any`) and, from
-/// 1.31, on every path (`all`).
+/// The outputs from which a pushed Transpose reaches another on some path through supported ops
+/// (`any`) and, from 1.31, the perms of the Transposes each reaches that way (`reaches`).
 pub(super) struct Leading {
     any: HashSet<Sym>,
-    all: Option<HashSet<Sym>>,
+    reaches: Option<HashMap<Sym, Vec<Vec<i64>>>>,
 }
 
 impl Leading {
-    /// Whether the cost of transposing output `o` is waived (`sole`: a path suffices, as for
-    /// Q/DQ nodes from 1.31).
-    pub(super) fn waives(&self, o: Sym, sole: bool) -> bool {
+    /// Whether the cost of transposing output `o` by `perm` is waived: before 1.31 when `o` leads
+    /// to a Transpose; from 1.31 only when, besides, a Transpose it leads to would cancel `perm`
+    /// (its perm is the inverse) or the pushed Transpose would have one reader (`single`, so that
+    /// merging it with the one downstream still removes a node).
+    pub(super) fn waives(&self, o: Sym, perm: &[i64], single: bool) -> bool {
         self.any.contains(&o)
-            && match &self.all {
+            && match &self.reaches {
                 None => true,
-                Some(all) => sole || all.contains(&o),
+                Some(reaches) => {
+                    single
+                        || reaches
+                            .get(&o)
+                            .is_some_and(|ps| ps.iter().any(|p| is_inverse(p, perm)))
+                }
             }
     }
+}
+
+/// Whether `p` undoes `perm` (`p[perm[i]] == i`).
+fn is_inverse(p: &[i64], perm: &[i64]) -> bool {
+    p.len() == perm.len()
+        && perm
+            .iter()
+            .enumerate()
+            .all(|(i, &q)| usize::try_from(q).ok().and_then(|q| p.get(q)) == Some(&(i as i64)))
 }
 
 /// ORT's `kMaxSupportedOpset` for the release: the transpose optimizer skips models above it.
@@ -1100,23 +1116,27 @@ impl Opt<'_> {
     }
 
     fn optimize(&mut self, order: &[usize]) -> bool {
-        // ORT 1.31 changed the cost rule: the cost of the Transpose a push leaves on a node's
+        // ORT 1.31 changed the cost rule. Measured with the CPU wheels (1.25.1 to 1.30.0 agree
+        // with 1.24.4, 1.31.0 with 1.31.1; `tests/it/transpose_cancel.rs`), as ORT's 1.31
+        // sources were not readable here: the cost of the Transpose a push leaves on a node's
         // outputs, waived before when a path from them reaches a Transpose, is waived only
-        // when every path does (a Shape or a graph output on the way counts as a path that
-        // does not), or when the node is a QuantizeLinear/DequantizeLinear. Rule inferred from
-        // the oracle (ORT's sources at the tag were not available): 1.31.0 and 1.31.1 push
-        // phi's K Transpose, shared by the rotary Slices, through the pass-through Slice only
-        // and keep it (1.23.2 to 1.30.0 push it through both); 1.31.1 still moves QDQ GPT-2's
-        // K Transpose through its Q and DQ although a Shape and a graph output read the Concat
-        // after them.
-        let any = self.leading(order);
-        let leading = if self.table.release_at_least(1, 31) {
-            Leading {
-                all: Some(self.all_paths_leading(order)),
-                any,
-            }
-        } else {
-            Leading { any, all: None }
+        // when, besides, a Transpose reached that way cancels the pushed perm, or every output
+        // of the node has one reader (a graph output counts as another), so that the pushed
+        // Transpose merges into the one downstream without being left shared. It is close to
+        // onnxruntime PR #32714 ("if transpose can't be cancelled, do not push it") by its
+        // description, which counts the readers of the incoming Transpose instead; the wheels
+        // count those of the node's outputs (a Transpose read by one Slice read by two nodes
+        // stays). A Transpose before a Slice read by a Q whose output two DQs read
+        // (`EnsureUniqueDQForNodeUnit` gives each reader of a DQ its own) goes through the
+        // Slice and stops before the Q; with a cancelling Transpose downstream both releases
+        // push it all the way. So GPT-NeoX's rotary `Slice_1` takes the K Transpose and its Q
+        // does not; phi's K Transpose, read by both rotary Slices, goes through the
+        // pass-through Slice only; QDQ GPT-2's K Transpose goes through its Q and DQ.
+        let rule_131 = self.table.release_at_least(1, 31);
+        let (any, reaches) = self.leading(order, rule_131);
+        let leading = Leading {
+            any,
+            reaches: rule_131.then_some(reaches),
         };
         let mut changed = false;
         for &k in order {
@@ -1150,46 +1170,23 @@ impl Opt<'_> {
         changed
     }
 
-    /// Outputs every reader of which is a Transpose or a supported op transposing its outputs
-    /// whose outputs do the same (reverse order): a pushed Transpose reaches a Transpose on
-    /// every path, with no branch left holding it.
-    fn all_paths_leading(&self, order: &[usize]) -> HashSet<Sym> {
+    /// Outputs with a path through supported ops to a Transpose (reverse order), and (`perms`)
+    /// the perms of the Transposes each reaches.
+    fn leading(
+        &self,
+        order: &[usize],
+        perms: bool,
+    ) -> (HashSet<Sym>, HashMap<Sym, Vec<Vec<i64>>>) {
         let mut leading: HashSet<Sym> = HashSet::default();
-        for &k in order.iter().rev() {
-            let n = self.node(k);
-            if n.removed {
-                continue;
-            }
-            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                let (readers, comprehensive) = self.consumers(*o);
-                let all = comprehensive
-                    && !readers.is_empty()
-                    && readers.iter().all(|&c| {
-                        let cn = self.node(c);
-                        if cn.op == Sym::TRANSPOSE && cn.domain == Sym::AI_ONNX {
-                            return cn.inputs.first() == Some(o);
-                        }
-                        let Some(h) = Handler::of(&cn.domain, &cn.op) else {
-                            return false;
-                        };
-                        h.transposes_outputs()
-                            && cn.outputs.iter().any(|x| leading.contains(x))
-                            && self
-                                .transposable_inputs(c, h)
-                                .iter()
-                                .any(|&j| cn.inputs.get(j) == Some(o))
-                    });
-                if all {
-                    leading.insert(*o);
+        let mut reaches: HashMap<Sym, Vec<Vec<i64>>> = HashMap::default();
+        let add = |reaches: &mut HashMap<Sym, Vec<Vec<i64>>>, v: Sym, ps: &[Vec<i64>]| {
+            let e = reaches.entry(v).or_default();
+            for p in ps {
+                if !e.contains(p) {
+                    e.push(p.clone());
                 }
             }
-        }
-        leading
-    }
-
-    /// Outputs with a path through supported ops to a Transpose (reverse order).
-    fn leading(&self, order: &[usize]) -> HashSet<Sym> {
-        let mut leading: HashSet<Sym> = HashSet::default();
+        };
         for &k in order.iter().rev() {
             let n = self.node(k);
             if n.removed {
@@ -1198,6 +1195,9 @@ impl Opt<'_> {
             if n.op == Sym::TRANSPOSE && n.domain == Sym::AI_ONNX {
                 if let Some(i) = n.inputs.first() {
                     leading.insert(*i);
+                    if perms && let Some(p) = self.perm_of(k) {
+                        add(&mut reaches, *i, &[p]);
+                    }
                 }
                 continue;
             }
@@ -1207,12 +1207,23 @@ impl Opt<'_> {
             if let Some(h) = Handler::of(&n.domain, &n.op)
                 && h.transposes_outputs()
             {
+                let ps: Vec<Vec<i64>> = n
+                    .outputs
+                    .iter()
+                    .filter_map(|o| reaches.get(o))
+                    .flatten()
+                    .cloned()
+                    .collect();
                 for j in self.transposable_inputs(k, h) {
-                    leading.insert(self.node(k).inputs[j]);
+                    let i = self.node(k).inputs[j];
+                    if !ps.is_empty() {
+                        add(&mut reaches, i, &ps);
+                    }
+                    leading.insert(i);
                 }
             }
         }
-        leading
+        (leading, reaches)
     }
 
     /// ORT's `ProcessTranspose`.
@@ -1232,13 +1243,7 @@ impl Opt<'_> {
         if !indices.contains(&index) {
             return false;
         }
-        // From 1.31 a Q/DQ node waives the output cost on any path (see `optimize`).
-        let sole = leading.all.is_some()
-            && matches!(
-                self.node(node).op.as_str(),
-                "QuantizeLinear" | "DequantizeLinear"
-            );
-        if !self.push_pays(node, perm, handler, &indices, leading, sole) {
+        if !self.push_pays(node, perm, handler, &indices, leading) {
             return false;
         }
         let inv = invert(perm);

@@ -32,10 +32,11 @@ pub(crate) fn replacement(rule: Rule, target: &SNode, group: &Group) -> Option<(
         Rule::Unary | Rule::Binary | Rule::Variadic | Rule::Where => {
             (MS, Sym::new(&format!("QLinear{}", target.op)))
         }
-        Rule::Conv => (ONNX, Sym::new("QLinearConv")),
+        Rule::Conv { .. } => (ONNX, Sym::new("QLinearConv")),
         Rule::MatMul if group.q.is_empty() => (MS, Sym::new("MatMulIntegerToFloat")),
         Rule::MatMul => (ONNX, Sym::new("QLinearMatMul")),
         Rule::Gemm => (MS, Sym::new("QGemm")),
+        Rule::DqMatMulNBits { .. } => (MS, Sym::new("MatMulNBits")),
     })
 }
 
@@ -53,6 +54,10 @@ pub(crate) fn run(
         merge_into_target(session, gi, group);
         return;
     };
+    if let Rule::DqMatMulNBits { .. } = rule {
+        dq_matmul_to_matmul_nbits(session, gi, e, group, since);
+        return;
+    }
     // SetOptionalZeroPoint: every Q and DQ of the group gets an explicit zero point.
     for &k in group.dq.iter().chain(&group.q) {
         set_optional_zero_point(session, gi, k);
@@ -81,7 +86,7 @@ pub(crate) fn run(
                 inputs.extend(all(d));
             }
         }
-        Rule::Conv => {
+        Rule::Conv { .. } => {
             inputs.extend(all(group.dq[0]));
             inputs.extend(all(group.dq[1]));
             q_params(&mut inputs);
@@ -123,7 +128,7 @@ pub(crate) fn run(
                 inputs.push(t.inputs[1]);
             }
         }
-        Rule::DropQdq { .. } | Rule::DropDq => {}
+        Rule::DropQdq { .. } | Rule::DropDq | Rule::DqMatMulNBits { .. } => {}
     }
     let outputs: Vec<Sym> = if group.q.is_empty() {
         t.outputs.clone()
@@ -160,6 +165,129 @@ pub(crate) fn run(
         .chain(&group.q)
         .copied()
         .collect();
+    let kept = kept_members(session, gi, e, &members, &node);
+    for &k in &members {
+        if !kept.contains(&k) {
+            session.graphs[gi].nodes[k].removed = true;
+        }
+    }
+    session.graphs[gi].nodes.push(node);
+}
+
+/// `DQMatMulToMatMulNBitsAction` (a `ReplaceWithNew`, so no `SetOptionalZeroPoint`): one
+/// `MatMulNBits` named after the target, on its provider, reading A and the transposed weight,
+/// scales and zero points ORT writes as new initializers (`GenerateNodeArgName(<name>_T)`; an
+/// unsigned weight without zero points gets `fused_DQ_MatMul_zero_point_T`), and, for a `Gemm`
+/// with a bias (from 1.25), the bias as input 5; attributes `K`, `N`, `bits`, `block_size` (32,
+/// `session.qdq_matmulnbits_block_size`'s default, for a weight that is not blockwise) and
+/// `accuracy_level` (4, `session.qdq_matmulnbits_accuracy_level`'s default), the `Gemm`'s own
+/// dropped. The weight DQ and the target go. The new initializers' data is not computed.
+fn dq_matmul_to_matmul_nbits(
+    session: &mut Session,
+    gi: usize,
+    e: &Edges,
+    group: &Group,
+    since: Option<i64>,
+) {
+    let g = &session.graphs[gi];
+    let (t, dq) = (&g.nodes[group.target], &g.nodes[group.dq[0]]);
+    let arg = |k: usize| dq.inputs.get(k).cloned().unwrap_or_default();
+    let (weight, scale, zp) = (arg(0), arg(1), arg(2));
+    let Some(w) = session.initializer(gi, weight) else {
+        return;
+    };
+    let [k, n] = w.dims[..] else {
+        return;
+    };
+    let w_elem = w.elem;
+    let s_elem = elem(session, gi, scale).unwrap_or(D::Float as i32);
+    let bits: i64 = match D::try_from(w_elem) {
+        Ok(D::Int2 | D::Uint2) => 2,
+        Ok(D::Int8 | D::Uint8) => 8,
+        _ => 4,
+    };
+    let unsigned = [D::Uint2, D::Uint4, D::Uint8]
+        .iter()
+        .any(|d| *d as i32 == w_elem);
+    let block = dq.attr_i("block_size").filter(|&b| b > 0).unwrap_or(32);
+    let blocks = (k + block - 1) / block.max(1);
+    let blob = (block * bits + 7) / 8;
+    let a = t.inputs.first().cloned().unwrap_or_default();
+    let bias = (t.op == "Gemm")
+        .then(|| t.inputs.get(2).filter(|b| !b.is_empty()).cloned())
+        .flatten();
+    let mut attrs: Vec<AttributeProto> = t
+        .attrs
+        .iter()
+        .filter(|a| !matches!(a.name(), "alpha" | "beta" | "transA" | "transB"))
+        .cloned()
+        .collect();
+    for (name, v) in [
+        ("K", k),
+        ("N", n),
+        ("accuracy_level", 4),
+        ("bits", bits),
+        ("block_size", block),
+    ] {
+        attrs.push(int_attr(name, v));
+    }
+    let (name, outputs, ep, origin) = (t.name.clone(), t.outputs.clone(), t.ep, t.origin);
+    let g = &mut session.graphs[gi];
+    let add = |g: &mut crate::session::SGraph, base: &str, elem: i32, dims: Vec<i64>| {
+        let name = g.generate_value_name(base);
+        let tensor = TensorProto {
+            name: Some(name.to_string()),
+            dims: dims.clone(),
+            data_type: Some(elem),
+            ..Default::default()
+        };
+        g.types.insert(name, crate::infer::Type::Tensor(elem));
+        g.shapes
+            .insert(name, dims.iter().map(|&d| Some(d)).collect());
+        g.initializers.insert(
+            name,
+            Init {
+                dims,
+                elem,
+                overridable: false,
+                tensor,
+            },
+        );
+        g.init_order.push(name);
+        name
+    };
+    let u8 = D::Uint8 as i32;
+    let mut inputs = vec![
+        a,
+        add(g, &format!("{weight}_T"), u8, vec![n, blocks, blob]),
+        add(g, &format!("{scale}_T"), s_elem, vec![n * blocks]),
+    ];
+    let zp_dims = vec![n * ((blocks * bits + 7) / 8)];
+    if !zp.is_empty() {
+        inputs.push(add(g, &format!("{zp}_T"), u8, zp_dims));
+    } else if unsigned {
+        inputs.push(add(g, "fused_DQ_MatMul_zero_point_T", u8, zp_dims));
+    }
+    if let Some(b) = bias {
+        inputs.resize(5, Sym::EMPTY);
+        inputs.push(b);
+    }
+    let node = SNode {
+        name,
+        op: Sym::new("MatMulNBits"),
+        domain: MS,
+        since,
+        inputs,
+        outputs,
+        attrs,
+        subgraphs: Vec::new(),
+        implicit_inputs: Vec::new(),
+        ep,
+        kernel: None,
+        origin,
+        removed: false,
+    };
+    let members = [group.dq[0], group.target];
     let kept = kept_members(session, gi, e, &members, &node);
     for &k in &members {
         if !kept.contains(&k) {

@@ -1,8 +1,9 @@
 //! ORT's `QDQSelectorActionTransformer` (`qdq_selector_action_transformer.cc`, driven by
 //! `core/optimizer/selectors_actions/selector_action_transformer.cc`): a level-2 transformer
 //! that visits every graph's nodes in ORT's topological order (subgraphs first) and, for an ONNX
-//! node on the CPU with a rule for its op (and since-version), runs the rule's selector
-//! (`qdq_selectors.rs`) and, when it selects a group, its action (`qdq_actions.rs`).
+//! node on the CPU (on CUDA, `DQMatMulToMatMulNBits` only) with rules for its op (and
+//! since-version), runs the rules' selectors (`qdq_selectors.rs`) in ORT's order and, for the
+//! first that selects a group, its action (`qdq_actions.rs`).
 //!
 //! A replacement op the CPU provider of the release has no kernel for is not made (the
 //! selectors of the CPU rules pick only groups whose result has a CPU kernel).
@@ -14,7 +15,7 @@ use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
 use super::qdq_actions;
-use super::qdq_selectors::{self, rule_for};
+use super::qdq_selectors::{self, rules_for};
 
 /// Applies the transformer at level `extended` and above; whether it changed anything.
 pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool {
@@ -36,20 +37,32 @@ fn visit(
     ni: usize,
 ) -> bool {
     let n = &session.graphs[gi].nodes[ni];
-    if n.removed || n.ep != Some(Ep::Cpu) || n.domain != Sym::AI_ONNX {
+    if n.removed || !matches!(n.ep, Some(Ep::Cpu | Ep::Cuda)) || n.domain != Sym::AI_ONNX {
         return false;
     }
-    let Some(rule) = rule_for(&n.op, n.since) else {
+    let ep = n.ep;
+    // The first of the op's rules whose selector picks a group (`MatchAndProcess`).
+    let mut chosen = None;
+    for rule in rules_for(&n.op, n.since, table).into_iter().flatten() {
+        if !rule.runs_on(ep, table) {
+            continue;
+        }
+        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
+        if let Some(group) = qdq_selectors::select(session, gi, e, ni, rule) {
+            chosen = Some((rule, group));
+            break;
+        }
+    }
+    let Some((rule, group)) = chosen else {
         return false;
     };
-    let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-    let Some(group) = qdq_selectors::select(session, gi, e, ni, rule) else {
+    let Some(e) = edges.as_mut() else {
         return false;
     };
     let since = match qdq_actions::replacement(rule, n, &group) {
         None => None,
         Some((domain, op)) => {
-            if table.kernels_of(Ep::Cpu, domain, op).is_empty() {
+            if ep.is_none_or(|ep| table.kernels_of(ep, domain, op).is_empty()) {
                 return false;
             }
             let Ok(schema) = crate::infer::resolve_schema(table, versions, domain, op) else {

@@ -3,15 +3,39 @@
 //! CPU, the `DequantizeLinear` nodes feeding it and the `QuantizeLinear` nodes reading it, and
 //! whether they form a group its rule accepts (types, counts, edges, quantization parameters).
 //!
+//! From 1.27 (onnxruntime PR #28229, "validate bias scale in QDQ Conv → QLinearConv fusion",
+//! fixing issue #24711; the source of that release was not readable here, so the rule below is
+//! its description's, with the tolerance and the edge cases measured with the CPU wheels 1.24.4,
+//! 1.26.0, 1.27.0 and 1.31.1, `tests/it/conv_bias_scale.rs`): a Conv's int32 bias must be
+//! dequantized with `x_scale * w_scale` (per output channel) or the group is not selected.
+//! The 1.27 wheel is the first to leave such a Conv unfused; it is what `quantize_static`'s
+//! equal biases become once `ConstantSharing`/`EliminateIdentity` hand one bias DQ (and so one
+//! bias scale) to several Convs and `EnsureUniqueDQForNodeUnit` copies it for each.
+//!
+//! `DQMatMulToMatMulNBits` (`DQMatMulNodeGroupSelector`, [`Rule::DqMatMulNBits`]): registered
+//! after the `MatMul` and `Gemm` rules, so tried before them (ORT keeps the rules in a libstdc++
+//! `unordered_multimap`, which puts a new entry before the equal keys), on the CPU and, from 1.20
+//! (onnxruntime PR 21846), on CUDA. Read in an older `qdq_selectors.cc` (a 4-bit, blockwise
+//! `MatMul` weight only) and at commit 02b0534c (`ValidateDQForMatMulNBits`: 2/4/8-bit,
+//! per-tensor, per-channel, `Gemm`, onnxruntime PRs 27614 and 27769); the release gates were
+//! measured with `tests/fixtures/dq_matmul_nbits/`
+//! (`tools/realworld/dq_matmul_nbits.py`): the CPU wheels 1.19.2-1.24.4 fuse only a blockwise
+//! 4-bit `MatMul` weight, 1.25.1-1.31.1 also 8-bit, per-tensor and per-channel weights and
+//! `Gemm`, and 1.27.0-1.31.1 leave a weight or scale another DQ reads (PR 28326); the
+//! stubbed-GPU oracle 1.23.2, 1.24.4 and 1.31.1 the same on CUDA.
+//!
 //! Not simulated: the redundant `Relu`/`Clip` between a target and its `QuantizeLinear` (newer
 //! releases select it too; `ReluQuantFusion`/`ClipQuantFusion` have removed it before here in
-//! the models measured) and the 4-bit `DQMatMulToMatMulNBits` rule.
+//! the models measured), and, from 1.25, a `DQMatMulToMatMulNBits` target no provider has
+//! claimed yet (onnxruntime PR 27640: a float16 `MatMul` in a CPU-only session, which the
+//! release's later Casts then surround differently from release to release).
 
 use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::placer::qdq_transformer::{Edges, constant_scalar_scale_and_zp, is_qdq_pair_supported};
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
+use crate::tables::KernelTable;
 
 /// The rules of `qdq_selector_action_transformer.cc`, each with its selector's flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,18 +56,52 @@ pub(crate) enum Rule {
     Binary,
     /// `*DQ`: `Concat` to `QLinearConcat`.
     Variadic,
-    /// `Conv` to `QLinearConv`.
-    Conv,
+    /// `Conv` to `QLinearConv`; from 1.27 the bias DQ's scale is checked
+    /// ([`bias_scale_matches`]).
+    Conv { check_bias_scale: bool },
     /// `MatMul` to `QLinearMatMul`, or to `MatMulIntegerToFloat` without a Q.
     MatMul,
     /// `Gemm` to `QGemm`.
     Gemm,
     /// `Where` to `QLinearWhere`.
     Where,
+    /// `DQMatMulToMatMulNBits`: a constant DQ weight into input B becomes `com.microsoft`
+    /// `MatMulNBits` on the target's provider; `from_1_25`: 2/8-bit, per-tensor, per-channel
+    /// and `Gemm` too; `from_1_27`: not when another node reads the weight or the scale.
+    DqMatMulNBits { from_1_25: bool, from_1_27: bool },
 }
 
-/// The rule registered for an ONNX op at its since-version, if any.
-pub(crate) fn rule_for(op: &str, since: Option<i64>) -> Option<Rule> {
+impl Rule {
+    /// Whether the rule's selector takes a target on provider `ep` (`BaseSelector`'s
+    /// `compatible_providers`; the transformer itself takes CPU and CUDA nodes).
+    pub(crate) fn runs_on(self, ep: Option<crate::tables::Ep>, table: &KernelTable) -> bool {
+        use crate::tables::Ep;
+        match (self, ep) {
+            (_, Some(Ep::Cpu)) => true,
+            (Rule::DqMatMulNBits { .. }, Some(Ep::Cuda)) => table.release_at_least(1, 20),
+            _ => false,
+        }
+    }
+}
+
+/// The rules registered for an ONNX op at its since-version, in the order ORT tries them
+/// (`LookUpByOpTypeAndDomain`: the later registration first).
+pub(crate) fn rules_for(op: &str, since: Option<i64>, table: &KernelTable) -> [Option<Rule>; 2] {
+    let nbits = Rule::DqMatMulNBits {
+        from_1_25: table.release_at_least(1, 25),
+        from_1_27: table.release_at_least(1, 27),
+    };
+    let first = match op {
+        "MatMul" => Some(nbits),
+        "Gemm" if table.release_at_least(1, 25) => Some(nbits),
+        _ => None,
+    };
+    [first, rule_for(op, since, table)]
+}
+
+/// The QDQ rule registered for an ONNX op at its since-version, if any, as the release `table`
+/// is of has it ([`rules_for`] adds `DQMatMulToMatMulNBits`).
+fn rule_for(op: &str, since: Option<i64>, table: &KernelTable) -> Option<Rule> {
     let drop = Rule::DropQdq {
         allow_16bit: true,
         allow_4bit: false,
@@ -72,7 +130,9 @@ pub(crate) fn rule_for(op: &str, since: Option<i64>) -> Option<Rule> {
         "AveragePool" | "LeakyRelu" | "GlobalAveragePool" | "Sigmoid" | "Softmax" => Rule::Unary,
         "Add" | "Mul" => Rule::Binary,
         "Concat" => Rule::Variadic,
-        "Conv" => Rule::Conv,
+        "Conv" => Rule::Conv {
+            check_bias_scale: table.release_at_least(1, 27),
+        },
         "MatMul" => Rule::MatMul,
         "Gemm" => Rule::Gemm,
         "Where" => Rule::Where,
@@ -223,7 +283,15 @@ pub(crate) fn select(
             .and_then(|&q| g.nodes[q].outputs.first())
             .and_then(|o| elem(session, gi, *o))
     };
+    if let Rule::DqMatMulNBits {
+        from_1_25,
+        from_1_27,
+    } = rule
+    {
+        return dq_matmul_nbits(session, gi, e, group, from_1_25, from_1_27);
+    }
     let ok = match rule {
+        Rule::DqMatMulNBits { .. } => false,
         Rule::DropQdq {
             allow_16bit,
             allow_4bit,
@@ -282,7 +350,7 @@ pub(crate) fn select(
                         )
                 })
         }
-        Rule::Conv => {
+        Rule::Conv { check_bias_scale } => {
             check_qdq_nodes(session, gi, e, &group, None, false)
                 && group.dq.len() >= 2
                 && dt_in(0) == dt_out(0)
@@ -292,6 +360,15 @@ pub(crate) fn select(
                 && (group.dq.len() < 3 || dt_in(2) == Some(D::Int32 as i32))
                 && !is_16bit(dt_in(0))
                 && !is_16bit(dt_in(1))
+                && (!check_bias_scale
+                    || group.dq.len() < 3
+                    || bias_scale_matches(
+                        session,
+                        gi,
+                        &g.nodes[group.dq[0]],
+                        &g.nodes[group.dq[1]],
+                        &g.nodes[group.dq[2]],
+                    ))
         }
         Rule::MatMul => {
             group.dq.len() == 2
@@ -321,6 +398,163 @@ pub(crate) fn select(
     ok.then_some(group)
 }
 
+/// `DQMatMulNodeGroupSelector::Check` (and, from 1.25, `UpdateBuilder`, which keeps only the
+/// weight DQ in the group): no Q after the target; a `MatMul` with exactly one DQ (from 1.25 a
+/// `Gemm` with one or two) whose weight DQ feeds input B through its only output edge; the
+/// `Gemm` like a `MatMul` (alpha 1, no transposes; with a bias, beta 1 and the bias `[N]`); the
+/// DQ valid for `MatMulNBits` ([`valid_nbits_dq`]); from 1.27 (onnxruntime PR 28326, measured:
+/// 1.26.0 fuses both `MatMul`s of `uint4_shared_dq`/`uint4_shared_scale`, 1.27.0 neither), no
+/// other node of this graph reading the weight or the scale initializer (`GetConsumerNodes`;
+/// the zero point may be shared).
+fn dq_matmul_nbits(
+    session: &Session,
+    gi: usize,
+    e: &Edges,
+    mut group: Group,
+    from_1_25: bool,
+    from_1_27: bool,
+) -> Option<Group> {
+    let g = &session.graphs[gi];
+    let t = &g.nodes[group.target];
+    let gemm = t.op == "Gemm";
+    let count_ok = if gemm {
+        (1..=2).contains(&group.dq.len())
+    } else {
+        group.dq.len() == 1
+    };
+    if !group.q.is_empty() || !count_ok {
+        return None;
+    }
+    let b = t.inputs.get(1).filter(|b| !b.is_empty())?;
+    let w = group
+        .dq
+        .iter()
+        .copied()
+        .find(|&d| g.nodes[d].outputs.first() == Some(b))?;
+    let dq = &g.nodes[w];
+    if e.produces_graph_output(dq) || e.node_output_edges(dq) != 1 {
+        return None;
+    }
+    if gemm {
+        if let Some(&other) = group.dq.iter().find(|&&d| d != w) {
+            let c = t.inputs.get(2).filter(|c| !c.is_empty())?;
+            if g.nodes[other].outputs.first() != Some(c) {
+                return None;
+            }
+        }
+        if !gemm_like_matmul(session, gi, t, dq) {
+            return None;
+        }
+    }
+    if !valid_nbits_dq(session, gi, dq, from_1_25) {
+        return None;
+    }
+    let shared = |k: usize| {
+        dq.inputs
+            .get(k)
+            .and_then(|v| e.consumers.get(v))
+            .is_some_and(|c| {
+                let first = c.first().map(|&(n, _)| n);
+                c.iter().any(|&(n, _)| Some(n) != first)
+            })
+    };
+    if from_1_27 && (shared(0) || shared(1)) {
+        return None;
+    }
+    group.dq = vec![w];
+    Some(group)
+}
+
+/// `ValidateGemmForDQMatMulNBits` (from 1.25).
+fn gemm_like_matmul(session: &Session, gi: usize, t: &SNode, dq: &SNode) -> bool {
+    let f = |name: &str| t.attr(name).and_then(|a| a.f);
+    let i = |name: &str| t.attr_i(name).unwrap_or(0);
+    let near_one = |v: Option<f32>| v.is_none_or(|v| (v - 1.0).abs() <= 1e-6);
+    if !near_one(f("alpha")) || i("transA") != 0 || i("transB") != 0 {
+        return false;
+    }
+    let Some(bias) = t.inputs.get(2).filter(|c| !c.is_empty()) else {
+        return true;
+    };
+    if !near_one(f("beta")) {
+        return false;
+    }
+    let weight = dq.inputs.first().copied().unwrap_or_default();
+    let n = match session.initializer(gi, weight).filter(|i| !i.overridable) {
+        Some(init) if init.dims.len() == 2 => Some(init.dims[1]),
+        Some(_) => return false,
+        None => match session.shape_of(gi, weight).map(Vec::as_slice) {
+            Some([_, Some(n)]) => Some(*n),
+            _ => None,
+        },
+    };
+    let Some(n) = n else {
+        return false;
+    };
+    match session.initializer(gi, *bias).filter(|i| !i.overridable) {
+        Some(init) => init.dims == [n],
+        None => matches!(session.shape_of(gi, *bias).map(Vec::as_slice), Some([Some(d)]) if *d == n),
+    }
+}
+
+/// Whether a DQ's weight can become `MatMulNBits`'s: float or float16 scales; a 4-bit weight
+/// (from 1.25 also 2- and 8-bit); weight, scale and zero point (a third input, even an empty
+/// one, must be one) constant initializers; a rank-2 weight; blockwise along axis 0 (an
+/// explicit `axis` 0) with a power-of-2 `block_size` of 16 or more and rank-2 scale and zero
+/// point of `[ceil(K / block), N]`; from 1.25, without a `block_size`, also a scalar scale (and
+/// zero point) or one of `[N]` along axis 1.
+pub(crate) fn valid_nbits_dq(session: &Session, gi: usize, dq: &SNode, from_1_25: bool) -> bool {
+    let arg = |k: usize| dq.inputs.get(k).copied();
+    let (Some(weight), Some(scale)) = (arg(0), arg(1)) else {
+        return false;
+    };
+    let dt_scale = elem(session, gi, scale);
+    if dt_scale != Some(D::Float as i32) && dt_scale != Some(D::Float16 as i32) {
+        return false;
+    }
+    let dt_weight = elem(session, gi, weight);
+    let bits_ok = is_4bit(dt_weight)
+        || (from_1_25
+            && [D::Int8, D::Uint8, D::Int2, D::Uint2]
+                .iter()
+                .any(|d| dt_weight == Some(*d as i32)));
+    if !bits_ok {
+        return false;
+    }
+    let constant = |name: Sym| session.initializer(gi, name).filter(|i| !i.overridable);
+    let (Some(w), Some(s)) = (constant(weight), constant(scale)) else {
+        return false;
+    };
+    let z = match arg(2) {
+        None => None,
+        Some(name) => match constant(name) {
+            Some(z) => Some(z),
+            None => return false,
+        },
+    };
+    let [k, n] = w.dims[..] else {
+        return false;
+    };
+    let block = dq.attr_i("block_size").filter(|&b| !from_1_25 || b > 0);
+    let Some(block) = block else {
+        if !from_1_25 {
+            return false;
+        }
+        return match s.dims[..] {
+            [] => z.is_none_or(|z| z.dims.is_empty()),
+            [c] if c == n => {
+                dq.attr_i("axis").is_none_or(|a| a == 1) && z.is_none_or(|z| z.dims == [n])
+            }
+            _ => false,
+        };
+    };
+    if dq.attr_i("axis") != Some(0) || block < 16 || (block - 1) & block != 0 {
+        return false;
+    }
+    let blocks = (k + block - 1) / block;
+    s.dims == [blocks, n] && z.is_none_or(|z| z.dims == [blocks, n])
+}
+
 /// `IsQOrDQScalePositiveConstantScalar`.
 fn positive_scale(session: &Session, gi: usize, n: &SNode) -> bool {
     let Some(name) = n.inputs.get(1) else {
@@ -334,4 +568,42 @@ fn positive_scale(session: &Session, gi: usize, n: &SNode) -> bool {
     };
     let scalar = t.dims.is_empty() || (t.dims.len() == 1 && t.dims[0] == 1);
     scalar && t.as_f64().first().is_some_and(|&v| v > 0.0)
+}
+
+/// The 1.27 bias check of the QDQ Conv selector (`CheckConvBiasScale`, PR #28229): the scales of
+/// the input, weight and bias DQs are constant float32 initializers (a bias scale that is a graph
+/// input fails: `b_scale_input`), the input's is a scalar (rank 0 or one element), the bias's and
+/// the weight's have one element or one per channel, and every channel's bias scale `b` is
+/// within `1e-6 + 0.01 * |e|` of `e = x_scale * w_scale` (measured: `big_r1p01005` fails and
+/// `big_r0p99005` passes, so the relative part is of `e`, not of the larger scale nor of `b`;
+/// `tiny_plus_0p9u` passes and `tiny_plus_1p1u` fails, so the absolute part is 1e-6). A scale
+/// this crate does not decode (external data) is taken to match, as a quantizer writes it.
+fn bias_scale_matches(session: &Session, gi: usize, x: &SNode, w: &SNode, b: &SNode) -> bool {
+    let scale = |n: &SNode| -> Option<Option<Vec<f64>>> {
+        let name = n.inputs.get(1).filter(|s| !s.is_empty())?;
+        let init = session.initializer(gi, *name).filter(|i| !i.overridable)?;
+        if init.elem != D::Float as i32 {
+            return None;
+        }
+        Some(crate::infer::eval::Tensor::from_proto(&init.tensor).map(|t| t.as_f64()))
+    };
+    let (Some(xs), Some(ws), Some(bs)) = (scale(x), scale(w), scale(b)) else {
+        return false;
+    };
+    let (Some(xs), Some(ws), Some(bs)) = (xs, ws, bs) else {
+        return true;
+    };
+    let [xs] = xs[..] else {
+        return false;
+    };
+    let channels = ws.len().max(bs.len());
+    let fits = |v: &[f64]| v.len() == 1 || v.len() == channels;
+    if channels == 0 || !fits(&ws) || !fits(&bs) {
+        return false;
+    }
+    let at = |v: &[f64], c: usize| if v.len() == 1 { v[0] } else { v[c] };
+    (0..channels).all(|c| {
+        let e = f64::from((xs as f32) * (at(&ws, c) as f32));
+        (at(&bs, c) - e).abs() <= 1e-6 + 0.01 * e.abs()
+    })
 }
