@@ -199,11 +199,12 @@ impl<'a> Builder<'a> {
             parent,
             ..SGraph::default()
         };
-        let values_of = |list: &[&'a [u8]]| -> R<Vec<(Sym, Option<crate::model::proto::TypeProto>)>> {
-            list.iter()
-                .map(|b| ValueInfoView::parse(b).map(|v| (Sym::new(v.name), v.ty)))
-                .collect()
-        };
+        let values_of =
+            |list: &[&'a [u8]]| -> R<Vec<(Sym, Option<crate::model::proto::TypeProto>)>> {
+                list.iter()
+                    .map(|b| ValueInfoView::parse(b).map(|v| (Sym::new(v.name), v.ty)))
+                    .collect()
+            };
         let inputs = values_of(&g.inputs)?;
         let outputs = values_of(&g.outputs)?;
         let value_info = values_of(&g.value_info)?;

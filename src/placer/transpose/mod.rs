@@ -1172,11 +1172,7 @@ impl Opt<'_> {
 
     /// Outputs with a path through supported ops to a Transpose (reverse order), and (`perms`)
     /// the perms of the Transposes each reaches.
-    fn leading(
-        &self,
-        order: &[usize],
-        perms: bool,
-    ) -> (HashSet<Sym>, HashMap<Sym, Vec<Vec<i64>>>) {
+    fn leading(&self, order: &[usize], perms: bool) -> (HashSet<Sym>, HashMap<Sym, Vec<Vec<i64>>>) {
         let mut leading: HashSet<Sym> = HashSet::default();
         let mut reaches: HashMap<Sym, Vec<Vec<i64>>> = HashMap::default();
         let add = |reaches: &mut HashMap<Sym, Vec<Vec<i64>>>, v: Sym, ps: &[Vec<i64>]| {

@@ -231,7 +231,7 @@ fn dq_matmul_to_matmul_nbits(
     ] {
         attrs.push(int_attr(name, v));
     }
-    let (name, outputs, ep, origin) = (t.name.clone(), t.outputs.clone(), t.ep, t.origin);
+    let (name, outputs, ep, origin) = (t.name, t.outputs.clone(), t.ep, t.origin);
     let g = &mut session.graphs[gi];
     let add = |g: &mut crate::session::SGraph, base: &str, elem: i32, dims: Vec<i64>| {
         let name = g.generate_value_name(base);

@@ -493,7 +493,9 @@ fn gemm_like_matmul(session: &Session, gi: usize, t: &SNode, dq: &SNode) -> bool
     };
     match session.initializer(gi, *bias).filter(|i| !i.overridable) {
         Some(init) => init.dims == [n],
-        None => matches!(session.shape_of(gi, *bias).map(Vec::as_slice), Some([Some(d)]) if *d == n),
+        None => {
+            matches!(session.shape_of(gi, *bias).map(Vec::as_slice), Some([Some(d)]) if *d == n)
+        }
     }
 }
 
