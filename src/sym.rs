@@ -17,7 +17,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::{Mutex, OnceLock};
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
 
 /// An interned name. `Ord` compares the texts (so sorting syms sorts names); `Hash` and `Eq`
 /// use the id.
@@ -85,8 +85,9 @@ static INTERNER: Mutex<Table> = Mutex::new(Table {
 });
 
 struct Table {
-    /// Built on first use, with the predefined names.
-    ids: Option<FxHashMap<&'static str, u32>>,
+    /// Text → id, as (hash of the text, id): built on first use, with the predefined names.
+    /// The hash is kept so that growing the table never hashes a text again.
+    ids: Option<HashTable<(u64, u32)>>,
     /// Ids handed out past the predefined ones.
     next: u32,
     /// What is left of the current arena block.
@@ -102,14 +103,26 @@ fn slot_of(k: u32) -> (usize, usize) {
 }
 
 impl Table {
-    fn ids(&mut self) -> &mut FxHashMap<&'static str, u32> {
+    fn ids(&mut self) -> &mut HashTable<(u64, u32)> {
         self.ids.get_or_insert_with(|| {
-            PREDEFINED
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (*s, i as u32))
-                .collect()
+            let mut t = HashTable::with_capacity(PREDEFINED.len());
+            for (i, s) in PREDEFINED.iter().enumerate() {
+                t.insert_unique(hash(s), (hash(s), i as u32), |e| e.0);
+            }
+            t
         })
+    }
+
+    /// The id of `s` (hashed `h`), if interned.
+    fn find(&mut self, s: &str, h: u64) -> Option<u32> {
+        self.ids()
+            .find(h, |&(eh, id)| eh == h && Sym(id).as_str() == s)
+            .map(|e| e.1)
+    }
+
+    /// Room for `n` more names without growing.
+    fn reserve(&mut self, n: usize) {
+        self.ids().reserve(n, |e| e.0);
     }
 
     /// A copy of `s` that lives as long as the process.
@@ -131,7 +144,8 @@ impl Table {
     }
 
     fn intern(&mut self, s: &str) -> Sym {
-        if let Some(&id) = self.ids().get(s) {
+        let h = hash(s);
+        if let Some(id) = self.find(s, h) {
             return Sym(id);
         }
         let k = self.next;
@@ -151,9 +165,15 @@ impl Table {
         });
         let _ = table[slot].set(text);
         self.next = k + 1;
-        self.ids().insert(text, id);
+        self.ids().insert_unique(h, (h, id), |e| e.0);
         Sym(id)
     }
+}
+
+/// The hash the table keys a text by.
+fn hash(s: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(s)
 }
 
 fn interner() -> std::sync::MutexGuard<'static, Table> {
@@ -170,6 +190,12 @@ pub struct Interner(std::sync::MutexGuard<'static, Table>);
 impl Interner {
     pub fn lock() -> Interner {
         Interner(interner())
+    }
+
+    /// Makes room for `n` more names (a graph's worth), so that the table does not grow name
+    /// by name.
+    pub fn reserve(&mut self, n: usize) {
+        self.0.reserve(n);
     }
 
     /// [`Sym::new`] under the held lock.
@@ -195,7 +221,7 @@ impl Sym {
         if s.is_empty() {
             return Some(Sym::EMPTY);
         }
-        interner().ids().get(s).map(|&id| Sym(id))
+        interner().find(s, hash(s)).map(Sym)
     }
 
     /// The text.

@@ -40,7 +40,7 @@ pub fn graph_path(model: &Model, node: NodeId) -> GraphPath {
             step.graph_index.unwrap_or(0) as usize,
         );
         let next = match step.graph_index {
-            None => attr.g.as_ref(),
+            None => attr.g.as_deref(),
             Some(i) => attr.graphs.get(i as usize),
         };
         let Some(next) = next else { break };

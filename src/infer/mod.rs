@@ -327,7 +327,7 @@ fn special_output_type(
         ("ai.onnx", "Optional") => {
             let t = node
                 .attr("type")
-                .and_then(|a| a.tp.as_ref())
+                .and_then(|a| a.tp.as_deref())
                 .and_then(Type::from_proto)
                 .or(first);
             one(t.map(|t| Type::Optional(Box::new(t))))

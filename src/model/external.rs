@@ -65,7 +65,7 @@ fn gather<'a>(g: &'a GraphProto, out: &mut Vec<&'a TensorProto>) {
     );
     for node in &g.node {
         for attr in &node.attribute {
-            out.extend(attr.t.iter());
+            out.extend(attr.t.as_deref());
             out.extend(attr.tensors.iter());
             if let Some(sub) = &attr.g {
                 gather(sub, out);

@@ -39,7 +39,7 @@ fn count(g: &GraphProto) -> (usize, usize) {
     for n in &g.node {
         values += n.output.len();
         for a in &n.attribute {
-            for sub in a.g.iter().chain(&a.graphs) {
+            for sub in a.g.as_deref().into_iter().chain(&a.graphs) {
                 let (n, v) = count(sub);
                 nodes += n;
                 values += v;
@@ -287,7 +287,8 @@ impl Indexer<'_> {
             for (a, attr) in np.attribute.iter().enumerate() {
                 let subs: Vec<(Option<u32>, &GraphProto)> = attr
                     .g
-                    .iter()
+                    .as_deref()
+                    .into_iter()
                     .map(|g| (None, g))
                     .chain(
                         attr.graphs

@@ -411,7 +411,7 @@ mod tests {
                 AttributeProto {
                     name: Some("then_branch".into()),
                     r#type: Some(5),
-                    g: Some(sub.clone()),
+                    g: Some(Box::new(sub.clone())),
                     ..Default::default()
                 },
                 AttributeProto {

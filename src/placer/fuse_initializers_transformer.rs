@@ -137,7 +137,7 @@ fn float_copy(init: &Init, name: Sym) -> Init {
         dims: init.dims.clone(),
         elem: D::Float as i32,
         overridable: false,
-        tensor,
+        tensor: Box::new(tensor),
     }
 }
 

@@ -865,7 +865,7 @@ fn node_infos(sh: &Shapes, gi: usize, node: &SNode) -> Vec<Info> {
                 .and_then(|n| {
                     let fill = node
                         .attr("value")
-                        .and_then(|a| a.t.as_ref())
+                        .and_then(|a| a.t.as_deref())
                         .and_then(int_values)
                         .and_then(|v| v.first().copied())?;
                     Some(vec![Dim::konst(fill); n as usize])

@@ -64,7 +64,7 @@ impl Header {
         while let Some(n) = stack.pop() {
             h.nodes += 1;
             for a in &n.attribute {
-                for g in a.g.iter().chain(&a.graphs) {
+                for g in a.g.as_deref().into_iter().chain(&a.graphs) {
                     h.subgraphs += 1;
                     stack.extend(&g.node);
                 }
@@ -212,6 +212,7 @@ impl<'a> Builder<'a> {
         {
             let mut view = NodeView::default();
             let mut names = crate::sym::Interner::lock();
+            names.reserve(g.nodes.len() * 3);
             for b in &g.nodes {
                 view.parse_into(b)?;
                 nodes.push(Read {
@@ -327,7 +328,7 @@ impl<'a> Builder<'a> {
                     AttributeView::Plain(a) => a,
                     AttributeView::Graphs { rest, .. } => rest.as_ref(),
                 };
-                for t in a.t.iter().chain(&a.tensors) {
+                for t in a.t.as_deref().into_iter().chain(&a.tensors) {
                     self.check_external(t)?;
                 }
             }

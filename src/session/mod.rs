@@ -38,7 +38,7 @@ pub struct Init {
     /// Also a graph input (IR ≥ 4): the caller may override it, so it is not a constant.
     pub overridable: bool,
     /// The tensor itself (raw data is a shared slice of the model file, not a copy).
-    pub tensor: TensorProto,
+    pub tensor: Box<TensorProto>,
 }
 
 impl Init {
@@ -551,7 +551,7 @@ pub(crate) fn init_owning(t: TensorProto, overridable: bool) -> Init {
         dims: t.dims.clone(),
         elem: t.data_type(),
         overridable,
-        tensor: t,
+        tensor: Box::new(t),
     }
 }
 
@@ -721,7 +721,7 @@ pub(crate) fn constant_tensor_of(
     use crate::model::DataType as D;
     let a = first?;
     let mut t = match a.name() {
-        "value" => a.t.clone()?,
+        "value" => *a.t.clone()?,
         "sparse_value" => {
             let sp = a.sparse_tensor.as_ref()?;
             let mut v = sp.values.clone()?;

@@ -15,6 +15,12 @@ fn generate() -> String {
     // Every `bytes` field (raw tensor data above all) decodes as `bytes::Bytes`: a slice of the
     // memory-mapped file, never a copy of the weights.
     config.bytes(["."]);
+    // An attribute's rarely set message fields are boxed: inline they made every
+    // `AttributeProto` 1.7 kB, and the session keeps one per attribute of every node.
+    config.boxed(".onnx.AttributeProto.t");
+    config.boxed(".onnx.AttributeProto.g");
+    config.boxed(".onnx.AttributeProto.sparse_tensor");
+    config.boxed(".onnx.AttributeProto.tp");
     config.out_dir(out.path());
     config
         .compile_fds(fds)

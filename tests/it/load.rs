@@ -282,7 +282,7 @@ fn view_of_a_subgraph_model() {
         if_node.attribute.push(AttributeProto {
             name: Some(attr.into()),
             r#type: Some(AttributeType::Graph as i32),
-            g: Some(g),
+            g: Some(Box::new(g)),
             ..Default::default()
         });
     }

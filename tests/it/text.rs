@@ -451,7 +451,10 @@ fn structure(m: &ModelProto) -> String {
                 n.output
             ));
             for a in &n.attribute {
-                a.g.iter().chain(&a.graphs).for_each(|g| graph(g, out));
+                a.g.as_deref()
+                    .into_iter()
+                    .chain(&a.graphs)
+                    .for_each(|g| graph(g, out));
             }
         }
     }

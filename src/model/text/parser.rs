@@ -1194,10 +1194,12 @@ impl Parser<'_> {
                 AttributeType::Float => a.floats.push(item.f()),
                 AttributeType::Int => a.ints.push(item.i()),
                 AttributeType::String => a.strings.push(item.s.take().unwrap_or_default()),
-                AttributeType::Tensor => a.tensors.extend(item.t.take()),
-                AttributeType::Graph => a.graphs.extend(item.g.take()),
-                AttributeType::SparseTensor => a.sparse_tensors.extend(item.sparse_tensor.take()),
-                AttributeType::TypeProto => a.type_protos.extend(item.tp.take()),
+                AttributeType::Tensor => a.tensors.extend(item.t.take().map(|t| *t)),
+                AttributeType::Graph => a.graphs.extend(item.g.take().map(|g| *g)),
+                AttributeType::SparseTensor => a
+                    .sparse_tensors
+                    .extend(item.sparse_tensor.take().map(|t| *t)),
+                AttributeType::TypeProto => a.type_protos.extend(item.tp.take().map(|t| *t)),
                 _ => {}
             }
             if !self.eat(b',') {
@@ -1240,10 +1242,10 @@ impl Parser<'_> {
             _ => self.guess_single(expected)?,
         };
         match ty {
-            AttributeType::Graph => a.g = Some(*self.graph()?),
-            AttributeType::Tensor => a.t = Some(self.tensor_value()?),
-            AttributeType::SparseTensor => a.sparse_tensor = Some(self.sparse()?),
-            AttributeType::TypeProto => a.tp = Some(self.type_proto()?),
+            AttributeType::Graph => a.g = Some(self.graph()?),
+            AttributeType::Tensor => a.t = Some(Box::new(self.tensor_value()?)),
+            AttributeType::SparseTensor => a.sparse_tensor = Some(Box::new(self.sparse()?)),
+            AttributeType::TypeProto => a.tp = Some(Box::new(self.type_proto()?)),
             AttributeType::String => a.s = Some(Bytes::from(self.string()?)),
             AttributeType::Int => a.i = Some(self.int()?),
             _ => a.f = Some(self.float32()?),

@@ -323,7 +323,7 @@ impl Printer {
             AttributeType::Floats => a.floats.is_empty(),
             AttributeType::Ints => a.ints.is_empty(),
             AttributeType::Strings => a.strings.is_empty(),
-            AttributeType::Tensor => a.t.as_ref().is_none_or(|t| !plain_tensor(t)),
+            AttributeType::Tensor => a.t.as_deref().is_none_or(|t| !plain_tensor(t)),
             _ => true,
         };
         match (annotate, ty_name) {
@@ -341,20 +341,20 @@ impl Printer {
             AttributeType::String => self.quoted(a.s()),
             AttributeType::Tensor => {
                 let empty = TensorProto::default();
-                self.tensor(a.t.as_ref().unwrap_or(&empty), false);
+                self.tensor(a.t.as_deref().unwrap_or(&empty), false);
             }
             AttributeType::Graph => {
                 let empty = GraphProto::default();
                 let child = path.child(node, a.name(), 0);
-                self.graph(a.g.as_ref().unwrap_or(&empty), &child, indent);
+                self.graph(a.g.as_deref().unwrap_or(&empty), &child, indent);
             }
             AttributeType::SparseTensor => {
                 let empty = SparseTensorProto::default();
-                self.sparse(a.sparse_tensor.as_ref().unwrap_or(&empty));
+                self.sparse(a.sparse_tensor.as_deref().unwrap_or(&empty));
             }
             AttributeType::TypeProto => {
                 let empty = TypeProto::default();
-                self.type_proto(a.tp.as_ref().unwrap_or(&empty));
+                self.type_proto(a.tp.as_deref().unwrap_or(&empty));
             }
             AttributeType::Floats => self.list(&a.floats, |p, v| push_f32(&mut p.out, *v)),
             AttributeType::Ints => self.list(&a.ints, |p, v| {

@@ -158,7 +158,7 @@ pub(crate) fn body_size(nodes: &[NodeProto]) -> usize {
     while let Some(n) = stack.pop() {
         count = count.saturating_add(1);
         for a in &n.attribute {
-            for g in a.g.iter().chain(&a.graphs) {
+            for g in a.g.as_deref().into_iter().chain(&a.graphs) {
                 // A subgraph costs every pass far more than a node (its own scope, order and
                 // inference): charged as `SUBGRAPH_COST` nodes.
                 count = count.saturating_add(SUBGRAPH_COST);
@@ -624,7 +624,7 @@ fn add_node(
     let mut graphs: Vec<(Sym, GraphProto)> = Vec::new();
     for mut a in np.attribute {
         if let Some(g) = a.g.take() {
-            graphs.push((Sym::new(a.name()), g));
+            graphs.push((Sym::new(a.name()), *g));
         } else if !a.graphs.is_empty() {
             // No ONNX op takes a list of graphs; keep the attribute out of the node as ORT's
             // session graph would hold it as subgraphs we do not model.
@@ -727,7 +727,7 @@ pub(crate) fn graph_proto(session: &Session, sg: usize) -> GraphProto {
             attrs.push(AttributeProto {
                 name: Some(a.to_string()),
                 r#type: Some(crate::model::proto::attribute_proto::AttributeType::Graph as i32),
-                g: Some(graph_proto(session, *s)),
+                g: Some(Box::new(graph_proto(session, *s))),
                 ..Default::default()
             });
         }

@@ -560,7 +560,7 @@ impl Optimizer<'_> {
                 dims,
                 elem,
                 overridable: false,
-                tensor,
+                tensor: Box::new(tensor),
             },
         );
         self.values.forget(gi, name);

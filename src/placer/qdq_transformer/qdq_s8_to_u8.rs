@@ -26,6 +26,10 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     if level < OptLevel::Extended || session.graphs.is_empty() {
         return false;
     }
+    // Q -> DQ pairs only: a session without a QuantizeLinear skips the walk and its orders.
+    if !session.has_live_op(&[Sym::QUANTIZE_LINEAR]) {
+        return false;
+    }
     walk(session, 0, 0, &mut visit)
 }
 
@@ -106,7 +110,7 @@ fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
             dims: Vec::new(),
             elem: D::Uint8 as i32,
             overridable: false,
-            tensor,
+            tensor: Box::new(tensor),
         },
     );
     g.init_order.push(zp);

@@ -23,6 +23,10 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     if level < OptLevel::Extended || session.graphs.is_empty() {
         return false;
     }
+    // A Relu before a QuantizeLinear: a session without one skips the walk and its orders.
+    if !session.has_live_op(&[Sym::QUANTIZE_LINEAR]) {
+        return false;
+    }
     walk(session, 0, 0, &mut visit)
 }
 

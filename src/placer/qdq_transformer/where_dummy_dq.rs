@@ -196,7 +196,7 @@ fn insert(
                 dims: Vec::new(),
                 elem,
                 overridable: false,
-                tensor,
+                tensor: Box::new(tensor),
             },
         );
         g.init_order.push(*name);

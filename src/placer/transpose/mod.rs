@@ -599,7 +599,7 @@ impl Opt<'_> {
                 dims: t.dims.clone(),
                 elem: t.elem,
                 overridable: false,
-                tensor: t.to_proto(&name),
+                tensor: Box::new(t.to_proto(&name)),
             },
         );
         self.values.set(self.gi, name, t);
@@ -683,7 +683,7 @@ impl Opt<'_> {
         let dims: Vec<i64> = perm.iter().map(|&p| init.dims[p as usize]).collect();
         match value.and_then(|v| transpose_tensor(&v, perm)) {
             Some(t) => {
-                init.tensor = t.to_proto(&name);
+                *init.tensor = t.to_proto(&name);
                 self.values.set(self.gi, name, t);
             }
             None => {

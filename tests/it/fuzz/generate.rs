@@ -383,7 +383,7 @@ impl Gen {
         let graph = matches!(name, "then_branch" | "else_branch" | "body");
         if graph && depth < 3 {
             a.r#type = Some(AttributeType::Graph as i32);
-            a.g = Some(self.graph(depth + 1, names));
+            a.g = Some(Box::new(self.graph(depth + 1, names)));
             return a;
         }
         let kind = match name {
@@ -421,7 +421,7 @@ impl Gen {
             4 => {
                 a.r#type = Some(AttributeType::Tensor as i32);
                 let n = format!("{name}_t");
-                a.t = Some(self.tensor(&n));
+                a.t = Some(Box::new(self.tensor(&n)));
             }
             5 => {
                 a.r#type = Some(AttributeType::String as i32);

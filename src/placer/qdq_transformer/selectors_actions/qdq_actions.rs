@@ -250,7 +250,7 @@ fn dq_matmul_to_matmul_nbits(
                 dims,
                 elem,
                 overridable: false,
-                tensor,
+                tensor: Box::new(tensor),
             },
         );
         g.init_order.push(name);
@@ -379,7 +379,7 @@ fn set_optional_zero_point(session: &mut Session, gi: usize, k: usize) {
             dims: Vec::new(),
             elem: dt as i32,
             overridable: false,
-            tensor,
+            tensor: Box::new(tensor),
         });
         g.init_order.push(name);
         g.types.insert(name, crate::infer::Type::Tensor(dt as i32));

@@ -22,6 +22,11 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool 
     if level < OptLevel::Extended || session.graphs.is_empty() {
         return false;
     }
+    // Every selector's group reads a DequantizeLinear (ORT's node units): a session without one
+    // skips the walk and its orders.
+    if !session.has_live_op(&[Sym::DEQUANTIZE_LINEAR]) {
+        return false;
+    }
     let versions = crate::infer::domain_versions(session, table);
     walk(session, 0, 0, &mut |session, gi, edges, ni| {
         visit(session, table, &versions, gi, edges, ni)
