@@ -27,6 +27,9 @@ use crate::model::{LoadError, NodeId, normalize_domain};
 
 type R<T> = Result<T, Declined>;
 
+/// The producer recorded for a graph input or initializer.
+const NOT_A_NODE: u32 = u32::MAX;
+
 /// A session built from a file, with what the session script needs of the model besides its
 /// graph.
 #[derive(Debug)]
@@ -144,14 +147,34 @@ pub fn from_bytes(path: &Path, bytes: &Bytes) -> R<Built> {
         },
         next_node: 0,
         scopes: Vec::new(),
+        unsorted: Vec::new(),
         nodes: 0,
         subgraphs: 0,
     };
     b.graph(graph, None)?;
     let mut session = b.session;
     session.compute_implicit_inputs(0);
+    // A graph whose nodes read only earlier nodes has no cycle; what subgraphs read from an
+    // enclosing graph (implicit inputs, known now) may still close one.
     for gi in 0..session.graphs.len() {
-        if has_cycle(&session.graphs[gi]) {
+        let reads_ahead = || {
+            let g = &session.graphs[gi];
+            if g.nodes.iter().all(|n| n.implicit_inputs.is_empty()) {
+                return false;
+            }
+            let mut producer: FxHashMap<Sym, usize> = FxHashMap::default();
+            for (ni, n) in g.nodes.iter().enumerate() {
+                for o in &n.outputs {
+                    producer.insert(*o, ni);
+                }
+            }
+            g.nodes.iter().enumerate().any(|(ni, n)| {
+                n.implicit_inputs
+                    .iter()
+                    .any(|v| producer.get(v).is_some_and(|&p| p >= ni))
+            })
+        };
+        if (b.unsorted.contains(&gi) || reads_ahead()) && has_cycle(&session.graphs[gi]) {
             return Err(Declined);
         }
     }
@@ -171,7 +194,12 @@ struct Builder<'a> {
     /// ids when the graph is reached, before its subgraphs.
     next_node: u32,
     /// The values each enclosing graph defines, innermost last.
-    scopes: Vec<FxHashSet<Sym>>,
+    /// The values each enclosing graph defines, innermost last, with the node of that graph
+    /// producing each (`NOT_A_NODE` for graph inputs and initializers).
+    scopes: Vec<FxHashMap<Sym, u32>>,
+    /// Graphs whose nodes read a value a later node of theirs produces (their cycle check needs
+    /// Kahn's algorithm; every other graph's file order is a topological order).
+    unsorted: Vec<usize>,
     nodes: usize,
     subgraphs: usize,
 }
@@ -228,7 +256,7 @@ impl<'a> Builder<'a> {
         // What the model's index checks: every value defined once (graph inputs that are not
         // initializers, initializers, sparse initializers, node outputs).
         let input_names: FxHashSet<Sym> = inputs.iter().map(|i| i.0).collect();
-        let mut defined: FxHashSet<Sym> = FxHashSet::with_capacity_and_hasher(
+        let mut defined: FxHashMap<Sym, u32> = FxHashMap::with_capacity_and_hasher(
             g.nodes.len() * 2 + inputs.len() + g.initializers.len(),
             Default::default(),
         );
@@ -239,7 +267,7 @@ impl<'a> Builder<'a> {
             .collect::<R<_>>()?;
         let init_names: FxHashSet<Sym> = tensors.iter().map(|t| Sym::new(t.name())).collect();
         for (i, _) in &inputs {
-            if !init_names.contains(i) && !defined.insert(*i) {
+            if !init_names.contains(i) && defined.insert(*i, NOT_A_NODE).is_some() {
                 return Err(Declined);
             }
         }
@@ -260,7 +288,7 @@ impl<'a> Builder<'a> {
         for t in tensors {
             self.check_initializer(&t)?;
             let name = Sym::new(t.name());
-            if !defined.insert(name) {
+            if defined.insert(name, NOT_A_NODE).is_some() {
                 return Err(Declined);
             }
             let overridable = ir4 && input_names.contains(&name);
@@ -272,7 +300,7 @@ impl<'a> Builder<'a> {
             if let Some(v) = &sp.values {
                 self.check_initializer(v)?;
                 let name = Sym::new(v.name());
-                if !defined.insert(name) {
+                if defined.insert(name, NOT_A_NODE).is_some() {
                     return Err(Declined);
                 }
                 let mut t = v.clone();
@@ -314,7 +342,7 @@ impl<'a> Builder<'a> {
         let mut held: Vec<(usize, Sym, Vec<&'a [u8]>)> = Vec::new();
         for (i, n) in nodes.into_iter().enumerate() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                if !defined.insert(*o) {
+                if defined.insert(*o, i as u32).is_some() {
                     return Err(Declined);
                 }
             }
@@ -388,13 +416,19 @@ impl<'a> Builder<'a> {
         // graph's scope complete.
         self.scopes.push(defined);
         let mut held = held.into_iter().peekable();
+        let mut sorted = true;
         for ni in 0..self.session.graphs[gi].nodes.len() {
-            let undefined = self.session.graphs[gi].nodes[ni]
-                .inputs
-                .iter()
-                .any(|i| !i.is_empty() && !self.scopes.iter().any(|s| s.contains(i)));
-            if undefined {
-                return Err(Declined);
+            for &i in &self.session.graphs[gi].nodes[ni].inputs {
+                if i.is_empty() {
+                    continue;
+                }
+                // This graph's producer first (it shadows an enclosing graph's value).
+                let (own, outer) = self.scopes.split_last().ok_or(Declined)?;
+                match own.get(&i) {
+                    Some(&p) => sorted &= p == NOT_A_NODE || (p as usize) < ni,
+                    None if outer.iter().any(|s| s.contains_key(&i)) => {}
+                    None => return Err(Declined),
+                }
             }
             while let Some((_, name, graphs)) = held.next_if(|(k, _, _)| *k == ni) {
                 for sub in graphs {
@@ -404,8 +438,11 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+        if !sorted {
+            self.unsorted.push(gi);
+        }
         for (o, _) in &outputs {
-            if !self.scopes.iter().any(|s| s.contains(o)) {
+            if !self.scopes.iter().any(|s| s.contains_key(o)) {
                 return Err(Declined);
             }
         }

@@ -401,6 +401,44 @@ fn place_refuses_what_loading_refuses() {
         vec![node("Add", "add", &["x", "nowhere"], &["y"])],
         "dangling.onnx",
     ));
+    // A cycle closed by what a subgraph reads: the If's branch reads `z`, which a node after
+    // the If computes from the If's output.
+    let branch = |name: &str| onnx_lint::model::proto::GraphProto {
+        name: Some(name.into()),
+        node: vec![node(
+            "Identity",
+            &format!("{name}_id"),
+            &["z"],
+            &[&format!("{name}_out")],
+        )],
+        output: vec![value(&format!("{name}_out"), FLOAT, &[2])],
+        ..Default::default()
+    };
+    let mut cond = node("If", "if", &["c"], &["t"]);
+    for (attr, g) in [
+        ("then_branch", branch("then")),
+        ("else_branch", branch("else")),
+    ] {
+        cond.attribute
+            .push(onnx_lint::model::proto::AttributeProto {
+                name: Some(attr.into()),
+                r#type: Some(5),
+                g: Some(Box::new(g)),
+                ..Default::default()
+            });
+    }
+    let m = support::model(
+        vec![
+            cond,
+            node("Add", "after", &["t", "x"], &["z"]),
+            node("Relu", "r", &["z"], &["y"]),
+        ],
+        vec![value("x", FLOAT, &[2]), value("c", 9, &[])],
+        vec![value("y", FLOAT, &[2])],
+    );
+    let path = support::write(dir.path(), "subgraph_cycle.onnx", &m);
+    assert!(model::load(&path).is_err(), "a cycle through a subgraph loads");
+    cases.push(path);
     cases.push(graph(
         vec![
             node("Relu", "r1", &["x"], &["y"]),
@@ -467,5 +505,5 @@ fn place_refuses_what_loading_refuses() {
             ),
         }
     }
-    assert!(refused >= 12, "only {refused} refusals compared");
+    assert!(refused >= 13, "only {refused} refusals compared");
 }
