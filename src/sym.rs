@@ -84,10 +84,14 @@ static INTERNER: Mutex<Table> = Mutex::new(Table {
     block: &mut [],
 });
 
+/// A text's entry in the interner: its hash, id and text.
+type Entry = (u64, u32, &'static str);
+
 struct Table {
-    /// Text → id, as (hash of the text, id): built on first use, with the predefined names.
-    /// The hash is kept so that growing the table never hashes a text again.
-    ids: Option<HashTable<(u64, u32)>>,
+    /// Text → id, as (hash of the text, id, text): built on first use, with the predefined
+    /// names. The hash is kept so that growing the table never hashes a text again, the text so
+    /// that a probe compares it without a trip to the id table.
+    ids: Option<HashTable<Entry>>,
     /// Ids handed out past the predefined ones.
     next: u32,
     /// What is left of the current arena block.
@@ -103,11 +107,11 @@ fn slot_of(k: u32) -> (usize, usize) {
 }
 
 impl Table {
-    fn ids(&mut self) -> &mut HashTable<(u64, u32)> {
+    fn ids(&mut self) -> &mut HashTable<Entry> {
         self.ids.get_or_insert_with(|| {
             let mut t = HashTable::with_capacity(PREDEFINED.len());
             for (i, s) in PREDEFINED.iter().enumerate() {
-                t.insert_unique(hash(s), (hash(s), i as u32), |e| e.0);
+                t.insert_unique(hash(s), (hash(s), i as u32, *s), |e| e.0);
             }
             t
         })
@@ -116,7 +120,7 @@ impl Table {
     /// The id of `s` (hashed `h`), if interned.
     fn find(&mut self, s: &str, h: u64) -> Option<u32> {
         self.ids()
-            .find(h, |&(eh, id)| eh == h && Sym(id).as_str() == s)
+            .find(h, |&(eh, _, text)| eh == h && text == s)
             .map(|e| e.1)
     }
 
@@ -165,7 +169,7 @@ impl Table {
         });
         let _ = table[slot].set(text);
         self.next = k + 1;
-        self.ids().insert_unique(h, (h, id), |e| e.0);
+        self.ids().insert_unique(h, (h, id, text), |e| e.0);
         Sym(id)
     }
 }
