@@ -15,6 +15,7 @@
 
 use std::fmt;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use hashbrown::HashTable;
@@ -71,7 +72,11 @@ const CHUNKS: usize = 23;
 /// Bytes of one block of the text arena; longer names get a block of their own.
 const BLOCK: usize = 64 * 1024;
 
-type Chunk = Box<[OnceLock<&'static str>]>;
+/// One slot of the id table: the text's address and length, set once (length first, then the
+/// address with `Release`) under the interner's lock before the id is handed out; a reader loads
+/// the address with `Acquire`. Zero-initialised chunks cost a `memset`, not a loop of cells.
+type Slot = (AtomicPtr<u8>, AtomicUsize);
+type Chunk = Box<[Slot]>;
 
 /// The id → text table: chunks allocated on first use, each slot set once, before its id is
 /// handed out.
@@ -143,8 +148,8 @@ impl Table {
             self.block = tail;
             head
         };
-        // The bytes of a `&str`: always UTF-8.
-        std::str::from_utf8(stored).unwrap_or_default()
+        // SAFETY: `stored` holds a copy of the bytes of the `&str` `s`: UTF-8.
+        unsafe { std::str::from_utf8_unchecked(stored) }
     }
 
     fn intern(&mut self, s: &str) -> Sym {
@@ -163,11 +168,14 @@ impl Table {
         let text = self.store(s);
         let (chunk, slot) = slot_of(k);
         let table = CHUNK_TABLE[chunk].get_or_init(|| {
-            (0..(1usize << (chunk as u32 + FIRST_BITS)))
-                .map(|_| OnceLock::new())
+            std::iter::repeat_with(|| (AtomicPtr::new(std::ptr::null_mut()), AtomicUsize::new(0)))
+                .take(1usize << (chunk as u32 + FIRST_BITS))
                 .collect()
         });
-        let _ = table[slot].set(text);
+        if let Some((ptr, len)) = table.get(slot) {
+            len.store(text.len(), Ordering::Relaxed);
+            ptr.store(text.as_ptr().cast_mut(), Ordering::Release);
+        }
         self.next = k + 1;
         self.ids().insert_unique(h, (h, id, text), |e| e.0);
         Sym(id)
@@ -235,12 +243,23 @@ impl Sym {
             return s;
         }
         let (chunk, slot) = slot_of(self.0 - PREDEFINED.len() as u32);
-        CHUNK_TABLE[chunk]
-            .get()
-            .and_then(|c| c.get(slot))
-            .and_then(OnceLock::get)
-            .copied()
-            .unwrap_or_default()
+        let Some((ptr, len)) = CHUNK_TABLE[chunk].get().and_then(|c| c.get(slot)) else {
+            return "";
+        };
+        let ptr = ptr.load(Ordering::Acquire);
+        if ptr.is_null() {
+            return "";
+        }
+        // SAFETY: a non-null address was stored (with `Release`, after the length) from a
+        // `&'static str` the interner leaked and never frees or writes again: `len` bytes of
+        // UTF-8 at `ptr`, valid for the rest of the process. The `Acquire` load above makes
+        // the length stored before it visible.
+        unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                ptr,
+                len.load(Ordering::Relaxed),
+            ))
+        }
     }
 
     /// The empty name (an omitted optional input or output).

@@ -102,6 +102,11 @@ impl<'a> Fields<'a> {
 /// A string field's text (prost refuses a string that is not UTF-8).
 fn text(w: Wire<'_>) -> R<&str> {
     match w {
+        // Names are ASCII nearly always: a word-at-a-time check instead of UTF-8 decoding.
+        Wire::Len(b) if b.is_ascii() => {
+            // SAFETY: ASCII is UTF-8.
+            Ok(unsafe { std::str::from_utf8_unchecked(b) })
+        }
         Wire::Len(b) => std::str::from_utf8(b).map_err(|_| Declined),
         _ => Err(Declined),
     }

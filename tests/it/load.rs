@@ -437,7 +437,10 @@ fn place_refuses_what_loading_refuses() {
         vec![value("y", FLOAT, &[2])],
     );
     let path = support::write(dir.path(), "subgraph_cycle.onnx", &m);
-    assert!(model::load(&path).is_err(), "a cycle through a subgraph loads");
+    assert!(
+        model::load(&path).is_err(),
+        "a cycle through a subgraph loads"
+    );
     cases.push(path);
     cases.push(graph(
         vec![
