@@ -29,7 +29,7 @@ pub(crate) use external::external_data_loads;
 pub(crate) use graph::tensor_size_loads;
 pub use load::{
     LoadError, MAX_MODEL_FILE, MAX_TEXT_FILE, decode_model, map_model_file, open_regular,
-    read_model_proto,
+    read_model_proto, release_mapped_pages,
 };
 pub use tensor::{DataType, element_bits, tensor_byte_size, type_name};
 

@@ -104,7 +104,11 @@ pub fn from_file(path: &Path) -> Result<Option<Built>, LoadError> {
         return Ok(None);
     }
     let (bytes, _size) = crate::model::map_model_file(path)?;
-    Ok(from_bytes(path, &bytes).ok())
+    let built = from_bytes(path, &bytes).ok();
+    if built.is_some() {
+        crate::model::release_mapped_pages(&bytes);
+    }
+    Ok(built)
 }
 
 /// [`from_file`] for bytes already in memory; `path` locates external data.
