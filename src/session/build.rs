@@ -212,7 +212,7 @@ struct Builder<'a> {
 struct Read<'a> {
     name: Sym,
     op: Sym,
-    domain: &'a str,
+    domain: Sym,
     inputs: Vec<Sym>,
     outputs: Vec<Sym>,
     attributes: Vec<&'a [u8]>,
@@ -250,10 +250,10 @@ impl<'a> Builder<'a> {
                 nodes.push(Read {
                     name: names.intern(view.name),
                     op: names.intern(view.op_type),
-                    domain: view.domain,
+                    domain: names.intern(normalize_domain(view.domain)),
                     inputs: view.inputs.iter().map(|s| names.intern(s)).collect(),
                     outputs: view.outputs.iter().map(|s| names.intern(s)).collect(),
-                    attributes: view.attributes.clone(),
+                    attributes: std::mem::take(&mut view.attributes),
                 });
             }
         }
@@ -364,7 +364,7 @@ impl<'a> Builder<'a> {
                     self.check_external(t)?;
                 }
             }
-            let domain = Sym::new(normalize_domain(n.domain));
+            let domain = n.domain;
             let mut removed = false;
             if n.op == "Constant" && domain == Sym::AI_ONNX {
                 let first = match attributes.first() {

@@ -2,6 +2,67 @@
 
 use super::*;
 
+/// The expressions CSE has seen in one pass over a graph: each node's key (domain, op,
+/// since-version, arity, inputs by id, encoded attributes) mapped to the node that holds it.
+/// Keys are built in one reused buffer and stored end to end in one arena, found by their hash;
+/// two different keys with the same hash go to `collided`, keyed by their bytes. So a node
+/// costs no allocation, and a lookup answers exactly what a map keyed by the bytes would.
+#[derive(Default)]
+pub(super) struct Seen {
+    key: Vec<u8>,
+    arena: Vec<u8>,
+    /// Hash -> (start, end) of the key in `arena`, and its node.
+    by_hash: FxMap<u64, (usize, usize, usize)>,
+    collided: FxMap<Vec<u8>, usize>,
+}
+
+/// Where a key's node is kept.
+enum Slot {
+    Arena(u64),
+    Collided,
+    Absent(u64),
+}
+
+impl Seen {
+    fn slot(&self) -> Slot {
+        use std::hash::BuildHasher;
+        let h = rustc_hash::FxBuildHasher.hash_one(self.key.as_slice());
+        match self.by_hash.get(&h) {
+            Some(&(a, b, _)) if self.arena.get(a..b) == Some(self.key.as_slice()) => Slot::Arena(h),
+            Some(_) => Slot::Collided,
+            None => Slot::Absent(h),
+        }
+    }
+
+    /// The node holding the current key, if any.
+    fn get(&self, slot: &Slot) -> Option<usize> {
+        match slot {
+            Slot::Arena(h) => self.by_hash.get(h).map(|e| e.2),
+            Slot::Collided => self.collided.get(&self.key).copied(),
+            Slot::Absent(_) => None,
+        }
+    }
+
+    /// Records `ni` as the node holding the current key.
+    fn set(&mut self, slot: Slot, ni: usize) {
+        match slot {
+            Slot::Arena(h) => {
+                if let Some(e) = self.by_hash.get_mut(&h) {
+                    e.2 = ni;
+                }
+            }
+            Slot::Collided => {
+                self.collided.insert(self.key.clone(), ni);
+            }
+            Slot::Absent(h) => {
+                let a = self.arena.len();
+                self.arena.extend_from_slice(&self.key);
+                self.by_hash.insert(h, (a, self.arena.len(), ni));
+            }
+        }
+    }
+}
+
 impl Optimizer<'_> {
     pub(super) fn cse(
         &mut self,
@@ -9,7 +70,7 @@ impl Optimizer<'_> {
         gi: usize,
         ni: usize,
         idx: &mut Index,
-        seen: &mut FxMap<Vec<u8>, usize>,
+        seen: &mut Seen,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         // ORT's CSE never merges an ai.onnx DequantizeLinear: each QDQ node unit keeps its own
@@ -21,7 +82,8 @@ impl Optimizer<'_> {
         // Names by their interned ids (equal ids, equal names), the counts first so that the
         // fixed-width fields cannot run into the attributes. Sized once for the names and a few
         // small attributes: the key is built for every node.
-        let mut key = Vec::with_capacity(32 + 4 * node.inputs.len() + 64);
+        let mut key = std::mem::take(&mut seen.key);
+        key.clear();
         key.extend_from_slice(&node.domain.id().to_le_bytes());
         key.extend_from_slice(&node.op.id().to_le_bytes());
         key.extend_from_slice(&node.since.unwrap_or(-1).to_le_bytes());
@@ -39,19 +101,23 @@ impl Optimizer<'_> {
                     .is_some_and(|t| t.raw_data.as_ref().is_none_or(|r| r.is_empty()))
             })
         {
+            seen.key = key;
             return false;
         }
-        let mut attrs: Vec<_> = node.attrs.iter().collect();
-        attrs.sort_by(|a, b| a.name().cmp(b.name()));
-        for a in attrs {
-            // Encoded straight into the key (a `Vec` grows: encoding cannot fail).
-            if a.encode(&mut key).is_err() {
-                return false;
-            }
-            key.push(2);
+        let encoded = if node.attrs.len() < 2 {
+            node.attrs.iter().all(|a| encode_attr(a, &mut key))
+        } else {
+            let mut attrs: Vec<_> = node.attrs.iter().collect();
+            attrs.sort_by(|a, b| a.name().cmp(b.name()));
+            attrs.into_iter().all(|a| encode_attr(a, &mut key))
+        };
+        seen.key = key;
+        if !encoded {
+            return false;
         }
-        match seen.get(&key) {
-            Some(&rep) if rep != ni && !session.graphs[gi].nodes[rep].removed => {
+        let slot = seen.slot();
+        match seen.get(&slot) {
+            Some(rep) if rep != ni && !session.graphs[gi].nodes[rep].removed => {
                 let outs = node.outputs.clone();
                 if outs.iter().any(|o| idx.outputs.contains(o)) {
                     return false;
@@ -74,9 +140,19 @@ impl Optimizer<'_> {
                 true
             }
             _ => {
-                seen.insert(key, ni);
+                seen.set(slot, ni);
                 false
             }
         }
     }
+}
+
+/// Appends an attribute's encoding and a separator to a CSE key; false if it cannot be encoded
+/// (never, into a `Vec`, which grows).
+fn encode_attr(a: &crate::model::proto::AttributeProto, key: &mut Vec<u8>) -> bool {
+    if a.encode(key).is_err() {
+        return false;
+    }
+    key.push(2);
+    true
 }

@@ -283,7 +283,7 @@ impl Optimizer<'_> {
             self.indices.insert(gi, (idx, kahn, dfs, len));
             return changed;
         }
-        let mut cse: FxMap<Vec<u8>, usize> = FxMap::default();
+        let mut cse = common_subexpression_elimination::Seen::default();
         // After a ReshapeFusion, ORT's next Resolve infers the graph's shapes again (the
         // Reshapes now have constant shapes); the next folding pass does the same here.
         let mut updated = pass == Pass::Fold && self.reinfer.remove(&gi);
