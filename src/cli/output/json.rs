@@ -62,10 +62,13 @@ pub fn placement_json(model: &str, p: &Placement) -> Value {
         if let Some(ep) = first.filter(|ep| nodes.iter().all(|(_, e)| e == ep)) {
             all_nodes_on = json!({ ep.name(): nodes.len() });
         } else {
-            // A name logged twice keeps the later line's provider, as the oracle's parser does.
-            for (name, ep) in &nodes {
-                placement.insert(name.to_string(), Value::String(ep.name().into()));
-            }
+            // A name logged twice keeps the later line's provider, as the oracle's parser does
+            // (and as a map collected from pairs keeps the last of equal keys; collecting sorts
+            // once and builds the map in bulk, instead of a search per name).
+            placement = nodes
+                .iter()
+                .map(|(name, ep)| (name.to_string(), Value::String(ep.name().into())))
+                .collect();
         }
     }
     let mut memcpy = Map::new();
