@@ -4,6 +4,7 @@
 //! (`Reshape`, `Slice`, `Expand`, `Unsqueeze`-13, ...).
 
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
 use std::rc::Rc;
 
 use super::eval::{self, NodeView, Tensor, reshape_dims, slice_plan};
@@ -963,18 +964,27 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
         Vec::new()
     };
     let refs: Vec<Option<&Tensor>> = owned.iter().map(|t| t.as_deref()).collect();
-    let input_shapes: Vec<Option<&Shape>> = node
-        .inputs
-        .iter()
-        .map(|&n| {
-            if n.is_empty() {
-                None
-            } else {
-                session.shape_of(gi, n)
-            }
-        })
-        .collect();
-    let mut outs = infer_node(node, &input_shapes, &refs);
+    let shape = |&n: &Sym| {
+        if n.is_empty() {
+            None
+        } else {
+            session.shape_of(gi, n)
+        }
+    };
+    // Up to `INLINE` inputs (nearly every node) on the stack.
+    const INLINE: usize = 8;
+    let mut inline: [Option<&Shape>; INLINE] = [None; INLINE];
+    let spilled: Vec<Option<&Shape>>;
+    let input_shapes: &[Option<&Shape>] = if node.inputs.len() <= INLINE {
+        for (slot, n) in inline.iter_mut().zip(&node.inputs) {
+            *slot = shape(n);
+        }
+        &inline[..node.inputs.len()]
+    } else {
+        spilled = node.inputs.iter().map(shape).collect();
+        &spilled
+    };
+    let mut outs = infer_node(node, input_shapes, &refs);
     if node.op == Sym::IF && node.domain == Sym::AI_ONNX {
         if_shapes(session, node, &mut outs);
     }
@@ -985,17 +995,21 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
             continue;
         }
         // `merge` in place: the declared shape is updated where it is kept, never copied.
-        match (shapes.get_mut(name), sh) {
-            (None, Some(i)) => {
-                shapes.insert(*name, i);
+        let Some(i) = sh else { continue };
+        match shapes.entry(*name) {
+            Entry::Vacant(v) => {
+                v.insert(i);
             }
-            (Some(d), Some(i)) if d.len() == i.len() => {
-                for (a, b) in d.iter_mut().zip(i) {
-                    *a = b.or(*a);
+            Entry::Occupied(mut o) => {
+                let d = o.get_mut();
+                if d.len() == i.len() {
+                    for (a, b) in d.iter_mut().zip(i) {
+                        *a = b.or(*a);
+                    }
+                } else {
+                    *d = i;
                 }
             }
-            (Some(d), Some(i)) => *d = i,
-            (_, None) => {}
         }
     }
 }
