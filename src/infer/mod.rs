@@ -158,6 +158,9 @@ impl<'t> Resolved<'t> {
     }
 }
 
+/// A node's since-version and output types, as type inference gave them.
+type Typed = (i64, Box<[Option<Type>]>);
+
 /// Schema resolution for one session's opsets, each (domain, op) resolved once.
 pub struct Resolver<'t> {
     table: &'t KernelTable,
@@ -166,6 +169,9 @@ pub struct Resolver<'t> {
     /// [`type_conflict`]'s queries that found no conflict: the op, then per input its type
     /// (see [`input_signature`]). A node whose query is here passes without a check.
     consistent: HashSet<Box<[u32]>>,
+    /// Type inference's answers for nodes without subgraphs or a special rule, by
+    /// [`type_signature`]: the since-version and the output types.
+    typed: HashMap<Box<[u32]>, Typed>,
     /// The query being built (kept to reuse its buffer).
     query: Vec<u32>,
 }
@@ -182,6 +188,7 @@ impl<'t> Resolver<'t> {
             versions,
             cache: HashMap::default(),
             consistent: HashSet::default(),
+            typed: HashMap::default(),
             query: Vec::new(),
         }
     }
@@ -262,33 +269,52 @@ fn infer_graph(
     let mut outputs = Outputs::default();
     for &ni in order {
         let node = &session.graphs[gi].nodes[ni];
-        let schema = resolver.resolve(node.domain, node.op);
-        input_types.clear();
-        input_types.extend(node.inputs.iter().map(|&n| {
-            if n.is_empty() {
-                None
-            } else {
-                session.type_of(gi, n).cloned()
-            }
-        }));
-        // Subgraph formal inputs that the file left untyped get ORT's types (Loop and Scan).
-        if !node.subgraphs.is_empty() {
-            let subs: Vec<usize> = node.subgraphs.iter().map(|(_, s)| *s).collect();
-            type_subgraph_inputs(session, gi, ni, &input_types);
-            for sg in &subs {
-                infer_graph(session, resolver, *sg, None, failures);
-            }
-        }
-        let node = &session.graphs[gi].nodes[ni];
-        let since = schema.as_ref().ok().map(|s| s.schema.since);
+        // The output types of a node without subgraphs or a special rule follow from its op, its
+        // inputs' types and its outputs' declared types: a node like one typed before gets them.
+        let mut key = std::mem::take(&mut resolver.query);
+        let memo = node.subgraphs.is_empty() && type_signature(session, gi, node, &mut key);
         outputs.types.clear();
-        match &schema {
-            Ok(s) => infer_outputs(session, gi, node, s, &input_types, &mut outputs),
-            Err(e) => {
-                failures.push((gi, ni, e.clone()));
-                outputs.types.resize(node.outputs.len(), None);
+        let since;
+        if let Some((s, outs)) = memo.then(|| resolver.typed.get(key.as_slice())).flatten() {
+            since = Some(*s);
+            outputs.types.extend(outs.iter().cloned());
+        } else {
+            let schema = resolver.resolve(node.domain, node.op);
+            input_types.clear();
+            input_types.extend(node.inputs.iter().map(|&n| {
+                if n.is_empty() {
+                    None
+                } else {
+                    session.type_of(gi, n).cloned()
+                }
+            }));
+            // Subgraph formal inputs that the file left untyped get ORT's types (Loop and Scan).
+            if !node.subgraphs.is_empty() {
+                let subs: Vec<usize> = node.subgraphs.iter().map(|(_, s)| *s).collect();
+                type_subgraph_inputs(session, gi, ni, &input_types);
+                for sg in &subs {
+                    infer_graph(session, resolver, *sg, None, failures);
+                }
+            }
+            let node = &session.graphs[gi].nodes[ni];
+            since = schema.as_ref().ok().map(|s| s.schema.since);
+            match &schema {
+                Ok(s) => {
+                    infer_outputs(session, gi, node, s, &input_types, &mut outputs);
+                    if memo && !s.special {
+                        resolver.typed.insert(
+                            key.as_slice().into(),
+                            (s.schema.since, outputs.types.as_slice().into()),
+                        );
+                    }
+                }
+                Err(e) => {
+                    failures.push((gi, ni, e.clone()));
+                    outputs.types.resize(node.outputs.len(), None);
+                }
             }
         }
+        resolver.query = key;
         let graph = &mut session.graphs[gi];
         graph.nodes[ni].since = since;
         let (nodes, types) = (&graph.nodes, &mut graph.types);
@@ -624,6 +650,27 @@ fn input_signature(session: &Session, gi: usize, node: &SNode, query: &mut Vec<u
         };
         query.push(code);
     }
+    true
+}
+
+/// The op of `node`, its inputs' types (as [`input_signature`] gives them), its outputs'
+/// declared types in graph `gi` (1 for none, `2 + e` for a tensor) and its number of inputs,
+/// into `query`. False when a type is not a tensor.
+fn type_signature(session: &Session, gi: usize, node: &SNode, query: &mut Vec<u32>) -> bool {
+    if !input_signature(session, gi, node, query) {
+        return false;
+    }
+    let types = &session.graphs[gi].types;
+    for name in &node.outputs {
+        let code = match types.get(name) {
+            None => 1,
+            Some(Type::Tensor(e)) if (0..1 << 30).contains(e) => 2 + *e as u32,
+            Some(_) => return false,
+        };
+        query.push(code);
+    }
+    // Where the inputs end (the length of the query then says where the outputs do).
+    query.push(node.inputs.len() as u32);
     true
 }
 
