@@ -8,7 +8,7 @@
 pub mod eval;
 pub mod shapes;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 pub use crate::session::order::{topological_order, topological_order_by};
 pub use crate::session::types::{Type, elem_from_name, is_cuda_preferred_float};
@@ -16,7 +16,10 @@ pub use crate::session::types::{Type, elem_from_name, is_cuda_preferred_float};
 use crate::model::DataType as D;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
-use crate::tables::{KernelTable, OpSchema, ParamOption};
+use std::rc::Rc;
+
+use crate::session::types::TypeSet;
+use crate::tables::{FormalParam, KernelTable, OpSchema, ParamOption};
 
 /// Why a node has no schema: ORT fails the session load for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +96,132 @@ fn formal_positions(
     out
 }
 
+/// A schema resolved for one (domain, op) under the session's opsets, with what the per-node
+/// passes read of it worked out once: which formals name a type parameter, and each parameter's
+/// allowed types as a [`TypeSet`].
+#[derive(Debug)]
+pub struct Resolved<'t> {
+    pub schema: &'t OpSchema,
+    /// Per type parameter of `schema.type_constraints`: its allowed types.
+    sets: Vec<TypeSet<'t>>,
+    /// Per formal input: the index in `sets` of its type parameter.
+    in_param: Vec<Option<usize>>,
+    /// Per formal input that is not a type parameter but a literal tensor type: that type, as a
+    /// one-entry set.
+    in_literal: Vec<Option<TypeSet<'t>>>,
+    /// Per formal output: the index in `sets` of its type parameter.
+    out_param: Vec<Option<usize>>,
+    /// Per formal output: the type it gives without binding (a parameter with one allowed type,
+    /// or a literal type).
+    out_fixed: Vec<Option<Type>>,
+    /// Whether the op's output type has its own rule ([`special_output_type`]).
+    special: bool,
+}
+
+impl<'t> Resolved<'t> {
+    fn new(schema: &'t OpSchema, domain: &str, op: &str) -> Resolved<'t> {
+        let constraints = &schema.type_constraints;
+        let sets: Vec<TypeSet<'t>> = constraints.iter().map(|(_, l)| TypeSet::new(l)).collect();
+        let param = |p: &FormalParam| constraints.iter().position(|(n, _)| *n == p.type_str);
+        let in_param: Vec<Option<usize>> = schema.inputs.iter().map(param).collect();
+        let in_literal = schema
+            .inputs
+            .iter()
+            .zip(&in_param)
+            .map(|(p, k)| {
+                (k.is_none() && p.type_str.starts_with("tensor("))
+                    .then(|| TypeSet::new(std::slice::from_ref(&p.type_str)))
+            })
+            .collect();
+        let out_param: Vec<Option<usize>> = schema.outputs.iter().map(param).collect();
+        let out_fixed = schema
+            .outputs
+            .iter()
+            .zip(&out_param)
+            .map(|(p, k)| match k {
+                Some(k) => match &*constraints[*k].1 {
+                    [only] => Type::parse(only),
+                    _ => None,
+                },
+                None => Type::parse(&p.type_str),
+            })
+            .collect();
+        Resolved {
+            schema,
+            sets,
+            in_param,
+            in_literal,
+            out_param,
+            out_fixed,
+            special: has_special_output_type(domain, op),
+        }
+    }
+}
+
+/// A node's since-version and output types, as type inference gave them.
+type Typed = (i64, Box<[Option<Type>]>);
+
+/// Schema resolution for one session's opsets, each (domain, op) resolved once.
+pub struct Resolver<'t> {
+    table: &'t KernelTable,
+    versions: HashMap<Sym, i64>,
+    cache: HashMap<(Sym, Sym), Result<Rc<Resolved<'t>>, SchemaError>>,
+    /// [`type_conflict`]'s queries that found no conflict: the op, then per input its type
+    /// (see [`input_signature`]). A node whose query is here passes without a check.
+    consistent: HashSet<Box<[u32]>>,
+    /// Type inference's answers for nodes without subgraphs or a special rule, by
+    /// [`type_signature`]: the since-version and the output types.
+    typed: HashMap<Box<[u32]>, Typed>,
+    /// The query being built (kept to reuse its buffer).
+    query: Vec<u32>,
+}
+
+impl<'t> Resolver<'t> {
+    /// A resolver under the session's opsets ([`domain_versions`]).
+    pub fn new(session: &Session, table: &'t KernelTable) -> Resolver<'t> {
+        Resolver::with_versions(table, domain_versions(session, table))
+    }
+
+    pub fn with_versions(table: &'t KernelTable, versions: HashMap<Sym, i64>) -> Resolver<'t> {
+        Resolver {
+            table,
+            versions,
+            cache: HashMap::default(),
+            consistent: HashSet::default(),
+            typed: HashMap::default(),
+            query: Vec::new(),
+        }
+    }
+
+    /// [`resolve_schema`], with its facts.
+    pub fn resolve(&mut self, domain: Sym, op: Sym) -> Result<Rc<Resolved<'t>>, SchemaError> {
+        let (table, versions) = (self.table, &self.versions);
+        self.cache
+            .entry((domain, op))
+            .or_insert_with(|| {
+                resolve_schema(table, versions, domain, op)
+                    .map(|s| Rc::new(Resolved::new(s, domain.as_str(), op.as_str())))
+            })
+            .clone()
+    }
+}
+
+/// For each formal of `params`, the positions of the node's `actual` arguments that fill it, as
+/// [`formal_input_positions`] gives them (without the vector).
+fn formal_range(
+    params: &[crate::tables::FormalParam],
+    k: usize,
+    actual: usize,
+) -> std::ops::Range<usize> {
+    let start = k.min(actual);
+    let end = if params[k].option == ParamOption::Variadic && k + 1 == params.len() {
+        actual
+    } else {
+        (k + 1).min(actual)
+    };
+    start..end.max(start)
+}
+
 /// Infers types for every node of every graph, in topological order, and records the since-
 /// version of each node. Returns the nodes (graph, node) whose schema could not be resolved.
 pub fn infer_session(
@@ -113,59 +242,83 @@ pub fn infer_session_in(
     table: &KernelTable,
     order: &[usize],
 ) -> Vec<(usize, usize, SchemaError)> {
-    let versions = domain_versions(session, table);
+    let mut resolver = Resolver::new(session, table);
     let mut failures = Vec::new();
     if !session.graphs.is_empty() {
-        infer_graph(session, table, &versions, 0, Some(order), &mut failures);
+        infer_graph(session, &mut resolver, 0, Some(order), &mut failures);
     }
     failures
 }
 
 fn infer_graph(
     session: &mut Session,
-    table: &KernelTable,
-    versions: &HashMap<Sym, i64>,
+    resolver: &mut Resolver<'_>,
     gi: usize,
     order: Option<&[usize]>,
     failures: &mut Vec<(usize, usize, SchemaError)>,
 ) {
+    let owned;
     let order = match order {
-        Some(o) => o.to_vec(),
-        None => topological_order(session, gi),
+        Some(o) => o,
+        None => {
+            owned = topological_order(session, gi);
+            &owned
+        }
     };
-    for ni in order {
+    let mut input_types: Vec<Option<Type>> = Vec::new();
+    let mut outputs = Outputs::default();
+    for &ni in order {
         let node = &session.graphs[gi].nodes[ni];
-        let schema = resolve_schema(table, versions, node.domain, node.op);
-        let input_types: Vec<Option<Type>> = node
-            .inputs
-            .iter()
-            .map(|&n| {
+        // The output types of a node without subgraphs or a special rule follow from its op, its
+        // inputs' types and its outputs' declared types: a node like one typed before gets them.
+        let mut key = std::mem::take(&mut resolver.query);
+        let memo = node.subgraphs.is_empty() && type_signature(session, gi, node, &mut key);
+        outputs.types.clear();
+        let since;
+        if let Some((s, outs)) = memo.then(|| resolver.typed.get(key.as_slice())).flatten() {
+            since = Some(*s);
+            outputs.types.extend(outs.iter().cloned());
+        } else {
+            let schema = resolver.resolve(node.domain, node.op);
+            input_types.clear();
+            input_types.extend(node.inputs.iter().map(|&n| {
                 if n.is_empty() {
                     None
                 } else {
                     session.type_of(gi, n).cloned()
                 }
-            })
-            .collect();
-        // Subgraph formal inputs that the file left untyped get ORT's types (Loop and Scan).
-        let subs: Vec<usize> = node.subgraphs.iter().map(|(_, s)| *s).collect();
-        type_subgraph_inputs(session, gi, ni, &input_types);
-        for sg in &subs {
-            infer_graph(session, table, versions, *sg, None, failures);
-        }
-        let node = &session.graphs[gi].nodes[ni];
-        let since = schema.as_ref().ok().map(|s| s.since);
-        let outputs = match &schema {
-            Ok(s) => infer_outputs(session, gi, node, s, &input_types),
-            Err(e) => {
-                failures.push((gi, ni, e.clone()));
-                vec![None; node.outputs.len()]
+            }));
+            // Subgraph formal inputs that the file left untyped get ORT's types (Loop and Scan).
+            if !node.subgraphs.is_empty() {
+                let subs: Vec<usize> = node.subgraphs.iter().map(|(_, s)| *s).collect();
+                type_subgraph_inputs(session, gi, ni, &input_types);
+                for sg in &subs {
+                    infer_graph(session, resolver, *sg, None, failures);
+                }
             }
-        };
+            let node = &session.graphs[gi].nodes[ni];
+            since = schema.as_ref().ok().map(|s| s.schema.since);
+            match &schema {
+                Ok(s) => {
+                    infer_outputs(session, gi, node, s, &input_types, &mut outputs);
+                    if memo && !s.special {
+                        resolver.typed.insert(
+                            key.as_slice().into(),
+                            (s.schema.since, outputs.types.as_slice().into()),
+                        );
+                    }
+                }
+                Err(e) => {
+                    failures.push((gi, ni, e.clone()));
+                    outputs.types.resize(node.outputs.len(), None);
+                }
+            }
+        }
+        resolver.query = key;
         let graph = &mut session.graphs[gi];
         graph.nodes[ni].since = since;
         let (nodes, types) = (&graph.nodes, &mut graph.types);
-        for (&name, ty) in nodes[ni].outputs.iter().zip(outputs) {
+        for (&name, ty) in nodes[ni].outputs.iter().zip(outputs.types.drain(..)) {
             if let (false, Some(ty)) = (name.is_empty(), ty) {
                 types.insert(name, ty);
             }
@@ -211,25 +364,37 @@ fn type_subgraph_inputs(session: &mut Session, gi: usize, ni: usize, input_types
     }
 }
 
-/// Output types of one node under its schema.
+/// [`infer_outputs`]'s answer, and its scratch space (kept across nodes).
+#[derive(Default)]
+struct Outputs {
+    /// Per output of the node: its type.
+    types: Vec<Option<Type>>,
+    /// Per type parameter of the schema: the type bound to it.
+    bound: Vec<Option<Type>>,
+}
+
+/// Output types of one node under its schema, into `out.types`.
 fn infer_outputs(
     session: &Session,
     gi: usize,
     node: &SNode,
-    schema: &OpSchema,
+    resolved: &Resolved<'_>,
     inputs: &[Option<Type>],
-) -> Vec<Option<Type>> {
-    let mut bound: HashMap<&str, Type> = HashMap::default();
-    for (k, range) in formal_input_positions(schema, inputs.len())
-        .into_iter()
-        .enumerate()
-    {
-        let param = &schema.inputs[k];
-        if schema.allowed(&param.type_str).is_none() {
+    out: &mut Outputs,
+) {
+    let schema = resolved.schema;
+    // The type bound to each type parameter: the first typed argument of its first formal.
+    let bound = &mut out.bound;
+    bound.clear();
+    bound.resize(resolved.sets.len(), None);
+    for (k, param) in resolved.in_param.iter().enumerate() {
+        let Some(p) = *param else { continue };
+        if bound[p].is_some() {
             continue;
         }
+        let range = formal_range(&schema.inputs, k, inputs.len());
         if let Some(t) = range.clone().find_map(|i| inputs.get(i).cloned().flatten()) {
-            bound.entry(param.type_str.as_str()).or_insert(t);
+            bound[p] = Some(t);
         }
     }
     let declared = |i: usize| {
@@ -238,24 +403,21 @@ fn infer_outputs(
             .and_then(|n| session.graphs[gi].types.get(n))
             .cloned()
     };
-    let special = special_output_type(session, node, inputs);
-    let positions = formal_output_positions(schema, node.outputs.len());
-    let mut out = vec![None; node.outputs.len()];
-    for (k, range) in positions.into_iter().enumerate() {
-        let param = &schema.outputs[k];
-        for i in range {
-            let generic = if let Some(allowed) = schema.allowed(&param.type_str) {
-                // A type parameter with a single allowed type needs no binding (`Shape`'s T1).
-                bound
-                    .get(param.type_str.as_str())
-                    .cloned()
-                    .or_else(|| match allowed {
-                        [only] => Type::parse(only),
-                        _ => None,
-                    })
-            } else {
-                Type::parse(&param.type_str)
-            };
+    let special = if resolved.special {
+        special_output_type(session, node, inputs)
+    } else {
+        None
+    };
+    let (bound, out) = (&out.bound, &mut out.types);
+    out.resize(node.outputs.len(), None);
+    for k in 0..schema.outputs.len() {
+        for i in formal_range(&schema.outputs, k, node.outputs.len()) {
+            // A type parameter with a single allowed type needs no binding (`Shape`'s T1).
+            let generic = match resolved.out_param[k] {
+                Some(p) => bound[p].clone(),
+                None => None,
+            }
+            .or_else(|| resolved.out_fixed[k].clone());
             let from_special = special.as_ref().and_then(|s| s.get(i).cloned().flatten());
             out[i] = from_special.or(generic).or_else(|| declared(i));
         }
@@ -265,7 +427,38 @@ fn infer_outputs(
             *slot = declared(i);
         }
     }
-    out
+}
+
+/// Whether [`special_output_type`] has a rule for the op (it is asked only then).
+fn has_special_output_type(domain: &str, op: &str) -> bool {
+    matches!(
+        (domain, op),
+        ("ai.onnx", "Cast")
+            | ("ai.onnx", "ConstantOfShape")
+            | ("ai.onnx", "EyeLike")
+            | ("ai.onnx", "RandomNormalLike")
+            | ("ai.onnx", "RandomUniformLike")
+            | ("ai.onnx", "Bernoulli")
+            | ("ai.onnx", "RandomNormal")
+            | ("ai.onnx", "RandomUniform")
+            | ("ai.onnx", "Multinomial")
+            | ("ai.onnx", "QuantizeLinear")
+            | ("com.microsoft", "QuantizeLinear")
+            | ("com.microsoft", "QGemm")
+            | ("ai.onnx", "SequenceEmpty")
+            | ("ai.onnx", "SequenceConstruct")
+            | ("ai.onnx", "SplitToSequence")
+            | ("ai.onnx", "SequenceAt")
+            | ("ai.onnx", "ConcatFromSequence")
+            | ("ai.onnx", "Optional")
+            | ("ai.onnx", "OptionalGetElement")
+            | ("ai.onnx", "If")
+            | ("ai.onnx", "Loop")
+            | ("ai.onnx", "Scan")
+            | ("ai.onnx.ml", "LabelEncoder")
+            | ("ai.onnx.ml", "CastMap")
+            | ("ai.onnx.ml", "CategoryMapper")
+    )
 }
 
 /// Ops whose output type is not a function of their input types under the schema.
@@ -409,8 +602,7 @@ fn special_output_type(
 /// (`tests/it/unseen3.rs`).
 pub fn type_conflict(
     session: &Session,
-    table: &KernelTable,
-    versions: &HashMap<Sym, i64>,
+    resolver: &mut Resolver<'_>,
     gi: usize,
     ni: usize,
 ) -> Option<String> {
@@ -418,28 +610,92 @@ pub fn type_conflict(
     if node.inputs.iter().all(|i| i.is_empty()) {
         return None;
     }
-    let schema = resolve_schema(table, versions, node.domain, node.op).ok()?;
-    let positions = formal_input_positions(schema, node.inputs.len());
-    let mut bound: Vec<(&str, &Type)> = Vec::new();
-    for (k, formal) in schema.inputs.iter().enumerate() {
-        let Some(range) = positions.get(k) else {
-            continue;
-        };
-        let permitted: Option<&[String]> = match schema.allowed(&formal.type_str) {
-            Some(types) => Some(types),
-            None if formal.type_str.starts_with("tensor(") => {
-                Some(std::slice::from_ref(&formal.type_str))
+    // The check reads only the op and the inputs' types (and which are omitted): a node like
+    // one already found consistent is consistent (its schema resolved).
+    let mut query = std::mem::take(&mut resolver.query);
+    let memo = input_signature(session, gi, node, &mut query);
+    if memo && resolver.consistent.contains(query.as_slice()) {
+        resolver.query = query;
+        return None;
+    }
+    let found = match resolver.resolve(node.domain, node.op) {
+        Ok(resolved) => check_types(session, gi, node, &resolved),
+        Err(_) => {
+            resolver.query = query;
+            return None;
+        }
+    };
+    if memo && found.is_none() {
+        resolver.consistent.insert(query.as_slice().into());
+    }
+    resolver.query = query;
+    found
+}
+
+/// The op of `node` and the type of each input as numbers, into `query`: 0 for an omitted
+/// input, 1 for an untyped one, `2 + e` for a tensor of element type `e`. False when an input
+/// has another type (the query does not say it).
+fn input_signature(session: &Session, gi: usize, node: &SNode, query: &mut Vec<u32>) -> bool {
+    query.clear();
+    query.extend([node.domain.id(), node.op.id()]);
+    for &name in &node.inputs {
+        let code = if name.is_empty() {
+            0
+        } else {
+            match session.type_of(gi, name) {
+                None => 1,
+                Some(Type::Tensor(e)) if (0..1 << 30).contains(e) => 2 + *e as u32,
+                Some(_) => return false,
             }
-            None => None,
+        };
+        query.push(code);
+    }
+    true
+}
+
+/// The op of `node`, its inputs' types (as [`input_signature`] gives them), its outputs'
+/// declared types in graph `gi` (1 for none, `2 + e` for a tensor) and its number of inputs,
+/// into `query`. False when a type is not a tensor.
+fn type_signature(session: &Session, gi: usize, node: &SNode, query: &mut Vec<u32>) -> bool {
+    if !input_signature(session, gi, node, query) {
+        return false;
+    }
+    let types = &session.graphs[gi].types;
+    for name in &node.outputs {
+        let code = match types.get(name) {
+            None => 1,
+            Some(Type::Tensor(e)) if (0..1 << 30).contains(e) => 2 + *e as u32,
+            Some(_) => return false,
+        };
+        query.push(code);
+    }
+    // Where the inputs end (the length of the query then says where the outputs do).
+    query.push(node.inputs.len() as u32);
+    true
+}
+
+/// [`type_conflict`]'s check of one node.
+fn check_types(
+    session: &Session,
+    gi: usize,
+    node: &SNode,
+    resolved: &Resolved<'_>,
+) -> Option<String> {
+    let schema = resolved.schema;
+    let actual = node.inputs.len();
+    let mut bound: Vec<(usize, &Type)> = Vec::new();
+    for (k, formal) in schema.inputs.iter().enumerate() {
+        let range = formal_range(&schema.inputs, k, actual);
+        let param = resolved.in_param[k];
+        let permitted: Option<&TypeSet<'_>> = match param {
+            Some(p) => Some(&resolved.sets[p]),
+            None => resolved.in_literal[k].as_ref(),
         };
         // Only tensors are checked against a list that names tensors (the other kinds' spelling
         // in the tables is not compared here).
         let invalid = |ty: &Type| {
-            permitted.is_some_and(|p| {
-                matches!(ty, Type::Tensor(_))
-                    && p.iter().any(|t| t.starts_with("tensor("))
-                    && !crate::session::types::type_allowed(ty, p)
-            })
+            permitted
+                .is_some_and(|p| matches!(ty, Type::Tensor(_)) && p.any_tensor() && !p.allows(ty))
         };
         for idx in range.clone() {
             let name = node.inputs[idx];
@@ -453,13 +709,13 @@ pub fn type_conflict(
                 ));
             }
         }
-        if schema.allowed(&formal.type_str).is_none() {
+        let Some(p) = param else {
             continue;
-        }
+        };
         let args = if formal.option == ParamOption::Variadic && !formal.homogeneous {
             range.start..range.start.min(range.end)
         } else {
-            range.clone()
+            range
         };
         for idx in args {
             let name = node.inputs[idx];
@@ -469,7 +725,7 @@ pub fn type_conflict(
             let Some(ty) = session.type_of(gi, name) else {
                 continue;
             };
-            match bound.iter().find(|(p, _)| *p == formal.type_str) {
+            match bound.iter().find(|(q, _)| *q == p) {
                 Some((_, first)) if *first != ty => {
                     return Some(format!(
                         "Type Error: Type parameter ({}) of Optype ({}) bound to different types ({} and {} in node ({}).",
@@ -477,7 +733,7 @@ pub fn type_conflict(
                     ));
                 }
                 Some(_) => {}
-                None => bound.push((&formal.type_str, ty)),
+                None => bound.push((p, ty)),
             }
         }
     }

@@ -4,6 +4,7 @@
 //! (`Reshape`, `Slice`, `Expand`, `Unsqueeze`-13, ...).
 
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
 use std::rc::Rc;
 
 use super::eval::{self, NodeView, Tensor, reshape_dims, slice_plan};
@@ -59,6 +60,12 @@ fn bdim(a: Option<i64>, b: Option<i64>) -> Option<i64> {
 
 /// Numpy broadcast of shapes with unknown dims.
 pub fn broadcast(shapes: &[&Shape]) -> Shape {
+    let dims: Vec<&[Option<i64>]> = shapes.iter().map(|s| s.as_slice()).collect();
+    broadcast_dims(&dims)
+}
+
+/// [`broadcast`] of dim slices.
+fn broadcast_dims(shapes: &[&[Option<i64>]]) -> Shape {
     let r = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
     (0..r)
         .map(|i| {
@@ -233,7 +240,7 @@ fn class_of(op: Sym) -> Option<Class> {
 /// Output shapes of `node` from its input shapes and the constant values of its inputs.
 pub fn infer_node(
     node: &SNode,
-    inputs: &[Option<Shape>],
+    inputs: &[Option<&Shape>],
     values: &[Option<&Tensor>],
 ) -> Vec<Option<Shape>> {
     let n_out = node.outputs.len();
@@ -264,7 +271,8 @@ pub fn infer_node(
     let Some(first) = first else {
         return out;
     };
-    let s = |i: usize| inputs.get(i).cloned().flatten();
+    let r = |i: usize| inputs.get(i).copied().flatten();
+    let s = |i: usize| r(i).cloned();
     let v = |i: usize| values.get(i).copied().flatten();
     if node.domain != Sym::AI_ONNX {
         if matches!(
@@ -332,18 +340,18 @@ pub fn infer_node(
         return out;
     }
     if class == Some(Class::Broadcast) {
-        let shapes: Vec<Shape> = node
+        let shapes: Vec<&[Option<i64>]> = node
             .inputs
             .iter()
             .enumerate()
             .filter(|(_, n)| !n.is_empty())
-            .map(|(i, _)| s(i))
+            .map(|(i, _)| r(i).map(Vec::as_slice))
             .collect::<Option<_>>()
             .unwrap_or_default();
         if !shapes.is_empty()
             && shapes.len() == node.inputs.iter().filter(|n| !n.is_empty()).count()
         {
-            *first = Some(broadcast(&shapes.iter().collect::<Vec<_>>()));
+            *first = Some(broadcast_dims(&shapes));
         }
         return out;
     }
@@ -373,31 +381,21 @@ pub fn infer_node(
             }
             "MatMul" | "MatMulInteger" | "QLinearMatMul" => {
                 let (a, b) = if op == "QLinearMatMul" {
-                    (s(0)?, s(3)?)
+                    (r(0)?, r(3)?)
                 } else {
-                    (s(0)?, s(1)?)
+                    (r(0)?, r(1)?)
                 };
                 if a.is_empty() || b.is_empty() {
                     return None;
                 }
-                let a2 = if a.len() == 1 {
-                    vec![Some(1), a[0]]
-                } else {
-                    a.clone()
-                };
-                let b2 = if b.len() == 1 {
-                    vec![b[0], Some(1)]
-                } else {
-                    b.clone()
-                };
-                let ba: Shape = a2[..a2.len() - 2].to_vec();
-                let bb: Shape = b2[..b2.len() - 2].to_vec();
-                let mut o = broadcast(&[&ba, &bb]);
+                // A rank-1 operand is promoted (`[1, k]`, `[k, 1]`): no batch dims.
+                let batch = |x: &[Option<i64>]| -> usize { x.len().saturating_sub(2) };
+                let mut o = broadcast_dims(&[&a[..batch(a)], &b[..batch(b)]]);
                 if a.len() > 1 {
-                    o.push(a2[a2.len() - 2]);
+                    o.push(a[a.len() - 2]);
                 }
                 if b.len() > 1 {
-                    o.push(b2[b2.len() - 1]);
+                    o.push(b[b.len() - 1]);
                 }
                 Some(o)
             }
@@ -937,36 +935,56 @@ pub fn merge(declared: Option<&Shape>, inferred: Option<Shape>) -> Option<Shape>
 /// Infers and records the output shapes of node `ni` of graph `gi`.
 pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mut Values) {
     let node = &session.graphs[gi].nodes[ni];
-    let input_shapes: Vec<Option<Shape>> = node
-        .inputs
-        .iter()
-        .map(|&n| {
-            if n.is_empty() {
-                None
-            } else {
-                session.shape_of(gi, n).cloned()
-            }
-        })
-        .collect();
     // Values are read where the output shape depends on them, or where every input is a
     // constant (the node may then be evaluated).
     let all_const = node
         .inputs
         .iter()
         .all(|&n| n.is_empty() || session.initializer(gi, n).is_some_and(|i| !i.overridable));
-    let mut owned: Vec<Option<Rc<Tensor>>> = Vec::with_capacity(node.inputs.len());
-    for (pos, &n) in node.inputs.iter().enumerate() {
-        owned.push(
-            if n.is_empty() || !(all_const || value_needed(&node.op, pos)) {
-                None
-            } else {
+    let wanted = |pos: usize, n: Sym| !n.is_empty() && (all_const || value_needed(&node.op, pos));
+    // Not all constant and no value wanted (most nodes): none is passed (`infer_node` reads a
+    // missing one as `None`, and evaluates only where every input is a constant).
+    let owned: Vec<Option<Rc<Tensor>>> = if all_const
+        || node
+            .inputs
+            .iter()
+            .enumerate()
+            .any(|(pos, &n)| wanted(pos, n))
+    {
+        let mut owned = Vec::with_capacity(node.inputs.len());
+        for (pos, &n) in node.inputs.iter().enumerate() {
+            owned.push(if wanted(pos, n) {
                 values.get(session, gi, n)
-            },
-        );
-    }
+            } else {
+                None
+            });
+        }
+        owned
+    } else {
+        Vec::new()
+    };
     let refs: Vec<Option<&Tensor>> = owned.iter().map(|t| t.as_deref()).collect();
-    let node = &session.graphs[gi].nodes[ni];
-    let mut outs = infer_node(node, &input_shapes, &refs);
+    let shape = |&n: &Sym| {
+        if n.is_empty() {
+            None
+        } else {
+            session.shape_of(gi, n)
+        }
+    };
+    // Up to `INLINE` inputs (nearly every node) on the stack.
+    const INLINE: usize = 8;
+    let mut inline: [Option<&Shape>; INLINE] = [None; INLINE];
+    let spilled: Vec<Option<&Shape>>;
+    let input_shapes: &[Option<&Shape>] = if node.inputs.len() <= INLINE {
+        for (slot, n) in inline.iter_mut().zip(&node.inputs) {
+            *slot = shape(n);
+        }
+        &inline[..node.inputs.len()]
+    } else {
+        spilled = node.inputs.iter().map(shape).collect();
+        &spilled
+    };
+    let mut outs = infer_node(node, input_shapes, &refs);
     if node.op == Sym::IF && node.domain == Sym::AI_ONNX {
         if_shapes(session, node, &mut outs);
     }
@@ -976,8 +994,22 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
         if name.is_empty() {
             continue;
         }
-        if let Some(m) = merge(shapes.get(name), sh) {
-            shapes.insert(*name, m);
+        // `merge` in place: the declared shape is updated where it is kept, never copied.
+        let Some(i) = sh else { continue };
+        match shapes.entry(*name) {
+            Entry::Vacant(v) => {
+                v.insert(i);
+            }
+            Entry::Occupied(mut o) => {
+                let d = o.get_mut();
+                if d.len() == i.len() {
+                    for (a, b) in d.iter_mut().zip(i) {
+                        *a = b.or(*a);
+                    }
+                } else {
+                    *d = i;
+                }
+            }
         }
     }
 }
@@ -1200,13 +1232,23 @@ mod tests {
         }
     }
 
+    /// `infer_node` with owned input shapes.
+    fn infer_owned(
+        n: &SNode,
+        shapes: &[Option<Shape>],
+        values: &[Option<&Tensor>],
+    ) -> Vec<Option<Shape>> {
+        let refs: Vec<Option<&Shape>> = shapes.iter().map(Option::as_ref).collect();
+        infer_node(n, &refs, values)
+    }
+
     #[test]
     fn broadcast_and_matmul() {
         let a: Shape = vec![None, Some(1), Some(4)];
         let b: Shape = vec![Some(3), Some(1)];
         assert_eq!(broadcast(&[&a, &b]), vec![None, Some(3), Some(4)]);
         let n = node("MatMul", 13, &["a", "b"], 1);
-        let out = infer_node(
+        let out = infer_owned(
             &n,
             &[
                 Some(vec![Some(2), None, Some(8)]),
@@ -1229,7 +1271,7 @@ mod tests {
         let mut shapes: Vec<Option<Shape>> = vec![Some(Vec::new()); 9];
         shapes[0] = Some(vec![None, Some(10)]);
         shapes[3] = Some(vec![Some(10), Some(5)]);
-        let out = infer_node(&n, &shapes, &[None; 9]);
+        let out = infer_owned(&n, &shapes, &[None; 9]);
         assert_eq!(out[0], Some(vec![None, Some(5)]));
     }
 
@@ -1249,20 +1291,20 @@ mod tests {
             i: Some(192),
             ..Default::default()
         });
-        let out = infer_node(&nbits, &[Some(x.clone()), None, None], &[None; 3]);
+        let out = infer_owned(&nbits, &[Some(x.clone()), None, None], &[None; 3]);
         assert_eq!(out[0], Some(vec![None, Some(7), Some(192)]));
         // No N: the last dim is unknown, the rank kept.
         let bare = ms("MatMulNBits", &["a", "b", "s"], 1);
-        let out = infer_node(&bare, &[Some(x.clone()), None, None], &[None; 3]);
+        let out = infer_owned(&bare, &[Some(x.clone()), None, None], &[None; 3]);
         assert_eq!(out[0], Some(vec![None, Some(7), None]));
         // QuickGelu and com.microsoft Gelu: input 0's shape.
         for op in ["QuickGelu", "Gelu"] {
-            let out = infer_node(&ms(op, &["x"], 1), &[Some(x.clone())], &[None]);
+            let out = infer_owned(&ms(op, &["x"], 1), &[Some(x.clone())], &[None]);
             assert_eq!(out[0], Some(x.clone()), "{op}");
         }
         // SkipLayerNormalization: output 0 and input_skip_bias_sum (3), not mean/inv_std_var.
         let skip = ms("SkipLayerNormalization", &["x", "s", "g"], 4);
-        let out = infer_node(&skip, &[Some(x.clone()), None, None], &[None; 3]);
+        let out = infer_owned(&skip, &[Some(x.clone()), None, None], &[None; 3]);
         assert_eq!(out[0], Some(x.clone()));
         assert_eq!(out[1], None);
         assert_eq!(out[3], Some(x));
@@ -1272,7 +1314,7 @@ mod tests {
     fn reshape_with_constant_shape() {
         let n = node("Reshape", 14, &["x", "s"], 1);
         let target = Tensor::i64_1d(vec![0, -1]);
-        let out = infer_node(
+        let out = infer_owned(
             &n,
             &[Some(vec![Some(2), Some(3), Some(4)]), Some(vec![Some(2)])],
             &[None, Some(&target)],
@@ -1284,7 +1326,7 @@ mod tests {
     fn slice_and_unsqueeze() {
         let n = node("Slice", 13, &["x", "s", "e"], 1);
         let (st, en) = (Tensor::i64_1d(vec![1]), Tensor::i64_1d(vec![i64::MAX]));
-        let out = infer_node(
+        let out = infer_owned(
             &n,
             &[Some(vec![Some(5), None]), None, None],
             &[None, Some(&st), Some(&en)],
@@ -1292,7 +1334,7 @@ mod tests {
         assert_eq!(out[0], Some(vec![Some(4), None]));
         let u = node("Unsqueeze", 13, &["x", "a"], 1);
         let axes = Tensor::i64_1d(vec![0]);
-        let out = infer_node(&u, &[Some(vec![]), None], &[None, Some(&axes)]);
+        let out = infer_owned(&u, &[Some(vec![]), None], &[None, Some(&axes)]);
         assert_eq!(out[0], Some(vec![Some(1)]));
     }
 }

@@ -6,6 +6,7 @@ use crate::infer::{formal_input_positions, formal_output_positions};
 use crate::session::types::{Type, type_allowed};
 use crate::session::{SNode, Session};
 use crate::tables::{Ep, KernelDef, KernelTable, OpSchema};
+use rustc_hash::FxHashMap as HashMap;
 
 /// Why no registration of an EP matched a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,4 +115,93 @@ fn type_mismatch(
         }
     }
     None
+}
+
+/// [`lookup`] answered once per query: the answer depends only on the provider, the op, the
+/// node's since-version and schema, which of its arguments are omitted and the types of the
+/// others, so nodes that agree on all of these (the layers of a model) share one lookup.
+pub struct Kernels<'t> {
+    table: &'t KernelTable,
+    memo: HashMap<Box<[u32]>, Result<&'t KernelDef, Miss>>,
+    /// Types other than tensors met in queries; a query names one by its index here.
+    other: Vec<Type>,
+    /// The query being built (kept to reuse its buffer).
+    key: Vec<u32>,
+}
+
+/// Codes of an argument in a query: omitted, untyped, a tensor (of element `e`: `TENSOR + e`),
+/// or another type (`OTHER + index`).
+const OMITTED: u32 = 0;
+const UNTYPED: u32 = 1;
+const TENSOR: u32 = 2;
+const OTHER: u32 = 1 << 31;
+
+impl<'t> Kernels<'t> {
+    pub fn new(table: &'t KernelTable) -> Kernels<'t> {
+        Kernels {
+            table,
+            memo: HashMap::default(),
+            other: Vec::new(),
+            key: Vec::new(),
+        }
+    }
+
+    /// [`lookup`] through the memo.
+    #[inline(never)]
+    pub fn lookup(
+        &mut self,
+        ep: Ep,
+        session: &Session,
+        gi: usize,
+        node: &SNode,
+        schema: Option<&OpSchema>,
+    ) -> Result<&'t KernelDef, Miss> {
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        let wide = |v: Option<i64>, key: &mut Vec<u32>| {
+            let v = v.map_or(u64::MAX, |v| v as u64);
+            key.extend([v as u32, (v >> 32) as u32]);
+        };
+        key.extend([
+            ep as u32,
+            node.domain.id(),
+            node.op.id(),
+            node.inputs.len() as u32,
+        ]);
+        wide(node.since, &mut key);
+        wide(schema.map(|s| s.since), &mut key);
+        for &name in node.inputs.iter().chain(&node.outputs) {
+            let code = if name.is_empty() {
+                OMITTED
+            } else {
+                match session.type_of(gi, name) {
+                    None => UNTYPED,
+                    Some(Type::Tensor(e)) if (0..(OTHER - TENSOR) as i32).contains(e) => {
+                        TENSOR + *e as u32
+                    }
+                    Some(t) => {
+                        let k = match self.other.iter().position(|o| o == t) {
+                            Some(k) => k,
+                            None => {
+                                self.other.push(t.clone());
+                                self.other.len() - 1
+                            }
+                        };
+                        OTHER | k as u32
+                    }
+                }
+            };
+            key.push(code);
+        }
+        let found = match self.memo.get(key.as_slice()) {
+            Some(r) => r.clone(),
+            None => {
+                let r = lookup(self.table, ep, session, gi, node, schema);
+                self.memo.insert(key.as_slice().into(), r.clone());
+                r
+            }
+        };
+        self.key = key;
+        found
+    }
 }

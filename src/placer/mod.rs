@@ -496,10 +496,10 @@ fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
 /// The first live node whose inputs bind a type parameter to two types (ORT's type check, which
 /// runs at load and again on every function body it inlines).
 fn first_type_conflict(session: &Session, table: &KernelTable) -> Option<((usize, usize), String)> {
-    let versions = infer::domain_versions(session, table);
+    let mut resolver = infer::Resolver::new(session, table);
     for (gi, g) in session.graphs.iter().enumerate() {
         for (ni, _) in g.live_nodes() {
-            if let Some(e) = infer::type_conflict(session, table, &versions, gi, ni) {
+            if let Some(e) = infer::type_conflict(session, &mut resolver, gi, ni) {
                 return Some(((gi, ni), e));
             }
         }
@@ -661,7 +661,8 @@ fn partition(
     options: &Options,
     decisions: &mut HashMap<(usize, usize), Decision>,
 ) {
-    let versions = infer::domain_versions(session, table);
+    let mut resolver = infer::Resolver::new(session, table);
+    let mut kernels = kernel::Kernels::new(table);
     // One decision per node: size the map once instead of rehashing its large entries.
     decisions.reserve(session.graphs.iter().map(|g| g.nodes.len()).sum());
     let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
@@ -683,9 +684,9 @@ fn partition(
                         if node.ep.is_some() {
                             continue;
                         }
-                        let schema =
-                            infer::resolve_schema(table, &versions, node.domain, node.op).ok();
-                        match lookup(table, Ep::Cuda, session, gi, node, schema) {
+                        let resolved = resolver.resolve(node.domain, node.op).ok();
+                        let schema = resolved.as_ref().map(|r| r.schema);
+                        match kernels.lookup(Ep::Cuda, session, gi, node, schema) {
                             Err(m) => {
                                 cuda_miss.insert((gi, ni), m);
                             }
@@ -719,10 +720,10 @@ fn partition(
                         if node.ep.is_some() {
                             continue;
                         }
-                        let schema =
-                            infer::resolve_schema(table, &versions, node.domain, node.op).ok();
+                        let resolved = resolver.resolve(node.domain, node.op).ok();
+                        let schema = resolved.as_ref().map(|r| r.schema);
                         let key = (gi, ni);
-                        let decision = match lookup(table, Ep::Cpu, session, gi, node, schema) {
+                        let decision = match kernels.lookup(Ep::Cpu, session, gi, node, schema) {
                             Ok(kd) => {
                                 let cpu = kd;
                                 if let Some(cuda) = cuda_kernel

@@ -137,6 +137,52 @@ pub fn type_allowed(ty: &Type, allowed: &[String]) -> bool {
     matches!(ty, Type::Map(..)) && allowed.iter().any(|a| Type::parse(a).as_ref() == Some(ty))
 }
 
+/// A list of ORT type strings (a type constraint's allowed types) read once: the tensor element
+/// types it names as bits, so that [`TypeSet::allows`] answers [`type_allowed`] with a bit test
+/// for a tensor (every other type, and an element number past the bits, asks the list).
+#[derive(Debug, Clone)]
+pub struct TypeSet<'t> {
+    /// Bit `e`: the list holds `tensor(<type_name(e)>)`.
+    elems: u64,
+    /// Some entry starts with `tensor(`.
+    any_tensor: bool,
+    list: &'t [String],
+}
+
+impl<'t> TypeSet<'t> {
+    pub fn new(list: &'t [String]) -> TypeSet<'t> {
+        let mut elems = 0u64;
+        for e in 0..64 {
+            if type_allowed(&Type::Tensor(e), list) {
+                elems |= 1 << e;
+            }
+        }
+        TypeSet {
+            elems,
+            any_tensor: list.iter().any(|t| t.starts_with("tensor(")),
+            list,
+        }
+    }
+
+    /// [`type_allowed`] of the list.
+    pub fn allows(&self, ty: &Type) -> bool {
+        match ty {
+            Type::Tensor(e) if (0..64).contains(e) => self.elems & (1 << e) != 0,
+            _ => type_allowed(ty, self.list),
+        }
+    }
+
+    /// Whether some entry of the list names a tensor type.
+    pub fn any_tensor(&self) -> bool {
+        self.any_tensor
+    }
+
+    /// The list.
+    pub fn list(&self) -> &'t [String] {
+        self.list
+    }
+}
+
 /// Element type number from its ONNX name (`float`, `int64`, `float16`, ...).
 pub fn elem_from_name(name: &str) -> Option<i32> {
     (1..=28).find(|&dt| type_name(dt) == name)
