@@ -219,6 +219,11 @@ impl Interner {
     }
 }
 
+/// One past the highest id handed out so far: every `Sym` existing now has `id() < ids()`.
+pub fn ids() -> usize {
+    PREDEFINED.len() + interner().next as usize
+}
+
 impl Sym {
     /// The sym of `s`, interning it on first sight.
     pub fn new(s: &str) -> Sym {

@@ -7,18 +7,91 @@ use rustc_hash::FxHashMap as HashMap;
 use super::Session;
 use crate::sym::Sym;
 
+/// Which node of one graph produces each value. A graph large against the interner (most of
+/// its names are its values) gets a table indexed by symbol id, a lookup without hashing;
+/// a small graph in a model of many names (a `Loop` body, one of thousands of `If` branches)
+/// gets a hash map, so that no graph pays for a table the size of the whole model. The table
+/// holds at most [`DENSE_PER_NODE`] entries per node of its graph.
+#[derive(Debug, Clone)]
+pub enum Producers {
+    Dense(Vec<usize>),
+    Sparse(HashMap<Sym, usize>),
+}
+
+/// The most table entries a graph's node may account for (see [`Producers`]).
+pub const DENSE_PER_NODE: usize = 16;
+
+impl Producers {
+    /// An empty index for a graph of `nodes` nodes.
+    pub fn for_nodes(nodes: usize) -> Producers {
+        let ids = crate::sym::ids();
+        if nodes >= 64 && ids <= nodes.saturating_mul(DENSE_PER_NODE) {
+            // Room for the names this graph's edits will add, as far as its size allows.
+            let room = (ids + ids / 4).min(nodes.saturating_mul(DENSE_PER_NODE));
+            let mut t = Vec::with_capacity(room);
+            t.resize(ids, usize::MAX);
+            Producers::Dense(t)
+        } else {
+            Producers::Sparse(HashMap::with_capacity_and_hasher(
+                nodes * 2,
+                Default::default(),
+            ))
+        }
+    }
+
+    /// The producers of the live nodes of graph `gi`.
+    pub fn of(session: &Session, gi: usize) -> Producers {
+        let g = &session.graphs[gi];
+        let mut p = Producers::for_nodes(g.nodes.len());
+        for (i, n) in g.live_nodes() {
+            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                p.insert(*o, i);
+            }
+        }
+        p
+    }
+
+    pub fn get(&self, v: Sym) -> Option<usize> {
+        match self {
+            Producers::Dense(t) => t.get(v.id() as usize).copied().filter(|&i| i != usize::MAX),
+            Producers::Sparse(m) => m.get(&v).copied(),
+        }
+    }
+
+    pub fn insert(&mut self, v: Sym, node: usize) {
+        match self {
+            Producers::Dense(t) => {
+                let k = v.id() as usize;
+                if k >= t.len() {
+                    t.resize(k + 1, usize::MAX);
+                }
+                t[k] = node;
+            }
+            Producers::Sparse(m) => {
+                m.insert(v, node);
+            }
+        }
+    }
+
+    pub fn remove(&mut self, v: Sym) {
+        match self {
+            Producers::Dense(t) => {
+                if let Some(e) = t.get_mut(v.id() as usize) {
+                    *e = usize::MAX;
+                }
+            }
+            Producers::Sparse(m) => {
+                m.remove(&v);
+            }
+        }
+    }
+}
+
 /// Nodes of graph `gi` (not removed) in a topological order: Kahn's algorithm by name, taking
 /// the lowest index first. Nodes left over by a cycle are appended in index order.
 pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {
-    let g = &session.graphs[gi];
-    let mut producer: HashMap<Sym, usize> =
-        HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
-    for (i, n) in g.live_nodes() {
-        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.insert(*o, i);
-        }
-    }
-    topological_order_by(session, gi, &|v| producer.get(&v).copied())
+    let producer = Producers::of(session, gi);
+    topological_order_by(session, gi, &|v| producer.get(v))
 }
 
 /// [`topological_order`] with the producer of each value given (a caller that keeps an index
@@ -99,15 +172,8 @@ pub fn topological_order_by(
 /// ORT's `GraphViewer` order: a reverse DFS from the leaf nodes (nodes whose outputs no node
 /// reads), inputs visited in index order from the top of a stack, nodes emitted on leaving.
 pub fn ort_topological_order(session: &Session, gi: usize) -> Vec<usize> {
-    let g = &session.graphs[gi];
-    let mut producer: HashMap<Sym, usize> =
-        HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
-    for (i, n) in g.live_nodes() {
-        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.insert(*o, i);
-        }
-    }
-    ort_topological_order_by(session, gi, &|v| producer.get(&v).copied())
+    let producer = Producers::of(session, gi);
+    ort_topological_order_by(session, gi, &|v| producer.get(v))
 }
 
 /// [`ort_topological_order`] with the producer of each value given.

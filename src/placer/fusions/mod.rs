@@ -110,7 +110,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
 /// Values are keyed by their interned names.
 struct Fuser {
     gi: usize,
-    producer: HashMap<Sym, usize>,
+    producer: crate::session::order::Producers,
     /// Readers of each value: the head of a list in `links` (one entry per reading node,
     /// implicit inputs included). Entries of removed nodes stay; lookups skip them.
     consumers: HashMap<Sym, u32>,
@@ -219,7 +219,7 @@ impl Fuser {
         let g = &session.graphs[gi];
         let mut f = Fuser {
             gi,
-            producer: HashMap::default(),
+            producer: crate::session::order::Producers::for_nodes(g.nodes.len()),
             consumers: HashMap::default(),
             links: Vec::new(),
             outputs: g.outputs.iter().cloned().collect(),
@@ -238,7 +238,6 @@ impl Fuser {
             params: HashMap::default(),
             symbols: std::cell::RefCell::new(HashMap::default()),
         };
-        f.producer.reserve(g.nodes.len());
         f.consumers.reserve(g.nodes.len());
         f.links.reserve(2 * g.nodes.len());
         for (ni, n) in g.live_nodes() {
@@ -389,8 +388,8 @@ impl Fuser {
         let n = &mut session.graphs[self.gi].nodes[ni];
         n.removed = true;
         for o in &n.outputs {
-            if self.producer.get(o) == Some(&ni) {
-                self.producer.remove(o);
+            if self.producer.get(*o) == Some(ni) {
+                self.producer.remove(*o);
             }
         }
         if let Some(k) = self.names.as_mut().and_then(|m| m.get_mut(&n.name)) {
@@ -411,7 +410,7 @@ impl Fuser {
 
     /// The live producer of `value` in this graph.
     fn producer_of(&self, session: &Session, value: Sym) -> Option<usize> {
-        self.producer.get(&value).copied().filter(|&p| {
+        self.producer.get(value).filter(|&p| {
             let n = &session.graphs[self.gi].nodes[p];
             !n.removed && n.outputs.contains(&value)
         })

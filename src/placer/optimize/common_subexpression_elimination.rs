@@ -24,6 +24,16 @@ enum Slot {
 }
 
 impl Seen {
+    /// Room for the keys of `nodes` nodes (the map does not grow node by node).
+    pub(super) fn with_capacity(nodes: usize) -> Seen {
+        Seen {
+            key: Vec::new(),
+            arena: Vec::with_capacity(nodes * 32),
+            by_hash: FxMap::with_capacity_and_hasher(nodes, Default::default()),
+            collided: FxMap::default(),
+        }
+    }
+
     fn slot(&self) -> Slot {
         use std::hash::BuildHasher;
         let h = rustc_hash::FxBuildHasher.hash_one(self.key.as_slice());

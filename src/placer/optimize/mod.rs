@@ -18,7 +18,7 @@ use crate::infer::shapes::{self, Values};
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
 use crate::placer::{OptLevel, registry, transpose};
-use crate::session::order::{ort_topological_order, ort_topological_order_by};
+use crate::session::order::{Producers, ort_topological_order, ort_topological_order_by};
 use crate::session::{Init, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
@@ -180,7 +180,7 @@ struct Optimizer<'t> {
 /// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
 /// [`Index::users`] filters them.
 struct Index {
-    producer: FxMap<Sym, usize>,
+    producer: Producers,
     uses: FxMap<Sym, Vec<usize>>,
     outputs: HashSet<Sym>,
 }
@@ -189,7 +189,7 @@ impl Index {
     fn build(session: &Session, gi: usize) -> Index {
         let g = &session.graphs[gi];
         // Sized once: a value per node output, about as many read values.
-        let mut producer = FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+        let mut producer = Producers::for_nodes(g.nodes.len());
         let mut uses: FxMap<Sym, Vec<usize>> =
             FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
         for (i, n) in g.live_nodes() {
@@ -237,8 +237,7 @@ impl Index {
     /// The live producer of `name` in this graph.
     fn producer(&self, session: &Session, gi: usize, name: Sym) -> Option<usize> {
         self.producer
-            .get(&name)
-            .copied()
+            .get(name)
             .filter(|&p| !session.graphs[gi].nodes[p].removed)
     }
 }
@@ -272,9 +271,8 @@ impl Optimizer<'_> {
             _ => {
                 // One producer index serves both orders.
                 let idx = Index::build(session, gi);
-                let kahn =
-                    infer::topological_order_by(session, gi, &|v| idx.producer.get(&v).copied());
-                let dfs = ort_topological_order_by(session, gi, &|v| idx.producer.get(&v).copied());
+                let kahn = infer::topological_order_by(session, gi, &|v| idx.producer.get(v));
+                let dfs = ort_topological_order_by(session, gi, &|v| idx.producer.get(v));
                 (idx, kahn, dfs)
             }
         };
@@ -283,7 +281,11 @@ impl Optimizer<'_> {
             self.indices.insert(gi, (idx, kahn, dfs, len));
             return changed;
         }
-        let mut cse = common_subexpression_elimination::Seen::default();
+        let mut cse = if pass == Pass::Cse {
+            common_subexpression_elimination::Seen::with_capacity(session.graphs[gi].nodes.len())
+        } else {
+            common_subexpression_elimination::Seen::default()
+        };
         // After a ReshapeFusion, ORT's next Resolve infers the graph's shapes again (the
         // Reshapes now have constant shapes); the next folding pass does the same here.
         let mut updated = pass == Pass::Fold && self.reinfer.remove(&gi);
