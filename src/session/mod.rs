@@ -169,10 +169,15 @@ impl SGraph {
         use prost::Message;
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();
+        // One buffer for every attribute's encoding (it hashes as the encoded `Vec` would).
+        let mut buf = Vec::new();
         for n in self.nodes.iter().take(upto) {
             (&n.name, &n.op, &n.domain, &n.inputs, &n.outputs, n.removed).hash(&mut h);
             for a in &n.attrs {
-                a.encode_to_vec().hash(&mut h);
+                buf.clear();
+                // Encoding into a `Vec` cannot fail (it grows).
+                let _ = a.encode(&mut buf);
+                buf.as_slice().hash(&mut h);
             }
             for (attr, sg) in &n.subgraphs {
                 (attr, sg).hash(&mut h);

@@ -75,17 +75,27 @@ pub fn placement_json(model: &str, p: &Placement) -> Value {
     for (g, n) in p.memcpy_counts() {
         memcpy.insert(g.to_string(), json!(n));
     }
-    json!({
-        "model": model,
-        "ort": p.ort,
-        "level": p.level.name(),
-        "session": session,
-        "error": error,
-        "placement": placement,
-        "all_nodes_on": all_nodes_on,
-        "memcpy": memcpy,
-        "copies": p.copies.iter().map(|c| c.log_line()).collect::<Vec<_>>(),
-    })
+    // The object is assembled from values moved in: `json!` would serialise each map again
+    // into a copy (a whole-session placement map is most of the output).
+    let mut out = Map::new();
+    out.insert("model".into(), Value::String(model.into()));
+    out.insert("ort".into(), Value::String(p.ort.clone()));
+    out.insert("level".into(), Value::String(p.level.name().into()));
+    out.insert("session".into(), Value::String(session.into()));
+    out.insert("error".into(), error);
+    out.insert("placement".into(), Value::Object(placement));
+    out.insert("all_nodes_on".into(), all_nodes_on);
+    out.insert("memcpy".into(), Value::Object(memcpy));
+    out.insert(
+        "copies".into(),
+        Value::Array(
+            p.copies
+                .iter()
+                .map(|c| Value::String(c.log_line()))
+                .collect(),
+        ),
+    );
+    Value::Object(out)
 }
 
 /// The record of a model that could not be read: `{"model", "error": {"code", "message"}}`.
