@@ -224,9 +224,22 @@ pub fn place_file(
     table: &'static KernelTable,
     options: &Options,
 ) -> Result<Placement, crate::model::LoadError> {
+    place_file_with(path, || table, options)
+}
+
+/// [`place_file`] with the release's table asked for only once the model is read: the `place`
+/// command decodes the table on another thread meanwhile (reading the model does not need it).
+pub fn place_file_with(
+    path: &std::path::Path,
+    table: impl FnOnce() -> &'static KernelTable,
+    options: &Options,
+) -> Result<Placement, crate::model::LoadError> {
     match crate::session::build::from_file(path)? {
-        Some(built) => Ok(place_built(built.session, &built.header, table, options)),
-        None => Ok(place_owned(crate::model::load(path)?, table, options)),
+        Some(built) => Ok(place_built(built.session, &built.header, table(), options)),
+        None => {
+            let model = crate::model::load(path)?;
+            Ok(place_owned(model, table(), options))
+        }
     }
 }
 

@@ -82,6 +82,11 @@ impl Bundled {
             .get_or_init(|| attributes::SchemaAttributes::parse(self.attributes_text))
     }
 
+    /// Whether [`Bundled::table`] has decoded the table already.
+    pub fn is_decoded(&self) -> bool {
+        self.parsed.get().is_some()
+    }
+
     /// The table, decoded from its compact form on first use and cached for the life of the
     /// process. The compact form is the TOML parsed ahead of time (`tests/it/tables.rs` checks
     /// that it is exactly that), so this is the same table as `format::parse` of the TOML file.
