@@ -74,7 +74,7 @@ const BLOCK: usize = 64 * 1024;
 
 /// One slot of the id table: the text's address and length, set once (length first, then the
 /// address with `Release`) under the interner's lock before the id is handed out; a reader loads
-/// the address with `Acquire`. Zero-initialised chunks cost a `memset`, not a loop of cells.
+/// the address with `Acquire` and takes no lock. A null address is a slot not set.
 type Slot = (AtomicPtr<u8>, AtomicUsize);
 type Chunk = Box<[Slot]>;
 

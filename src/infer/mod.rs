@@ -83,17 +83,9 @@ fn formal_positions(
     params: &[crate::tables::FormalParam],
     actual: usize,
 ) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::with_capacity(params.len());
-    for (k, p) in params.iter().enumerate() {
-        let start = k.min(actual);
-        let end = if p.option == ParamOption::Variadic && k + 1 == params.len() {
-            actual
-        } else {
-            (k + 1).min(actual)
-        };
-        out.push(start..end.max(start));
-    }
-    out
+    (0..params.len())
+        .map(|k| formal_range(params, k, actual))
+        .collect()
 }
 
 /// A schema resolved for one (domain, op) under the session's opsets, with what the per-node
@@ -206,8 +198,8 @@ impl<'t> Resolver<'t> {
     }
 }
 
-/// For each formal of `params`, the positions of the node's `actual` arguments that fill it, as
-/// [`formal_input_positions`] gives them (without the vector).
+/// The positions of the node's `actual` arguments that fill formal `k` of `params` (only the
+/// last formal may be variadic; it takes every remaining actual).
 fn formal_range(
     params: &[crate::tables::FormalParam],
     k: usize,
@@ -461,7 +453,9 @@ fn has_special_output_type(domain: &str, op: &str) -> bool {
     )
 }
 
-/// Ops whose output type is not a function of their input types under the schema.
+/// Ops whose output type is not a function of their input types under the schema. Asked only
+/// for the ops [`has_special_output_type`] lists (type inference memoises the others' answers),
+/// so a rule added here is listed there too.
 fn special_output_type(
     session: &Session,
     node: &SNode,

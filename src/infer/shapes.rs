@@ -920,15 +920,15 @@ fn value_needed(op: &str, pos: usize) -> bool {
     }
 }
 
-/// Merges an inferred shape into a declared one: concrete inferred dims win.
-pub fn merge(declared: Option<&Shape>, inferred: Option<Shape>) -> Option<Shape> {
-    match (declared, inferred) {
-        (None, i) => i,
-        (Some(d), None) => Some(d.clone()),
-        (Some(d), Some(i)) if d.len() == i.len() => {
-            Some(d.iter().zip(&i).map(|(a, b)| b.or(*a)).collect())
+/// Merges an inferred shape into the declared one, in place: concrete inferred dims win; a
+/// rank that differs replaces the declared shape.
+fn merge_into(declared: &mut Shape, inferred: Shape) {
+    if declared.len() == inferred.len() {
+        for (a, b) in declared.iter_mut().zip(inferred) {
+            *a = b.or(*a);
         }
-        (Some(_), Some(i)) => Some(i),
+    } else {
+        *declared = inferred;
     }
 }
 
@@ -994,22 +994,13 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
         if name.is_empty() {
             continue;
         }
-        // `merge` in place: the declared shape is updated where it is kept, never copied.
+        // The declared shape is updated where it is kept, never copied.
         let Some(i) = sh else { continue };
         match shapes.entry(*name) {
             Entry::Vacant(v) => {
                 v.insert(i);
             }
-            Entry::Occupied(mut o) => {
-                let d = o.get_mut();
-                if d.len() == i.len() {
-                    for (a, b) in d.iter_mut().zip(i) {
-                        *a = b.or(*a);
-                    }
-                } else {
-                    *d = i;
-                }
-            }
+            Entry::Occupied(mut o) => merge_into(o.get_mut(), i),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! (an open-ended registration matches only its own since-version) and the type rule (each
 //! constraint checks only the first existing argument bound to it).
 
-use crate::infer::{formal_input_positions, formal_output_positions};
+use crate::infer::formal_input_positions;
 use crate::session::types::{Type, type_allowed};
 use crate::session::{SNode, Session};
 use crate::tables::{Ep, KernelDef, KernelTable, OpSchema};
@@ -65,7 +65,6 @@ fn type_mismatch(
     schema: &OpSchema,
 ) -> Option<Miss> {
     let in_pos = formal_input_positions(schema, node.inputs.len());
-    let _ = formal_output_positions(schema, node.outputs.len());
     for (cname, allowed) in kd.types.iter() {
         let key = |p: &crate::tables::FormalParam| -> bool {
             let key = if schema.allowed(&p.type_str).is_some() {

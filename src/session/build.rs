@@ -197,7 +197,6 @@ struct Builder<'a> {
     /// The model's numbering of nodes (`model::NodeId`): a graph's nodes take consecutive
     /// ids when the graph is reached, before its subgraphs.
     next_node: u32,
-    /// The values each enclosing graph defines, innermost last.
     /// The values each enclosing graph defines, innermost last, with the node of that graph
     /// producing each (`NOT_A_NODE` for graph inputs and initializers).
     scopes: Vec<FxHashMap<Sym, u32>>,

@@ -259,26 +259,29 @@ fn model_file_over_two_gib_is_refused_unread() {
     assert_eq!(error_code(&err), "onnx_lint::load::too_large");
 }
 
-#[test]
-fn view_of_a_subgraph_model() {
-    // If with a then-branch reading an outer value: implicit inputs and outer scope resolved.
+/// An `If` node `name` of condition `cond` and output `out` whose two branches (named, with
+/// their op) are one node each, reading the outer value `outer`.
+fn if_reading(
+    name: &str,
+    cond: &str,
+    out: &str,
+    outer: &str,
+    branches: [(&str, &str); 2],
+) -> onnx_lint::model::proto::NodeProto {
     use onnx_lint::model::proto::{AttributeProto, GraphProto, attribute_proto::AttributeType};
-    let branch = |name: &str, op: &str| GraphProto {
-        name: Some(name.into()),
-        node: vec![node(
-            op,
-            &format!("{name}_node"),
-            &["outer"],
-            &[&format!("{name}_out")],
-        )],
-        output: vec![value(&format!("{name}_out"), FLOAT, &[2])],
-        ..Default::default()
-    };
-    let mut if_node = node("If", "if", &["cond"], &["y"]);
-    for (attr, g) in [
-        ("then_branch", branch("then", "Relu")),
-        ("else_branch", branch("else", "Neg")),
-    ] {
+    let mut if_node = node("If", name, &[cond], &[out]);
+    for (attr, (branch, op)) in ["then_branch", "else_branch"].into_iter().zip(branches) {
+        let g = GraphProto {
+            name: Some(branch.into()),
+            node: vec![node(
+                op,
+                &format!("{branch}_node"),
+                &[outer],
+                &[&format!("{branch}_out")],
+            )],
+            output: vec![value(&format!("{branch}_out"), FLOAT, &[2])],
+            ..Default::default()
+        };
         if_node.attribute.push(AttributeProto {
             name: Some(attr.into()),
             r#type: Some(AttributeType::Graph as i32),
@@ -286,6 +289,19 @@ fn view_of_a_subgraph_model() {
             ..Default::default()
         });
     }
+    if_node
+}
+
+#[test]
+fn view_of_a_subgraph_model() {
+    // If with a then-branch reading an outer value: implicit inputs and outer scope resolved.
+    let if_node = if_reading(
+        "if",
+        "cond",
+        "y",
+        "outer",
+        [("then", "Relu"), ("else", "Neg")],
+    );
     let m = support::model(
         vec![node("Relu", "pre", &["x"], &["outer"]), if_node],
         vec![value("x", FLOAT, &[2]), value("cond", support::FLOAT, &[])],
@@ -403,30 +419,13 @@ fn place_refuses_what_loading_refuses() {
     ));
     // A cycle closed by what a subgraph reads: the If's branch reads `z`, which a node after
     // the If computes from the If's output.
-    let branch = |name: &str| onnx_lint::model::proto::GraphProto {
-        name: Some(name.into()),
-        node: vec![node(
-            "Identity",
-            &format!("{name}_id"),
-            &["z"],
-            &[&format!("{name}_out")],
-        )],
-        output: vec![value(&format!("{name}_out"), FLOAT, &[2])],
-        ..Default::default()
-    };
-    let mut cond = node("If", "if", &["c"], &["t"]);
-    for (attr, g) in [
-        ("then_branch", branch("then")),
-        ("else_branch", branch("else")),
-    ] {
-        cond.attribute
-            .push(onnx_lint::model::proto::AttributeProto {
-                name: Some(attr.into()),
-                r#type: Some(5),
-                g: Some(Box::new(g)),
-                ..Default::default()
-            });
-    }
+    let cond = if_reading(
+        "if",
+        "c",
+        "t",
+        "z",
+        [("then", "Identity"), ("else", "Identity")],
+    );
     let m = support::model(
         vec![
             cond,
