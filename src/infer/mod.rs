@@ -8,7 +8,7 @@
 pub mod eval;
 pub mod shapes;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 pub use crate::session::order::{topological_order, topological_order_by};
 pub use crate::session::types::{Type, elem_from_name, is_cuda_preferred_float};

@@ -3,7 +3,7 @@
 //! Constant inputs (initializers) are read where an op's output shape depends on a value
 //! (`Reshape`, `Slice`, `Expand`, `Unsqueeze`-13, ...).
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 use std::collections::hash_map::Entry;
 use std::rc::Rc;
 

@@ -5,7 +5,7 @@
 //!
 //! Pure: no I/O, no printing.
 
-use rustc_hash::FxHashSet as HashSet;
+use crate::sym::SymSet as HashSet;
 
 use crate::session::{NameGen, SNode, Session};
 use crate::sym::Sym;
@@ -193,7 +193,7 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
     if !both.is_empty() {
         let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
         let wanted: HashSet<Sym> = both.iter().copied().collect();
-        let mut uses: rustc_hash::FxHashMap<Sym, Vec<(usize, usize)>> = Default::default();
+        let mut uses: crate::sym::SymMap<Sym, Vec<(usize, usize)>> = Default::default();
         for (ni, n) in session.graphs[gi].live_nodes() {
             if n.ep != Some(Ep::Cuda) {
                 continue;
@@ -222,8 +222,8 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
 
     // Where each value is read in device memory by a provider node, and which provider node
     // writes it in device memory: the uses a copy takes over.
-    let mut device_reads: rustc_hash::FxHashMap<Sym, Vec<(usize, usize)>> = Default::default();
-    let mut device_writes: rustc_hash::FxHashMap<Sym, Vec<(usize, usize)>> = Default::default();
+    let mut device_reads: crate::sym::SymMap<Sym, Vec<(usize, usize)>> = Default::default();
+    let mut device_writes: crate::sym::SymMap<Sym, Vec<(usize, usize)>> = Default::default();
     if !planned.is_empty() {
         let wanted: HashSet<Sym> = planned.iter().map(|(_, _, v)| *v).collect();
         for (ni, n) in session.graphs[gi].live_nodes() {

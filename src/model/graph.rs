@@ -165,14 +165,14 @@ impl Indexer<'_> {
             outputs: Vec::new(),
             initializers: Vec::new(),
             outer_inputs: Vec::new(),
-            scope: rustc_hash::FxHashMap::with_capacity_and_hasher(
+            scope: crate::sym::SymMap::with_capacity_and_hasher(
                 gp.node.len() * 2 + gp.input.len() + gp.initializer.len(),
                 Default::default(),
             ),
         });
 
         // Definitions first: a subgraph may read any value of this graph.
-        let init_names: rustc_hash::FxHashSet<&str> =
+        let init_names: crate::sym::SymSet<&str> =
             gp.initializer.iter().map(|t| t.name()).collect();
         for (i, vi) in gp.input.iter().enumerate() {
             let is_init = init_names.contains(vi.name());

@@ -84,7 +84,7 @@ pub struct Graph {
     pub initializers: Vec<ValueId>,
     /// Values of enclosing graphs that this graph (or a graph nested in it) reads.
     pub outer_inputs: Vec<ValueId>,
-    scope: rustc_hash::FxHashMap<String, ValueId>,
+    scope: crate::sym::SymMap<String, ValueId>,
 }
 
 impl Graph {

@@ -3,7 +3,7 @@
 //! partitioning: float16 nodes that no provider took run on the CPU in float32 between inserted
 //! `Cast` nodes, and Cast pairs that cancel out are removed.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 use crate::infer::Type;
 use crate::model::DataType as D;

@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 use crate::infer::is_cuda_preferred_float;
 use crate::session::Session;

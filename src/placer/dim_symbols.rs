@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 use crate::session::Session;
 use crate::sym::Sym;

@@ -45,14 +45,14 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     }
     let order = crate::session::order::ort_topological_order(session, gi);
     let g = &session.graphs[gi];
-    let outputs: rustc_hash::FxHashSet<Sym> = g.outputs.iter().copied().collect();
-    let produced: rustc_hash::FxHashSet<Sym> = g
+    let outputs: crate::sym::SymSet<Sym> = g.outputs.iter().copied().collect();
+    let produced: crate::sym::SymSet<Sym> = g
         .live_nodes()
         .flat_map(|(_, n)| n.outputs.iter().copied())
         .filter(|o| !o.is_empty())
         .collect();
     // Reading slots per value (ORT's output edges).
-    let mut reads: rustc_hash::FxHashMap<Sym, Vec<(usize, usize)>> = Default::default();
+    let mut reads: crate::sym::SymMap<Sym, Vec<(usize, usize)>> = Default::default();
     for (ni, n) in g.live_nodes() {
         for (k, i) in n.inputs.iter().enumerate().filter(|(_, i)| !i.is_empty()) {
             reads.entry(*i).or_default().push((ni, k));

@@ -5,8 +5,8 @@
 use crate::infer::formal_input_positions;
 use crate::session::types::{Type, type_allowed};
 use crate::session::{SNode, Session};
+use crate::sym::SymMap as HashMap;
 use crate::tables::{Ep, KernelDef, KernelTable, OpSchema};
-use rustc_hash::FxHashMap as HashMap;
 
 /// Why no registration of an EP matched a node.
 #[derive(Debug, Clone, PartialEq, Eq)]

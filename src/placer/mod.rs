@@ -33,7 +33,7 @@ mod qdq_transformer;
 pub mod registry;
 mod transpose;
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 pub use crate::session::types::type_allowed;
 pub use kernel::{Miss, lookup};
@@ -681,7 +681,7 @@ fn partition(
     let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
     let mut cuda_kernel: HashMap<(usize, usize), &'static KernelDef> = HashMap::default();
     let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
-    let mut preferred: rustc_hash::FxHashSet<(usize, usize)> = Default::default();
+    let mut preferred: crate::sym::SymSet<(usize, usize)> = Default::default();
     // Partitioning assigns providers but never changes the graph: one order per graph serves
     // every provider's pass.
     let orders: Vec<Vec<usize>> = (0..session.graphs.len())

@@ -33,7 +33,7 @@
 //! the real-world corpora (rapidocr's PyPI models, a dynamo ResNet, the zoo's light Inception;
 //! unseen3's timm/torchvision/tf2onnx convnets, whose CPU-only truth is block 16 too).
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 use crate::infer::Type;
 use crate::model::DataType as D;
@@ -110,7 +110,7 @@ struct Impl<'n> {
     /// (measured: not in 1.28.0, in 1.31.1; 1.29 and 1.30 are taken to behave as 1.31).
     hard_swish: bool,
     /// Nodes an earlier fusion of the walk took (removed at `Finalize`, skipped until then).
-    taken: rustc_hash::FxHashSet<usize>,
+    taken: crate::sym::SymSet<usize>,
     names: &'n mut NameGen,
     /// Original value → its NCHWc form, in creation order (ORT's `Finalize` walks a hash map;
     /// the names it generates do not depend on the order).
@@ -126,7 +126,7 @@ struct Impl<'n> {
     /// Reading slots per value (ORT's output edges), of the graph as it was.
     reads: HashMap<Sym, usize>,
     producers: HashMap<Sym, usize>,
-    outputs: rustc_hash::FxHashSet<Sym>,
+    outputs: crate::sym::SymSet<Sym>,
     /// The symbolic dims (`dim_param`) of the inputs of the graph's `Add`/`Sum` nodes, as ORT's
     /// shape inference left them before the walk (see [`symbols_of_sums`]).
     symbols: HashMap<Sym, [Option<Sym>; 4]>,

@@ -20,7 +20,7 @@ pub mod shape_proof;
 pub mod symbolic;
 mod unsupported_opset;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 use crate::diagnostics::{Finding, Severity, ValueLabel};
 use crate::model::{Model, NodeId};

@@ -1,6 +1,6 @@
 //! OL101 registration-gap.
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 use crate::analysis::opset_lowering::{self, Lowering, Verdict};
 use crate::declare_rule;

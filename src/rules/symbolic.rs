@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 use crate::model::Model;
 use crate::model::proto::tensor_shape_proto::dimension::Value as DimValue;

@@ -13,8 +13,8 @@
 
 use std::path::Path;
 
+use crate::sym::{SymMap as FxHashMap, SymSet as FxHashSet};
 use bytes::Bytes;
-use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::sym::Sym;
 

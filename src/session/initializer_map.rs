@@ -121,7 +121,7 @@ where
     let mut keys: Vec<T> = Vec::new();
     let mut codes: Vec<u64> = Vec::new();
     let mut next: Vec<usize> = Vec::new();
-    let mut seen: rustc_hash::FxHashSet<T> = Default::default();
+    let mut seen: crate::sym::SymSet<T> = Default::default();
     let mut head = NIL;
     let mut buckets: Vec<usize> = vec![NIL; 1];
     let mut policy = Policy { next_resize: 0 };

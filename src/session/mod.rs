@@ -20,7 +20,7 @@ pub mod types;
 pub use names::NameGen;
 pub use types::Type;
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 use crate::model::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto,
@@ -143,7 +143,7 @@ pub struct SGraph {
     pub name_counter: usize,
     /// Node names generated so far (ORT remembers them: a name generated once is never handed
     /// out again, even when no node took it, as the prefix of an inlined function).
-    pub generated_names: rustc_hash::FxHashSet<Sym>,
+    pub generated_names: crate::sym::SymSet<Sym>,
     /// The node count of the graph as loaded and a digest of those nodes (names, ops, inputs,
     /// outputs, attributes, which are removed): whether any transformation changed the graph
     /// ([`SGraph::changed_since_load`]).
@@ -343,7 +343,7 @@ impl Session {
             parent,
             ..SGraph::default()
         };
-        let input_names: rustc_hash::FxHashSet<&str> = if ir4 {
+        let input_names: crate::sym::SymSet<&str> = if ir4 {
             g.input.iter().map(|i| i.name()).collect()
         } else {
             Default::default()
@@ -481,7 +481,7 @@ impl Session {
         if g.parent.is_none() {
             return Vec::new();
         }
-        let mut defined: rustc_hash::FxHashSet<Sym> = g.inputs.iter().copied().collect();
+        let mut defined: crate::sym::SymSet<Sym> = g.inputs.iter().copied().collect();
         defined.extend(g.initializers.keys().copied());
         for n in &g.nodes {
             if !n.removed {
@@ -489,7 +489,7 @@ impl Session {
             }
         }
         let mut outer = Vec::new();
-        let mut seen: rustc_hash::FxHashSet<Sym> = rustc_hash::FxHashSet::default();
+        let mut seen: crate::sym::SymSet<Sym> = crate::sym::SymSet::default();
         let names = g
             .nodes
             .iter()

@@ -7,17 +7,17 @@ use crate::sym::Sym;
 /// ORT's `GenerateNodeName`/`GenerateNodeArgName`: the base name if free, else
 /// `<base>_token_<k>`, with one counter per graph shared by both.
 pub struct NameGen {
-    nodes: rustc_hash::FxHashSet<Sym>,
-    values: rustc_hash::FxHashSet<Sym>,
+    nodes: crate::sym::SymSet<Sym>,
+    values: crate::sym::SymSet<Sym>,
     pub counter: usize,
 }
 
 impl NameGen {
     pub fn new(g: &SGraph) -> NameGen {
-        let mut values: rustc_hash::FxHashSet<Sym> =
+        let mut values: crate::sym::SymSet<Sym> =
             g.inputs.iter().chain(&g.outputs).copied().collect();
         values.extend(g.initializers.keys().copied());
-        let mut nodes: rustc_hash::FxHashSet<Sym> = g.generated_names.iter().copied().collect();
+        let mut nodes: crate::sym::SymSet<Sym> = g.generated_names.iter().copied().collect();
         for (_, n) in g.live_nodes() {
             nodes.insert(n.name);
             values.extend(
@@ -35,7 +35,7 @@ impl NameGen {
         }
     }
 
-    fn fresh(set: &mut rustc_hash::FxHashSet<Sym>, counter: &mut usize, base: &str) -> Sym {
+    fn fresh(set: &mut crate::sym::SymSet<Sym>, counter: &mut usize, base: &str) -> Sym {
         let mut name = Sym::new(base);
         while set.contains(&name) {
             name = Sym::new(&format!("{base}_token_{counter}"));

@@ -2,7 +2,7 @@
 //! (`Graph::Resolve`, what inference and the rewrite rules walk) and the reverse DFS from the
 //! leaves (`GraphViewer`, what CSE, MatMulAddFusion and the TransposeOptimizer walk).
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 use super::Session;
 use crate::sym::Sym;

@@ -5,7 +5,7 @@
 //! `OpSchema::Verify`): an undeclared attribute fails the load with "Unrecognized attribute", a
 //! missing required one with "Required attribute ... is missing".
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 use crate::sym::Sym;
 

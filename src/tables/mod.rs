@@ -28,7 +28,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use rustc_hash::FxHashMap;
+use crate::sym::SymMap as FxHashMap;
 
 use miette::Diagnostic;
 

@@ -32,7 +32,7 @@
 
 mod builders;
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 use std::sync::OnceLock;
 
 use crate::infer::{self, Type};
@@ -176,7 +176,7 @@ pub(crate) fn body_size(nodes: &[NodeProto]) -> usize {
 /// Valid while only this inliner changes the graphs' nodes: one per batch of calls.
 #[derive(Default)]
 pub struct Inliner {
-    names: HashMap<usize, rustc_hash::FxHashMap<Sym, u32>>,
+    names: HashMap<usize, crate::sym::SymMap<Sym, u32>>,
 }
 
 impl Inliner {
@@ -192,9 +192,9 @@ impl Inliner {
         inline_with(self, session, table, gi, ni)
     }
 
-    fn names(&mut self, g: &SGraph, gi: usize) -> &mut rustc_hash::FxHashMap<Sym, u32> {
+    fn names(&mut self, g: &SGraph, gi: usize) -> &mut crate::sym::SymMap<Sym, u32> {
         self.names.entry(gi).or_insert_with(|| {
-            let mut m = rustc_hash::FxHashMap::default();
+            let mut m = crate::sym::SymMap::default();
             for (_, n) in g.live_nodes() {
                 *m.entry(n.name).or_insert(0) += 1;
             }

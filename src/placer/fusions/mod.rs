@@ -20,7 +20,7 @@
 //! ORT's `Graph::GenerateNodeName` and `GenerateNodeArgName` share one counter (the
 //! `_token_<n>` suffixes); the fusions call both where ORT does, so the fused names agree.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 use crate::infer::Type;
 use crate::model::DataType as D;

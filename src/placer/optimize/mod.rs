@@ -9,7 +9,7 @@
 //! repeated until nothing changes (at most 10 steps). What the released builds do where the
 //! public source is silent or differs was measured with the oracle; `tools/probes/l1.py`
 //! records those probes as the `probes_l1` fixtures.
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 use prost::Message;
 
@@ -23,7 +23,7 @@ use crate::session::{Init, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
-type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
+type FxMap<K, V> = crate::sym::SymMap<K, V>;
 mod common_subexpression_elimination;
 mod constant_folding;
 mod constant_sharing;

@@ -17,7 +17,7 @@ pub mod relu_quantizelinear;
 pub mod selectors_actions;
 pub mod where_dummy_dq;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use crate::sym::{SymMap as FxHashMap, SymSet as FxHashSet};
 
 use crate::infer::eval::Tensor;
 use crate::session::{SNode, Session};

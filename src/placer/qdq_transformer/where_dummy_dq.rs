@@ -13,7 +13,7 @@
 //! not an initializer, when the scalar is not a float initializer of the scale's type, or when the
 //! zero point is not int8/uint8/int16/uint16.
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::sym::SymMap as HashMap;
 
 use crate::model::DataType as D;
 use crate::model::proto::TensorProto;

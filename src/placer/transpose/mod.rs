@@ -11,7 +11,7 @@
 //! the graph's one `_token_<k>` counter. Its QDQ handling (looking past a `DequantizeLinear`,
 //! `MakeQDQNodeUnit`) is in `qdq.rs`.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 use crate::infer::eval::Tensor;
 use crate::infer::shapes::Values;

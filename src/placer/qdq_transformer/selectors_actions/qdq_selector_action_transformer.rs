@@ -36,7 +36,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool 
 fn visit(
     session: &mut Session,
     table: &KernelTable,
-    versions: &rustc_hash::FxHashMap<Sym, i64>,
+    versions: &crate::sym::SymMap<Sym, i64>,
     gi: usize,
     edges: &mut Option<Edges>,
     ni: usize,
