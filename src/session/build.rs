@@ -18,7 +18,9 @@ use bytes::Bytes;
 
 use crate::sym::Sym;
 
-use super::{SGraph, SNode, Session, Type, dim_params_of, init_of, init_owning, shape_of};
+use super::{
+    SGraph, SNode, Session, Type, dim_params_of, init_boxed, init_of, init_owning, shape_of,
+};
 use crate::model::proto::attribute_proto::AttributeType;
 use crate::model::view::{
     AttributeView, Declined, GraphView, ModelView, NodeView, ValueInfoView, sparse_tensor, tensor,
@@ -263,12 +265,18 @@ impl<'a> Builder<'a> {
             g.nodes.len() * 2 + inputs.len() + g.initializers.len(),
             Default::default(),
         );
-        let tensors: Vec<_> = g
+        // Each decoded into the box the session keeps it in (no second copy).
+        let tensors: Vec<Box<crate::model::proto::TensorProto>> = g
             .initializers
             .iter()
-            .map(|b| tensor(self.file, b))
+            .map(|b| tensor(self.file, b).map(Box::new))
             .collect::<R<_>>()?;
-        let init_names: FxHashSet<Sym> = tensors.iter().map(|t| Sym::new(t.name())).collect();
+        // Their names, interned under one lock.
+        let tensor_names: Vec<Sym> = {
+            let mut names = crate::sym::Interner::lock();
+            tensors.iter().map(|t| names.intern(t.name())).collect()
+        };
+        let init_names: FxHashSet<Sym> = tensor_names.iter().copied().collect();
         for (i, _) in &inputs {
             if !init_names.contains(i) && defined.insert(*i, NOT_A_NODE).is_some() {
                 return Err(Declined);
@@ -288,15 +296,14 @@ impl<'a> Builder<'a> {
         graph.init_order.reserve(graph.initializers.capacity());
         graph.types.reserve(values);
         graph.shapes.reserve(values);
-        for t in tensors {
+        for (t, name) in tensors.into_iter().zip(tensor_names) {
             self.check_initializer(&t)?;
-            let name = Sym::new(t.name());
             if defined.insert(name, NOT_A_NODE).is_some() {
                 return Err(Declined);
             }
             let overridable = ir4 && input_names.contains(&name);
             graph.init_order.push(name);
-            graph.initializers.insert(name, init_owning(t, overridable));
+            graph.initializers.insert(name, init_boxed(t, overridable));
         }
         for b in &g.sparse_initializers {
             let sp = sparse_tensor(self.file, b)?;

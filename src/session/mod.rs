@@ -552,11 +552,16 @@ pub(crate) fn init_of(t: &TensorProto, overridable: bool) -> Init {
 
 /// [`init_of`] for a tensor the caller already owns (no second copy).
 pub(crate) fn init_owning(t: TensorProto, overridable: bool) -> Init {
+    init_boxed(Box::new(t), overridable)
+}
+
+/// [`init_owning`] for a tensor already boxed.
+pub(crate) fn init_boxed(t: Box<TensorProto>, overridable: bool) -> Init {
     Init {
         dims: t.dims.clone(),
         elem: t.data_type(),
         overridable,
-        tensor: Box::new(t),
+        tensor: t,
     }
 }
 

@@ -7,13 +7,46 @@ use super::*;
 /// Keys are built in one reused buffer and stored end to end in one arena, found by their hash;
 /// two different keys with the same hash go to `collided`, keyed by their bytes. So a node
 /// costs no allocation, and a lookup answers exactly what a map keyed by the bytes would.
+///
+/// A key's hash puts it beside the keys of nodes that read values interned near its newest
+/// input (its id, as [`crate::sym::BuildSymHasher`] hashes it, times four, plus two bits of the
+/// key): nodes are visited in about file order, so the table is walked rather than jumped
+/// through.
 #[derive(Default)]
 pub(super) struct Seen {
     key: Vec<u8>,
+    /// The highest input id of the current key's node.
+    anchor: u32,
     arena: Vec<u8>,
     /// Hash -> (start, end) of the key in `arena`, and its node.
-    by_hash: FxMap<u64, (usize, usize, usize)>,
+    by_hash: std::collections::HashMap<u64, (usize, usize, usize), Prehashed>,
     collided: FxMap<Vec<u8>, usize>,
+}
+
+/// The hasher of [`Seen::by_hash`], whose keys are hashes already.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Prehashed(u64);
+
+impl std::hash::BuildHasher for Prehashed {
+    type Hasher = Prehashed;
+    fn build_hasher(&self) -> Prehashed {
+        Prehashed(0)
+    }
+}
+
+impl std::hash::Hasher for Prehashed {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached (the keys are `u64`s); hashed anyway, should that change.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, h: u64) {
+        self.0 = h;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// Where a key's node is kept.
@@ -28,15 +61,18 @@ impl Seen {
     pub(super) fn with_capacity(nodes: usize) -> Seen {
         Seen {
             key: Vec::new(),
+            anchor: 0,
             arena: Vec::with_capacity(nodes * 32),
-            by_hash: FxMap::with_capacity_and_hasher(nodes, Default::default()),
+            by_hash: std::collections::HashMap::with_capacity_and_hasher(nodes, Prehashed(0)),
             collided: FxMap::default(),
         }
     }
 
     fn slot(&self) -> Slot {
         use std::hash::BuildHasher;
-        let h = rustc_hash::FxBuildHasher.hash_one(self.key.as_slice());
+        const TAG: u64 = !0 << 57;
+        let mixed = rustc_hash::FxBuildHasher.hash_one(self.key.as_slice());
+        let h = ((u64::from(self.anchor) << 2) | (mixed >> 62)) | (mixed & TAG);
         match self.by_hash.get(&h) {
             Some(&(a, b, _)) if self.arena.get(a..b) == Some(self.key.as_slice()) => Slot::Arena(h),
             Some(_) => Slot::Collided,
@@ -102,6 +138,7 @@ impl Optimizer<'_> {
         for i in &node.inputs {
             key.extend_from_slice(&i.id().to_le_bytes());
         }
+        seen.anchor = node.inputs.iter().map(|i| i.id()).max().unwrap_or(0);
         // Up to 1.24 a tensor attribute whose data is not in `raw_data` (e.g. `float_data`)
         // never compares equal, so its node is never merged (oracle: ConstantOfShape with a
         // `float_data` value merges from 1.25.1 on only).
