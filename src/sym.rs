@@ -153,7 +153,11 @@ impl Table {
     }
 
     fn intern(&mut self, s: &str) -> Sym {
-        let h = hash(s);
+        self.intern_hashed(s, hash(s))
+    }
+
+    /// [`Table::intern`] for `s` hashed `h` ([`text_hash`]) already.
+    fn intern_hashed(&mut self, s: &str, h: u64) -> Sym {
         if let Some(id) = self.find(s, h) {
             return Sym(id);
         }
@@ -180,6 +184,12 @@ impl Table {
         self.ids().insert_unique(h, (h, id, text), |e| e.0);
         Sym(id)
     }
+}
+
+/// The hash the interner keys a text by: computed by whoever reads names in bulk, off the lock
+/// ([`Interner::intern_hashed`]).
+pub fn text_hash(s: &str) -> u64 {
+    hash(s)
 }
 
 /// The hash the table keys a text by.
@@ -216,6 +226,15 @@ impl Interner {
             return Sym::EMPTY;
         }
         self.0.intern(s)
+    }
+
+    /// [`Interner::intern`] of `s`, whose [`text_hash`] is `h` (a wrong `h` would intern `s`
+    /// again under a new id: callers pass what `text_hash` gave).
+    pub fn intern_hashed(&mut self, s: &str, h: u64) -> Sym {
+        if s.is_empty() {
+            return Sym::EMPTY;
+        }
+        self.0.intern_hashed(s, h)
     }
 }
 

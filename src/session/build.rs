@@ -219,6 +219,118 @@ struct Read<'a> {
     attributes: Vec<&'a [u8]>,
 }
 
+/// Graphs of at least this many nodes have their nodes parsed on a second thread while this
+/// one interns the names (below it, a thread costs more than it saves).
+const PARALLEL_READ_NODES: usize = 8192;
+
+/// Nodes a parsing thread hands over at a time.
+const READ_BATCH: usize = 2048;
+
+/// Parsed nodes, flat: per node its name, op type and (normalised) domain, then its inputs and
+/// outputs, each text with its [`crate::sym::text_hash`].
+#[derive(Default)]
+struct ReadBatch<'a> {
+    texts: Vec<(&'a str, u64)>,
+    /// Per node: inputs, outputs, attributes.
+    counts: Vec<(u32, u32, u32)>,
+    attributes: Vec<&'a [u8]>,
+}
+
+impl<'a> ReadBatch<'a> {
+    fn parse(&mut self, chunk: &[&'a [u8]], view: &mut NodeView<'a>) -> R<()> {
+        self.texts.clear();
+        self.counts.clear();
+        self.attributes.clear();
+        for b in chunk {
+            view.parse_into(b)?;
+            let hashed = |t: &'a str| (t, crate::sym::text_hash(t));
+            self.texts.push(hashed(view.name));
+            self.texts.push(hashed(view.op_type));
+            self.texts.push(hashed(normalize_domain(view.domain)));
+            self.texts.extend(view.inputs.iter().map(|&t| hashed(t)));
+            self.texts.extend(view.outputs.iter().map(|&t| hashed(t)));
+            self.attributes.extend_from_slice(&view.attributes);
+            let count = |n: usize| u32::try_from(n).map_err(|_| Declined);
+            self.counts.push((
+                count(view.inputs.len())?,
+                count(view.outputs.len())?,
+                count(view.attributes.len())?,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Interns the batch's nodes under `names` onto `nodes`.
+    fn intern_into(&self, names: &mut crate::sym::Interner, nodes: &mut Vec<Read<'a>>) {
+        let (mut t, mut a) = (0, 0);
+        let mut next = |n: usize| {
+            let syms: Vec<Sym> = self.texts[t..t + n]
+                .iter()
+                .map(|&(s, h)| names.intern_hashed(s, h))
+                .collect();
+            t += n;
+            syms
+        };
+        for &(inputs, outputs, attributes) in &self.counts {
+            let head = next(3);
+            let inputs = next(inputs as usize);
+            let outputs = next(outputs as usize);
+            let attributes = self.attributes[a..a + attributes as usize].to_vec();
+            a += attributes.len();
+            nodes.push(Read {
+                name: head[0],
+                op: head[1],
+                domain: head[2],
+                inputs,
+                outputs,
+                attributes,
+            });
+        }
+    }
+}
+
+/// The nodes of a graph read from their slices of the wire, their names interned (in the nodes'
+/// order: ids do not depend on how the work was split). A large graph's nodes are parsed on a
+/// second thread, in batches, while this one interns: interning is serial (one table), parsing
+/// and hashing the names are not.
+fn read_nodes<'a>(slices: &[&'a [u8]]) -> R<Vec<Read<'a>>> {
+    let mut nodes: Vec<Read<'a>> = Vec::with_capacity(slices.len());
+    let mut names = crate::sym::Interner::lock();
+    names.reserve(slices.len() * 3);
+    if slices.len() < PARALLEL_READ_NODES {
+        let (mut batch, mut view) = (ReadBatch::default(), NodeView::default());
+        for chunk in slices.chunks(READ_BATCH) {
+            batch.parse(chunk, &mut view)?;
+            batch.intern_into(&mut names, &mut nodes);
+        }
+        return Ok(nodes);
+    }
+    std::thread::scope(|scope| {
+        // Two batches in flight each way: parsed ones forward, emptied ones back for reuse.
+        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<R<ReadBatch<'a>>>(2);
+        let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<ReadBatch<'a>>(4);
+        scope.spawn(move || {
+            let mut view = NodeView::default();
+            for chunk in slices.chunks(READ_BATCH) {
+                let mut batch = empty_rx.try_recv().unwrap_or_default();
+                let parsed = batch.parse(chunk, &mut view).map(|()| batch);
+                let failed = parsed.is_err();
+                // The receiver gone (it stopped at an error) or this batch failed: done.
+                if full_tx.send(parsed).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        for parsed in full_rx {
+            let batch = parsed?;
+            batch.intern_into(&mut names, &mut nodes);
+            // The parser may have finished and dropped its end: the batch is then dropped here.
+            let _ = empty_tx.try_send(batch);
+        }
+        Ok(nodes)
+    })
+}
+
 impl<'a> Builder<'a> {
     /// Builds graph `bytes` (its subgraphs after it, in the model's order) and returns its
     /// index; `parent` is the (graph, node) that holds it.
@@ -241,23 +353,7 @@ impl<'a> Builder<'a> {
         let inputs = values_of(&g.inputs)?;
         let outputs = values_of(&g.outputs)?;
         let value_info = values_of(&g.value_info)?;
-        let mut nodes: Vec<Read<'a>> = Vec::with_capacity(g.nodes.len());
-        {
-            let mut view = NodeView::default();
-            let mut names = crate::sym::Interner::lock();
-            names.reserve(g.nodes.len() * 3);
-            for b in &g.nodes {
-                view.parse_into(b)?;
-                nodes.push(Read {
-                    name: names.intern(view.name),
-                    op: names.intern(view.op_type),
-                    domain: names.intern(normalize_domain(view.domain)),
-                    inputs: view.inputs.iter().map(|s| names.intern(s)).collect(),
-                    outputs: view.outputs.iter().map(|s| names.intern(s)).collect(),
-                    attributes: std::mem::take(&mut view.attributes),
-                });
-            }
-        }
+        let nodes = read_nodes(&g.nodes)?;
         // What the model's index checks: every value defined once (graph inputs that are not
         // initializers, initializers, sparse initializers, node outputs).
         let input_names: FxHashSet<Sym> = inputs.iter().map(|i| i.0).collect();
@@ -529,4 +625,67 @@ fn has_cycle(g: &SGraph) -> bool {
         }
     }
     done < g.nodes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::proto::NodeProto;
+    use prost::Message;
+
+    fn node_bytes(k: usize) -> Vec<u8> {
+        NodeProto {
+            name: Some(format!("n{k}")),
+            op_type: Some(if k % 3 == 0 { "Relu" } else { "Add" }.into()),
+            domain: Some(if k % 5 == 0 { "" } else { "ai.onnx" }.into()),
+            input: vec![format!("v{k}"), String::new(), format!("w{}", k % 7)],
+            output: vec![format!("v{}", k + 1)],
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    /// What the builder reads of a node, as texts.
+    fn texts(r: &Read<'_>) -> (String, String, String, Vec<String>, Vec<String>, usize) {
+        let all = |v: &[Sym]| v.iter().map(|s| s.as_str().to_string()).collect();
+        (
+            r.name.as_str().into(),
+            r.op.as_str().into(),
+            r.domain.as_str().into(),
+            all(&r.inputs),
+            all(&r.outputs),
+            r.attributes.len(),
+        )
+    }
+
+    #[test]
+    fn nodes_read_on_a_second_thread_are_the_nodes_read_here() {
+        let n = PARALLEL_READ_NODES + READ_BATCH + 17;
+        let owned: Vec<Vec<u8>> = (0..n).map(node_bytes).collect();
+        let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
+        let parallel = read_nodes(&slices).expect("valid nodes");
+        // Below the threshold, read here, a few at a time.
+        let serial: Vec<Read<'_>> = slices
+            .chunks(PARALLEL_READ_NODES - 1)
+            .flat_map(|c| read_nodes(c).expect("valid nodes"))
+            .collect();
+        assert_eq!(parallel.len(), n);
+        for (k, (p, s)) in parallel.iter().zip(&serial).enumerate() {
+            assert_eq!(texts(p), texts(s), "node {k}");
+        }
+        assert_eq!(parallel[5].domain, Sym::AI_ONNX);
+        assert_eq!(parallel[5].inputs[1], Sym::EMPTY);
+        assert_eq!(texts(&parallel[n - 1]).0, format!("n{}", n - 1));
+    }
+
+    #[test]
+    fn a_node_that_does_not_parse_declines_the_graph_on_either_path() {
+        for n in [100, PARALLEL_READ_NODES + 3 * READ_BATCH] {
+            let mut owned: Vec<Vec<u8>> = (0..n).map(node_bytes).collect();
+            // A field that claims more bytes than the node has.
+            owned[n - 2] = vec![0x0a, 0x7f, b'x'];
+            let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
+            assert!(read_nodes(&slices).is_err(), "{n} nodes");
+        }
+    }
 }
