@@ -636,8 +636,8 @@ mod tests {
     fn node_bytes(k: usize) -> Vec<u8> {
         NodeProto {
             name: Some(format!("n{k}")),
-            op_type: Some(if k % 3 == 0 { "Relu" } else { "Add" }.into()),
-            domain: Some(if k % 5 == 0 { "" } else { "ai.onnx" }.into()),
+            op_type: Some(if k.is_multiple_of(3) { "Relu" } else { "Add" }.into()),
+            domain: Some(if k.is_multiple_of(5) { "" } else { "ai.onnx" }.into()),
             input: vec![format!("v{k}"), String::new(), format!("w{}", k % 7)],
             output: vec![format!("v{}", k + 1)],
             ..Default::default()
