@@ -431,8 +431,15 @@ mod tests {
         // The bits hashbrown's probe compares (the top 7) are not all alike.
         let tags: std::collections::HashSet<u64> = (0..128u32).map(|k| sym_hash(k) >> 57).collect();
         assert!(tags.len() > 64, "{} distinct tags", tags.len());
-        // Any other key is hashed as by FxHasher.
+        // A (graph, node) key: the node's index, offset per graph.
         use std::hash::BuildHasher;
+        let node = |g: usize, n: usize| BuildSymHasher.hash_one((g, n)) & ((1 << 57) - 1);
+        for n in 0..1000usize {
+            assert_eq!(node(0, n), n as u64);
+            assert_eq!(node(3, n + 1), node(3, n) + 1);
+        }
+        assert_ne!(node(1, 0), node(0, 0));
+        // Any other key is hashed as by FxHasher.
         assert_eq!(
             BuildSymHasher.hash_one((Sym(3), Sym(4))),
             rustc_hash::FxBuildHasher.hash_one((Sym(3), Sym(4)))
@@ -512,7 +519,9 @@ mod tests {
 /// is its id modulo the table's size. A model's values are interned in file order and visited
 /// in about that order, so lookups walk the table (and its page-table entries) instead of
 /// jumping through it, and the ids of one model, dense, tile the table with no two in one home
-/// bucket until they wrap around it. Any other key is hashed by `FxHasher`.
+/// bucket until they wrap around it. A `(usize, usize)` key (a node's graph and index) hashes
+/// the same way to the node's index, offset by a multiple of the graph's. Any other key is
+/// hashed by `FxHasher`.
 ///
 /// No model can make a map slow past its size: `n` keys share a home bucket only if their ids
 /// are equal modulo a table of at least `n` buckets, so the names they stand among number `n`
@@ -532,7 +541,10 @@ pub struct SymHasher {
     fx: rustc_hash::FxHasher,
     /// The one `u32` written so far, while it is the only write.
     only: Option<u32>,
+    /// The `usize`s written, while they are the only writes (a node's `(graph, node)`).
+    pair: [usize; 2],
     writes: u32,
+    usizes: u32,
 }
 
 impl std::hash::BuildHasher for BuildSymHasher {
@@ -547,6 +559,14 @@ impl std::hash::Hasher for SymHasher {
         self.writes = self.writes.saturating_add(2);
         self.fx.write(bytes);
     }
+    fn write_usize(&mut self, i: usize) {
+        if let Some(slot) = self.pair.get_mut(self.usizes as usize) {
+            *slot = i;
+        }
+        self.usizes = self.usizes.saturating_add(1);
+        self.writes = self.writes.saturating_add(1);
+        self.fx.write_usize(i);
+    }
     fn write_u32(&mut self, i: u32) {
         self.writes = self.writes.saturating_add(1);
         self.only = Some(i);
@@ -559,6 +579,15 @@ impl std::hash::Hasher for SymHasher {
                 const TAG: u64 = !0 << 57;
                 let i = u64::from(i);
                 // The id itself below hashbrown's tag (the top 7 bits), the tag mixed from it.
+                i | (i.wrapping_mul(K) & TAG)
+            }
+            // A `(graph, node)` key: the node's index, offset per graph (the main graph's
+            // nodes, visited in order, walk the table as syms do).
+            (2, _) if self.usizes == 2 => {
+                const K: u64 = 0x9E37_79B9_7F4A_7C15;
+                const TAG: u64 = !0 << 57;
+                let [g, n] = self.pair.map(|v| v as u64);
+                let i = n.wrapping_add(g.wrapping_mul(0x9E37_79B1)) & !TAG;
                 i | (i.wrapping_mul(K) & TAG)
             }
             _ => self.fx.finish(),
