@@ -39,8 +39,7 @@ impl Optimizer<'_> {
         if idx.outputs.contains(&out) {
             return false;
         }
-        let users = idx.users(session, gi, out);
-        let [next] = users[..] else {
+        let Some(next) = idx.sole_user(session, gi, out) else {
             return false;
         };
         let nn = &session.graphs[gi].nodes[next];

@@ -33,8 +33,7 @@ impl Optimizer<'_> {
         if idx.outputs.contains(&out) {
             return false;
         }
-        let users = idx.users(session, gi, out);
-        let [add] = users[..] else {
+        let Some(add) = idx.sole_user(session, gi, out) else {
             return false;
         };
         let an = &session.graphs[gi].nodes[add];

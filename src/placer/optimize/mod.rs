@@ -234,6 +234,39 @@ impl Index {
         out
     }
 
+    /// The live readers of `name` as [`Index::users`] finds them, without collecting them.
+    fn live_users<'s>(
+        &'s self,
+        session: &'s Session,
+        gi: usize,
+        name: Sym,
+    ) -> impl Iterator<Item = usize> + 's {
+        let g = &session.graphs[gi];
+        self.uses
+            .get(&name)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(move |&k| {
+                let n = &g.nodes[k];
+                !n.removed && (n.inputs.contains(&name) || n.implicit_inputs.contains(&name))
+            })
+    }
+
+    /// Whether a live node reads `name` ([`Index::users`] is not empty).
+    fn has_users(&self, session: &Session, gi: usize, name: Sym) -> bool {
+        self.live_users(session, gi, name).next().is_some()
+    }
+
+    /// The one live node that reads `name`, if exactly one does ([`Index::users`] has one
+    /// element).
+    fn sole_user(&self, session: &Session, gi: usize, name: Sym) -> Option<usize> {
+        let mut users = self.live_users(session, gi, name);
+        let first = users.next()?;
+        users.all(|k| k == first).then_some(first)
+    }
+
     /// The live producer of `name` in this graph.
     fn producer(&self, session: &Session, gi: usize, name: Sym) -> Option<usize> {
         self.producer
@@ -483,7 +516,7 @@ impl Optimizer<'_> {
             .outputs
             .iter()
             .skip(1)
-            .any(|&o| !o.is_empty() && !idx.users(session, gi, o).is_empty())
+            .any(|&o| !o.is_empty() && idx.has_users(session, gi, o))
         {
             return false;
         }
@@ -508,7 +541,7 @@ impl Optimizer<'_> {
             let node = &session.graphs[gi].nodes[p];
             let dead = node
                 .existing_outputs()
-                .all(|(_, o)| !idx.outputs.contains(&o) && idx.users(session, gi, o).is_empty());
+                .all(|(_, o)| !idx.outputs.contains(&o) && !idx.has_users(session, gi, o));
             if !dead {
                 continue;
             }
@@ -587,10 +620,7 @@ impl Optimizer<'_> {
         if out.is_empty() || idx.outputs.contains(&out) {
             return None;
         }
-        let users = idx.users(session, gi, out);
-        let [next] = users[..] else {
-            return None;
-        };
+        let next = idx.sole_user(session, gi, out)?;
         let n = &session.graphs[gi].nodes[next];
         let edges = n.inputs.iter().filter(|&&i| i == out).count()
             + n.implicit_inputs.iter().filter(|&&i| i == out).count();

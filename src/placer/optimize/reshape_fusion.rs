@@ -32,7 +32,7 @@ impl Optimizer<'_> {
         if cn.op != "Concat" || cn.domain != Sym::AI_ONNX || idx.outputs.contains(&shape_in) {
             return false;
         }
-        if idx.users(session, gi, shape_in).len() != 1 {
+        if idx.sole_user(session, gi, shape_in).is_none() {
             return false;
         }
         let parts = cn.inputs.clone();

@@ -51,7 +51,7 @@ impl Optimizer<'_> {
                 let Some(p) = idx.producer(session, gi, input0) else {
                     return false;
                 };
-                if idx.outputs.contains(&input0) || idx.users(session, gi, input0).len() != 1 {
+                if idx.outputs.contains(&input0) || idx.sole_user(session, gi, input0).is_none() {
                     return false;
                 }
                 for o in session.graphs[gi].nodes[p].outputs.iter_mut() {
@@ -65,8 +65,7 @@ impl Optimizer<'_> {
             }
             "Dropout" => {
                 let mask_used = node.outputs.get(1).is_some_and(|m| {
-                    !m.is_empty()
-                        && (idx.outputs.contains(m) || !idx.users(session, gi, *m).is_empty())
+                    !m.is_empty() && (idx.outputs.contains(m) || idx.has_users(session, gi, *m))
                 });
                 if mask_used {
                     return false;
