@@ -20,6 +20,21 @@ pub fn run(
     shared: &SharedArgs,
     format: PlainFormat,
 ) -> Result<u8, miette::Report> {
+    // One model file: its session is built while the settings are resolved (in a Cargo project
+    // `cargo metadata` takes about 20 ms; building the session needs no setting). The analysis
+    // of that model takes it (waiting for it, within its time limit).
+    let mut prebuilt = match models {
+        [one] if one.is_file() => {
+            let path = one.clone();
+            std::thread::Builder::new()
+                .name("read".into())
+                .stack_size(8 << 20)
+                .spawn(move || crate::session::build::from_file(&path))
+                .ok()
+                .map(|h| (one.clone(), h))
+        }
+        _ => None,
+    };
     let planned = plan_groups(
         models,
         shared,
@@ -59,8 +74,15 @@ pub fn run(
             let (owned, opts) = (path.clone(), settings.options.clone());
             // The session is built straight from the file (`placer::place_file`): the model
             // is neither decoded whole nor indexed.
-            let placed = super::budget::bounded(path, move || {
-                placer::place_file_with(&owned, || release.table(), &opts)
+            let read = prebuilt.take_if(|(p, _)| p == path).map(|(_, h)| h);
+            let placed = super::budget::bounded(path, move || match read {
+                Some(handle) => {
+                    let read = handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    placer::place_read(&owned, read, || release.table(), &opts)
+                }
+                None => placer::place_file_with(&owned, || release.table(), &opts),
             });
             let p = match placed {
                 Ok(p) => p,

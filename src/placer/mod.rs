@@ -234,7 +234,19 @@ pub fn place_file_with(
     table: impl FnOnce() -> &'static KernelTable,
     options: &Options,
 ) -> Result<Placement, crate::model::LoadError> {
-    match crate::session::build::from_file(path)? {
+    place_read(path, crate::session::build::from_file(path), table, options)
+}
+
+/// [`place_file_with`] for the model at `path` read already: `read` is what
+/// [`crate::session::build::from_file`] answered for it (the `place` command builds the first
+/// model's session while the settings are resolved).
+pub fn place_read(
+    path: &std::path::Path,
+    read: Result<Option<crate::session::build::Built>, crate::model::LoadError>,
+    table: impl FnOnce() -> &'static KernelTable,
+    options: &Options,
+) -> Result<Placement, crate::model::LoadError> {
+    match read? {
         Some(built) => Ok(place_built(built.session, &built.header, table(), options)),
         None => {
             let model = crate::model::load(path)?;
