@@ -14,13 +14,14 @@ use std::time::Duration;
 use crate::model::LoadError;
 
 /// Seconds one model's load and analysis may take, unless `ONNX_LINT_TIME_LIMIT` says
-/// otherwise: a 100k-node model takes about one second in a release build, and a run on any
-/// input should end within 20 s. Debug builds (tests) run about ten times slower and get more.
+/// otherwise: a 100k-node model takes a quarter to half a second in a release build, and a run
+/// on any input should end within 20 s. Debug builds (tests) run about ten times slower and get more.
 pub const DEFAULT_TIME_LIMIT_SECS: f64 = if cfg!(debug_assertions) { 300.0 } else { 15.0 };
 
 /// Seconds added to the default limit per MiB of model file: a big model is a legitimate input
 /// that its size justifies (a million-node decoder is a 355 MB file and takes about 14 s in a
-/// release build on an idle machine), a small file that runs long is not.
+/// release build on an idle machine when this limit was set; 3.4–6.8 s now), a small file that
+/// runs long is not.
 pub const TIME_LIMIT_SECS_PER_FILE_MIB: f64 = 0.1;
 
 /// The time limit for a model file of `file_len` bytes: `ONNX_LINT_TIME_LIMIT` (seconds,
