@@ -262,12 +262,21 @@ impl<'a> ReadBatch<'a> {
 
     /// Interns the batch's nodes under `names` onto `nodes`.
     fn intern_into(&self, names: &mut crate::sym::Interner, nodes: &mut Vec<Read<'a>>) {
+        // Each name's slot is asked for this many names before it is interned.
+        const AHEAD: usize = 8;
+        for &(_, h) in self.texts.iter().take(AHEAD) {
+            names.prefetch(h);
+        }
         let (mut t, mut a) = (0, 0);
         let mut next = |n: usize| {
-            let syms: Vec<Sym> = self.texts[t..t + n]
-                .iter()
-                .map(|&(s, h)| names.intern_hashed(s, h))
-                .collect();
+            let mut syms: Vec<Sym> = Vec::with_capacity(n);
+            for j in t..t + n {
+                if let Some(&(_, h)) = self.texts.get(j + AHEAD) {
+                    names.prefetch(h);
+                }
+                let (s, h) = self.texts[j];
+                syms.push(names.intern_hashed(s, h));
+            }
             t += n;
             syms
         };
