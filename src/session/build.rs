@@ -306,30 +306,42 @@ fn read_nodes<'a>(slices: &[&'a [u8]]) -> R<Vec<Read<'a>>> {
     let mut nodes: Vec<Read<'a>> = Vec::with_capacity(slices.len());
     let mut names = crate::sym::Interner::lock();
     names.reserve(slices.len() * 3);
-    if slices.len() < PARALLEL_READ_NODES {
+    // Parsing and interning here, a batch at a time.
+    let serial = |names: &mut crate::sym::Interner, nodes: &mut Vec<Read<'a>>| -> R<()> {
         let (mut batch, mut view) = (ReadBatch::default(), NodeView::default());
         for chunk in slices.chunks(READ_BATCH) {
             batch.parse(chunk, &mut view)?;
-            batch.intern_into(&mut names, &mut nodes);
+            batch.intern_into(names, nodes);
         }
+        Ok(())
+    };
+    if slices.len() < PARALLEL_READ_NODES {
+        serial(&mut names, &mut nodes)?;
         return Ok(nodes);
     }
     std::thread::scope(|scope| {
         // Two batches in flight each way: parsed ones forward, emptied ones back for reuse.
         let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<R<ReadBatch<'a>>>(2);
         let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<ReadBatch<'a>>(4);
-        scope.spawn(move || {
-            let mut view = NodeView::default();
-            for chunk in slices.chunks(READ_BATCH) {
-                let mut batch = empty_rx.try_recv().unwrap_or_default();
-                let parsed = batch.parse(chunk, &mut view).map(|()| batch);
-                let failed = parsed.is_err();
-                // The receiver gone (it stopped at an error) or this batch failed: done.
-                if full_tx.send(parsed).is_err() || failed {
-                    return;
+        let parser = std::thread::Builder::new()
+            .name("parse".into())
+            .spawn_scoped(scope, move || {
+                let mut view = NodeView::default();
+                for chunk in slices.chunks(READ_BATCH) {
+                    let mut batch = empty_rx.try_recv().unwrap_or_default();
+                    let parsed = batch.parse(chunk, &mut view).map(|()| batch);
+                    let failed = parsed.is_err();
+                    // The receiver gone (it stopped at an error) or this batch failed: done.
+                    if full_tx.send(parsed).is_err() || failed {
+                        return;
+                    }
                 }
-            }
-        });
+            });
+        if parser.is_err() {
+            // No thread to be had: all of it here.
+            serial(&mut names, &mut nodes)?;
+            return Ok(nodes);
+        }
         for parsed in full_rx {
             let batch = parsed?;
             batch.intern_into(&mut names, &mut nodes);
