@@ -198,7 +198,7 @@ impl Table {
         self.ids.get_or_insert_with(|| {
             let mut t = Probe::with_capacity(PREDEFINED.len());
             for (i, s) in PREDEFINED.iter().enumerate() {
-                t.insert_unique((hash(s), i as u32, *s));
+                t.insert_unique((text_hash(s), i as u32, *s));
             }
             t
         })
@@ -233,7 +233,7 @@ impl Table {
     }
 
     fn intern(&mut self, s: &str) -> Sym {
-        self.intern_hashed(s, hash(s))
+        self.intern_hashed(s, text_hash(s))
     }
 
     /// [`Table::intern`] for `s` hashed `h` ([`text_hash`]) already.
@@ -269,11 +269,6 @@ impl Table {
 /// The hash the interner keys a text by: computed by whoever reads names in bulk, off the lock
 /// ([`Interner::intern_hashed`]).
 pub fn text_hash(s: &str) -> u64 {
-    hash(s)
-}
-
-/// The hash the table keys a text by.
-fn hash(s: &str) -> u64 {
     use std::hash::BuildHasher;
     rustc_hash::FxBuildHasher.hash_one(s)
 }
@@ -345,7 +340,7 @@ impl Sym {
         if s.is_empty() {
             return Some(Sym::EMPTY);
         }
-        interner().find(s, hash(s)).map(Sym)
+        interner().find(s, text_hash(s)).map(Sym)
     }
 
     /// The text.
@@ -691,25 +686,22 @@ impl std::hash::Hasher for SymHasher {
     }
     fn finish(&self) -> u64 {
         match (self.writes, self.only) {
-            (1, Some(i)) => {
-                const K: u64 = 0x9E37_79B9_7F4A_7C15;
-                const TAG: u64 = !0 << 57;
-                let i = u64::from(i);
-                // The id itself below hashbrown's tag (the top 7 bits), the tag mixed from it.
-                i | (i.wrapping_mul(K) & TAG)
-            }
+            (1, Some(i)) => in_order(u64::from(i)),
             // A `(graph, node)` key: the node's index, offset per graph (the main graph's
             // nodes, visited in order, walk the table as syms do).
             (2, _) if self.usizes == 2 => {
-                const K: u64 = 0x9E37_79B9_7F4A_7C15;
-                const TAG: u64 = !0 << 57;
                 let [g, n] = self.pair.map(|v| v as u64);
-                let i = n.wrapping_add(g.wrapping_mul(0x9E37_79B1)) & !TAG;
-                i | (i.wrapping_mul(K) & TAG)
+                in_order(n.wrapping_add(g.wrapping_mul(0x9E37_79B1)))
             }
             _ => self.fx.finish(),
         }
     }
+}
+
+/// `i` itself below hashbrown's tag (the top 7 bits), the tag mixed from it.
+fn in_order(i: u64) -> u64 {
+    const TAG: u64 = !0 << 57;
+    (i & !TAG) | (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & TAG)
 }
 
 /// A hash map with [`BuildSymHasher`].

@@ -60,8 +60,9 @@ pub fn run(
         if !release.is_decoded() {
             // The release's kernel table is decoded on a thread of its own while the first
             // model is read (the session build does not need it): 6% of the wall time of
-            // `place` on an 8k-node decoder (`qwen2.L32`, tools/bench/ab.py). The analysis takes it after the build, waiting if need be
-            // (`OnceLock`); a thread that cannot start leaves the decoding to the analysis.
+            // `place` on an 8k-node decoder (`qwen2.L32`, tools/bench/ab.py). The analysis
+            // takes it after the build, waiting if need be (`OnceLock`); a thread that cannot
+            // start leaves the decoding to the analysis.
             let _ = std::thread::Builder::new()
                 .name("tables".into())
                 .spawn(move || {

@@ -268,28 +268,25 @@ impl<'a> ReadBatch<'a> {
             names.prefetch(h);
         }
         let (mut t, mut a) = (0, 0);
-        let mut next = |n: usize| {
-            let mut syms: Vec<Sym> = Vec::with_capacity(n);
-            for j in t..t + n {
-                if let Some(&(_, h)) = self.texts.get(j + AHEAD) {
-                    names.prefetch(h);
-                }
-                let (s, h) = self.texts[j];
-                syms.push(names.intern_hashed(s, h));
+        // The next name, interned.
+        let mut one = || {
+            if let Some(&(_, h)) = self.texts.get(t + AHEAD) {
+                names.prefetch(h);
             }
-            t += n;
-            syms
+            let (s, h) = self.texts[t];
+            t += 1;
+            names.intern_hashed(s, h)
         };
         for &(inputs, outputs, attributes) in &self.counts {
-            let head = next(3);
-            let inputs = next(inputs as usize);
-            let outputs = next(outputs as usize);
+            let (name, op, domain) = (one(), one(), one());
+            let inputs = (0..inputs).map(|_| one()).collect();
+            let outputs = (0..outputs).map(|_| one()).collect();
             let attributes = self.attributes[a..a + attributes as usize].to_vec();
             a += attributes.len();
             nodes.push(Read {
-                name: head[0],
-                op: head[1],
-                domain: head[2],
+                name,
+                op,
+                domain,
                 inputs,
                 outputs,
                 attributes,

@@ -9,9 +9,9 @@ use super::*;
 /// costs no allocation, and a lookup answers exactly what a map keyed by the bytes would.
 ///
 /// A key's hash puts it beside the keys of nodes that read values interned near its newest
-/// input (its id, as [`crate::sym::BuildSymHasher`] hashes it, times four, plus two bits of the
-/// key): nodes are visited in about file order, so the table is walked rather than jumped
-/// through.
+/// input (that input's id times four, plus two bits of the key's hash, below a tag mixed from
+/// the key, as [`crate::sym::BuildSymHasher`] does for syms): nodes are visited in about file
+/// order, so the table is walked rather than jumped through.
 #[derive(Default)]
 pub(super) struct Seen {
     key: Vec<u8>,
