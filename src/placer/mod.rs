@@ -402,14 +402,28 @@ fn place_session(
             return placement;
         }
     }
-    qdq_transformer::relu_quantizelinear::run(&mut session, options.level);
+    // The QDQ transformers start from a QuantizeLinear or a DequantizeLinear, the integer
+    // fusion from a MatMulInteger(ToFloat); none of what runs from here makes one of those
+    // where the session has no Q/DQ: a float model skips them all after one scan.
+    let [q, dq, integer, to_float] = session.live_ops([
+        Sym::QUANTIZE_LINEAR,
+        Sym::DEQUANTIZE_LINEAR,
+        Sym::new("MatMulInteger"),
+        Sym::new("MatMulIntegerToFloat"),
+    ]);
+    let qdq = q || dq;
+    if qdq {
+        qdq_transformer::relu_quantizelinear::run(&mut session, options.level);
+    }
     transpose::run_cpu(&mut session, table, options.level);
-    qdq_transformer::qdq_s8_to_u8::run(&mut session, options.level);
-    let fused = qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(
-        &mut session,
-        table,
-        options.level,
-    );
+    let fused = qdq && {
+        qdq_transformer::qdq_s8_to_u8::run(&mut session, options.level);
+        qdq_transformer::selectors_actions::qdq_selector_action_transformer::run(
+            &mut session,
+            table,
+            options.level,
+        )
+    };
     // ORT resolves the graph after a transformer changed it, checking every node's input types
     // against its schema: a QDQ group of float8 types fused into `QLinearMatMul` at an opset
     // below 21 (int8/uint8 only) fails the session ("Type Error: Type 'tensor(float8e4m3fn)' of
@@ -424,11 +438,13 @@ fn place_session(
     }
     // Both fusions start from a MatMulInteger or a MatMulIntegerToFloat, the final cleanup
     // from a DequantizeLinear: a session without one skips their edge indices and orders.
-    if session.has_live_op(&[Sym::new("MatMulInteger"), Sym::new("MatMulIntegerToFloat")]) {
+    if (qdq || integer || to_float)
+        && session.has_live_op(&[Sym::new("MatMulInteger"), Sym::new("MatMulIntegerToFloat")])
+    {
         matmul_integer_to_float::run(&mut session, options.level);
     }
     fusions::run(&mut session, table, options.level);
-    if session.has_live_op(&[Sym::DEQUANTIZE_LINEAR]) {
+    if qdq && session.has_live_op(&[Sym::DEQUANTIZE_LINEAR]) {
         qdq_transformer::qdq_final_cleanup::run(&mut session, options.level);
     }
     nchwc_transformer::run(&mut session, table, options.level, options.nchwc_block);

@@ -512,6 +512,27 @@ impl Session {
             .any(|g| g.live_nodes().any(|(_, n)| ops.contains(&n.op)))
     }
 
+    /// [`Session::has_live_op`] for each of `ops` at once, from one scan (it stops once every
+    /// one was found).
+    pub fn live_ops<const N: usize>(&self, ops: [Sym; N]) -> [bool; N] {
+        let mut found = [false; N];
+        let mut left = N;
+        for g in &self.graphs {
+            for (_, n) in g.live_nodes() {
+                for (k, op) in ops.iter().enumerate() {
+                    if !found[k] && n.op == *op {
+                        found[k] = true;
+                        left -= 1;
+                        if left == 0 {
+                            return found;
+                        }
+                    }
+                }
+            }
+        }
+        found
+    }
+
     /// The initializer `name` as seen from graph `gi` (its own, then enclosing graphs).
     pub fn initializer(&self, gi: usize, name: Sym) -> Option<&Init> {
         let mut g = gi;

@@ -23,6 +23,18 @@ impl Optimizer<'_> {
             return false;
         }
         let g = &session.graphs[gi];
+        // The initializers that may be merged, by what they hold (the values are compared
+        // below): fewer than two and nothing can be, without ordering the initializers or
+        // scanning the nodes (a model of large weights only).
+        let candidates: HashSet<Sym> = g
+            .initializers
+            .iter()
+            .filter(|(name, init)| self.candidate(**name, init, idx))
+            .map(|(name, _)| *name)
+            .collect();
+        if candidates.len() < 2 {
+            return false;
+        }
         // ORT walks `GetAllInitializedTensors()`, a `std::unordered_map`: its iteration order
         // after the initializers were inserted in the order ORT registered them.
         let mut order: Vec<Sym> =
@@ -39,20 +51,6 @@ impl Optimizer<'_> {
                 .collect();
             rest.sort_unstable();
             order.extend(rest);
-        }
-        // The initializers that may be merged, by what they hold (the values are compared
-        // below): fewer than two and nothing can be, without scanning the nodes.
-        let candidates: HashSet<Sym> = order
-            .iter()
-            .copied()
-            .filter(|&name| {
-                g.initializers
-                    .get(&name)
-                    .is_some_and(|init| self.candidate(name, init, idx))
-            })
-            .collect();
-        if candidates.len() < 2 {
-            return false;
         }
         // Who reads each candidate, from one scan of the graph: (read by a live node, read by
         // one through a subgraph). The merges are applied in one pass at the end, so the pass

@@ -75,15 +75,16 @@ pub fn run(
         .collect();
     for step in 0..MAX_STEPS {
         let mut changed = false;
+        // The QDQ transformers match only Q/DQ nodes: one scan tells which of them can skip
+        // their edge indices and orders (most float models skip all four). It is repeated
+        // after any pass that changed the graph (QDQPropagation makes a Q beside a lone DQ).
+        let [mut q, mut dq] = session.live_ops([Sym::QUANTIZE_LINEAR, Sym::DEQUANTIZE_LINEAR]);
         for pass in &passes {
-            changed |= match pass {
+            let did = match pass {
                 // `ShouldOnlyApplyOnce`: the TransposeOptimizer runs in the first step only.
                 Some(Pass::Transpose) => step == 0 && opt.transpose(session, 0),
-                // The QDQ transformers match only Q/DQ nodes: a session without any skips
-                // their edge indices and orders (most float models).
                 Some(Pass::DoubleQdq) => {
-                    session.has_live_op(&[Sym::QUANTIZE_LINEAR])
-                        && session.has_live_op(&[Sym::DEQUANTIZE_LINEAR])
+                    q && dq
                         && opt.edited(
                             session,
                             0,
@@ -91,22 +92,23 @@ pub fn run(
                         )
                 }
                 Some(Pass::QdqPropagation) => {
-                    session.has_live_op(&[Sym::QUANTIZE_LINEAR, Sym::DEQUANTIZE_LINEAR])
+                    (q || dq)
                         && opt.edited(
                             session,
                             0,
                             crate::placer::qdq_transformer::qdq_propagation::run,
                         )
                 }
-                Some(Pass::UniqueDq) => opt.edited(session, 0, |s, gi| {
-                    crate::placer::ensure_unique_dq_for_node_unit::run(s, gi, 0)
-                }),
+                // It edits DequantizeLinear nodes only (in any graph).
+                Some(Pass::UniqueDq) => {
+                    dq && opt.edited(session, 0, |s, gi| {
+                        crate::placer::ensure_unique_dq_for_node_unit::run(s, gi, 0)
+                    })
+                }
                 // Added in ORT 1.24.
-                // It matches a `Where` between a DequantizeLinear and a QuantizeLinear: a
-                // session without both skips its per-step index (float models with masks).
+                // It matches a `Where` between a DequantizeLinear and a QuantizeLinear.
                 Some(Pass::WhereDummyDq) if table.release_at_least(1, 24) => {
-                    session.has_live_op(&[Sym::QUANTIZE_LINEAR])
-                        && session.has_live_op(&[Sym::DEQUANTIZE_LINEAR])
+                    q && dq
                         && opt.edited(session, 0, |s, gi| {
                             crate::placer::qdq_transformer::where_dummy_dq::run(s, gi, 0)
                         })
@@ -115,6 +117,10 @@ pub fn run(
                 Some(pass) => opt.pass(session, 0, *pass),
                 None => false,
             };
+            if did {
+                [q, dq] = session.live_ops([Sym::QUANTIZE_LINEAR, Sym::DEQUANTIZE_LINEAR]);
+            }
+            changed |= did;
         }
         if !changed {
             break;
