@@ -87,6 +87,33 @@ impl Producers {
     }
 }
 
+/// The graphs from which [`beside`] builds an order on a thread of its own: an order is a walk
+/// of every node; under this many, the thread's start-up is not repaid.
+pub const PARALLEL_ORDER_NODES: usize = 8192;
+
+/// Builds `order` (one of the orders below) on a thread of its own while this thread does
+/// `work`, for a graph of at least [`PARALLEL_ORDER_NODES`] nodes; both here for a smaller one,
+/// or where no thread can be had. Both only read the session.
+pub fn beside<T>(
+    nodes: usize,
+    order: impl Fn() -> Vec<usize> + Sync,
+    work: impl FnOnce() -> T,
+) -> (T, Vec<usize>) {
+    if nodes < PARALLEL_ORDER_NODES {
+        return (work(), order());
+    }
+    std::thread::scope(|scope| {
+        let built = std::thread::Builder::new()
+            .name("order".into())
+            .spawn_scoped(scope, &order)
+            .ok();
+        let done = work();
+        // A thread that could not start leaves the order to this one.
+        let order = built.and_then(|h| h.join().ok()).unwrap_or_else(&order);
+        (done, order)
+    })
+}
+
 /// Nodes of graph `gi` (not removed) in a topological order: Kahn's algorithm by name, taking
 /// the lowest index first. Nodes left over by a cycle are appended in index order.
 pub fn topological_order(session: &Session, gi: usize) -> Vec<usize> {

@@ -240,10 +240,19 @@ impl Fuser {
         };
         f.consumers.reserve(g.nodes.len());
         f.links.reserve(2 * g.nodes.len());
-        for (ni, n) in g.live_nodes() {
-            f.register(ni, n);
-        }
-        f.order = crate::session::order::ort_topological_order(session, gi);
+        // The order of a large graph is built on a thread while its nodes are registered here.
+        let (f, order) = crate::session::order::beside(
+            g.nodes.len(),
+            || crate::session::order::ort_topological_order(session, gi),
+            || {
+                for (ni, n) in g.live_nodes() {
+                    f.register(ni, n);
+                }
+                f
+            },
+        );
+        let mut f = f;
+        f.order = order;
         f.pos = vec![usize::MAX; g.nodes.len()];
         for (k, &ni) in f.order.iter().enumerate() {
             f.pos[ni] = k;

@@ -35,23 +35,6 @@ impl Optimizer<'_> {
         if candidates.len() < 2 {
             return false;
         }
-        // ORT walks `GetAllInitializedTensors()`, a `std::unordered_map`: its iteration order
-        // after the initializers were inserted in the order ORT registered them.
-        let mut order: Vec<Sym> =
-            crate::session::initializer_map::iteration_order(g.init_order.iter().copied());
-        order.retain(|name| g.initializers.contains_key(name));
-        let seen: HashSet<Sym> = order.iter().copied().collect();
-        if order.len() < g.initializers.len() {
-            // By name (the texts), not in the map's order.
-            let mut rest: Vec<Sym> = g
-                .initializers
-                .keys()
-                .copied()
-                .filter(|k| !seen.contains(k))
-                .collect();
-            rest.sort_unstable();
-            order.extend(rest);
-        }
         // Who reads each candidate, from one scan of the graph: (read by a live node, read by
         // one through a subgraph). The merges are applied in one pass at the end, so the pass
         // stays linear when one node reads many initializers (a `Sum` of 80,000 equal constants).
@@ -69,22 +52,21 @@ impl Optimizer<'_> {
                 }
             }
         }
-        let mut shared: FxMap<(i32, Vec<i64>, Vec<u64>), usize> = FxMap::default();
-        let mut renames: FxMap<Sym, Sym> = FxMap::default();
-        for k in 0..order.len() {
-            let name = order[k];
+        // The candidates read by the graph's own nodes only, grouped by type, shape and value
+        // (in the names' order: a group's members are ordered below).
+        let mut read: Vec<Sym> = candidates
+            .iter()
+            .copied()
+            .filter(|name| reads.get(name) == Some(&(true, false)))
+            .collect();
+        read.sort_unstable_by_key(|s| s.id());
+        let mut groups: FxMap<(i32, Vec<i64>, Vec<u64>), Vec<Sym>> = FxMap::default();
+        for name in read {
             let Some(init) = g.initializers.get(&name) else {
                 continue;
             };
-            if !candidates.contains(&name) {
-                continue;
-            }
             let elem = init.elem;
             let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
-            match reads.get(&name) {
-                Some((true, false)) => {}
-                _ => continue,
-            }
             let Some(v) = self.values.get(session, gi, name) else {
                 continue;
             };
@@ -94,13 +76,47 @@ impl Optimizer<'_> {
                 // Compared bit for bit (oracle: NaNs merge, -0.0 and 0.0 do not).
                 v.as_f64().into_iter().map(f64::to_bits).collect()
             };
-            match shared.entry((elem, init.dims.clone(), bits)) {
-                std::collections::hash_map::Entry::Vacant(slot) => {
-                    slot.insert(k);
-                }
-                std::collections::hash_map::Entry::Occupied(rep) => {
-                    renames.insert(name, order[*rep.get()]);
-                }
+            groups
+                .entry((elem, init.dims.clone(), bits))
+                .or_default()
+                .push(name);
+        }
+        // Nothing equal (the usual case after the first step): the order is not needed.
+        if groups.values().all(|members| members.len() < 2) {
+            return false;
+        }
+        // ORT walks `GetAllInitializedTensors()`, a `std::unordered_map`, and keeps the first
+        // of equal initializers it meets: its iteration order after the initializers were
+        // inserted in the order ORT registered them.
+        let mut order: Vec<Sym> =
+            crate::session::initializer_map::iteration_order(g.init_order.iter().copied());
+        order.retain(|name| g.initializers.contains_key(name));
+        let seen: HashSet<Sym> = order.iter().copied().collect();
+        if order.len() < g.initializers.len() {
+            // By name (the texts), not in the map's order.
+            let mut rest: Vec<Sym> = g
+                .initializers
+                .keys()
+                .copied()
+                .filter(|k| !seen.contains(k))
+                .collect();
+            rest.sort_unstable();
+            order.extend(rest);
+        }
+        let position: FxMap<Sym, usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, name)| candidates.contains(name))
+            .map(|(k, name)| (*name, k))
+            .collect();
+        let mut renames: FxMap<Sym, Sym> = FxMap::default();
+        for members in groups.values().filter(|m| m.len() > 1) {
+            let first = |name: &&Sym| position.get(*name).copied().unwrap_or(usize::MAX);
+            let Some(&rep) = members.iter().min_by_key(first) else {
+                continue;
+            };
+            for &name in members.iter().filter(|&&m| m != rep) {
+                renames.insert(name, rep);
             }
         }
         if renames.is_empty() {
@@ -141,11 +157,12 @@ impl Optimizer<'_> {
         let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
         let float =
             elem == D::Float as i32 || elem == D::Float16 as i32 || elem == D::Double as i32;
-        self.shareable.contains(&name)
+        // What the entry holds first, then its dims, then the sets.
+        (int || float)
             && !init.overridable
             && init.dims.iter().all(|&d| d >= 0)
             && init.elements().is_some_and(|n| n <= SHARING_MAX_ELEMENTS)
-            && (int || float)
+            && self.shareable.contains(&name)
             && !idx.outputs.contains(&name)
     }
 }

@@ -18,7 +18,7 @@ use crate::infer::shapes::{self, Values};
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
 use crate::placer::{OptLevel, registry, transpose};
-use crate::session::order::{Producers, ort_topological_order, ort_topological_order_by};
+use crate::session::order::{Producers, beside, ort_topological_order, ort_topological_order_by};
 use crate::session::{Init, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
@@ -192,16 +192,39 @@ struct Index {
 }
 
 impl Index {
-    fn build(session: &Session, gi: usize) -> Index {
+    /// The index of graph `gi` and its two node orders (Kahn's, then the reverse DFS), from one
+    /// producer index; a large graph's orders are built on threads of their own while this one
+    /// lists the consumers ([`crate::session::order::beside`]).
+    fn with_orders(session: &Session, gi: usize) -> (Index, Vec<usize>, Vec<usize>) {
+        let producer = Producers::of(session, gi);
+        let by = |v| producer.get(v);
+        let nodes = session.graphs[gi].nodes.len();
+        let ((uses, dfs), kahn) = beside(
+            nodes,
+            || infer::topological_order_by(session, gi, &by),
+            || {
+                beside(
+                    nodes,
+                    || ort_topological_order_by(session, gi, &by),
+                    || Index::uses(session, gi),
+                )
+            },
+        );
+        let idx = Index {
+            producer,
+            uses,
+            outputs: session.graphs[gi].outputs.iter().copied().collect(),
+        };
+        (idx, kahn, dfs)
+    }
+
+    /// The live readers of each value of graph `gi`.
+    fn uses(session: &Session, gi: usize) -> FxMap<Sym, Vec<usize>> {
         let g = &session.graphs[gi];
-        // Sized once: a value per node output, about as many read values.
-        let mut producer = Producers::for_nodes(g.nodes.len());
+        // Sized once: about as many read values as nodes output.
         let mut uses: FxMap<Sym, Vec<usize>> =
             FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
         for (i, n) in g.live_nodes() {
-            for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                producer.insert(o, i);
-            }
             for &name in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !name.is_empty() {
                     let l = uses.entry(name).or_default();
@@ -211,11 +234,7 @@ impl Index {
                 }
             }
         }
-        Index {
-            producer,
-            uses,
-            outputs: g.outputs.iter().copied().collect(),
-        }
+        uses
     }
 
     /// Live nodes that read `name` (explicitly or through a subgraph).
@@ -307,13 +326,7 @@ impl Optimizer<'_> {
         let len = session.graphs[gi].nodes.len();
         let (mut idx, kahn, dfs) = match self.indices.remove(&gi) {
             Some((idx, kahn, dfs, n)) if n == len => (idx, kahn, dfs),
-            _ => {
-                // One producer index serves both orders.
-                let idx = Index::build(session, gi);
-                let kahn = infer::topological_order_by(session, gi, &|v| idx.producer.get(v));
-                let dfs = ort_topological_order_by(session, gi, &|v| idx.producer.get(v));
-                (idx, kahn, dfs)
-            }
+            _ => Index::with_orders(session, gi),
         };
         if pass == Pass::Sharing {
             let changed = self.constant_sharing(session, gi, &mut idx);
