@@ -183,11 +183,15 @@ struct Optimizer<'t> {
     shareable: HashSet<Sym>,
 }
 
+/// The nodes reading one value: most values have one or two, kept in place (no allocation per
+/// value; the list is no larger than a `Vec`).
+type Users = smallvec::SmallVec<[usize; 2]>;
+
 /// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
 /// [`Index::users`] filters them.
 struct Index {
     producer: Producers,
-    uses: FxMap<Sym, Vec<usize>>,
+    uses: FxMap<Sym, Users>,
     outputs: HashSet<Sym>,
 }
 
@@ -219,10 +223,10 @@ impl Index {
     }
 
     /// The live readers of each value of graph `gi`.
-    fn uses(session: &Session, gi: usize) -> FxMap<Sym, Vec<usize>> {
+    fn uses(session: &Session, gi: usize) -> FxMap<Sym, Users> {
         let g = &session.graphs[gi];
         // Sized once: about as many read values as nodes output.
-        let mut uses: FxMap<Sym, Vec<usize>> =
+        let mut uses: FxMap<Sym, Users> =
             FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
         for (i, n) in g.live_nodes() {
             for &name in n.inputs.iter().chain(&n.implicit_inputs) {
@@ -269,7 +273,7 @@ impl Index {
         let g = &session.graphs[gi];
         self.uses
             .get(&name)
-            .map(Vec::as_slice)
+            .map(|l| l.as_slice())
             .unwrap_or_default()
             .iter()
             .copied()
