@@ -185,6 +185,20 @@ impl Probe {
     }
 }
 
+/// Asks for the cache line at `p` to be brought into the cache (a hint: nothing happens where
+/// the processor has no such instruction; no memory is read that the program sees).
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that reads nothing the program sees and cannot fault,
+    // whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// The chunk and slot of interned id `k` (counted past the predefined names).
 fn slot_of(k: u32) -> (usize, usize) {
     let at = u64::from(k) + (1u64 << FIRST_BITS);

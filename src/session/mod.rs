@@ -512,6 +512,24 @@ impl Session {
             .any(|g| g.live_nodes().any(|(_, n)| ops.contains(&n.op)))
     }
 
+    /// Asks for node `ni` of graph `gi` (its first two cache lines) and, with `inputs`, the
+    /// list of its inputs, to be brought into the cache: a walk over nodes in an order other than
+    /// their storage's calls it a few nodes ahead (asking for the inputs only of a node asked
+    /// for before, whose fields are then at hand). A hint; out-of-range indices are ignored.
+    #[inline]
+    pub fn prefetch_node(&self, gi: usize, ni: usize, inputs: bool) {
+        let Some(n) = self.graphs.get(gi).and_then(|g| g.nodes.get(ni)) else {
+            return;
+        };
+        if inputs {
+            crate::sym::prefetch(n.inputs.as_ptr());
+        } else {
+            let p: *const SNode = n;
+            crate::sym::prefetch(p);
+            crate::sym::prefetch(p.cast::<u8>().wrapping_add(64));
+        }
+    }
+
     /// [`Session::has_live_op`] for each of `ops` at once, from one scan (it stops once every
     /// one was found).
     pub fn live_ops<const N: usize>(&self, ops: [Sym; N]) -> [bool; N] {

@@ -193,3 +193,42 @@ fn session_from_the_file_is_the_decoded_one() {
     assert!(checked >= 300, "only {checked} fixture models compared");
     assert!(declined <= checked / 50, "{declined} declined of {checked}");
 }
+
+/// CSE sets aside a node that alone reads its first input (in the first chain, each node is the
+/// only reader of the one before when it is met) and records it when a merge gives that input
+/// more readers (the second chain's `Relu` merged into the first's, then each of its nodes in
+/// turn): the whole second chain is merged in one step, as recording every node does. Without
+/// that, each step would merge one more level and 12 levels would outlast ORT's 10 steps.
+/// Written in both orders of the chains.
+#[test]
+fn cse_records_a_node_set_aside_when_its_input_gains_readers() {
+    const LEVELS: usize = 12;
+    let ops = ["Neg", "Abs", "Sin", "Cos"];
+    let chain = |p: &str| {
+        let mut text = format!("  [{p}0] {p}0 = Relu (x)\n");
+        for k in 1..=LEVELS {
+            let op = ops[k % ops.len()];
+            text += &format!("  [{p}{k}] {p}{k} = {op} ({p}{})\n", k - 1);
+        }
+        text
+    };
+    for (first, second) in [("a", "b"), ("b", "a")] {
+        let text = format!(
+            "<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\ng (float[4] x) => (float[4] y1, float[4] y2)\n{{\n{}{}  [o1] y1 = Identity (a{LEVELS})\n  [o2] y2 = Identity (b{LEVELS})\n}}\n",
+            chain(first),
+            chain(second)
+        );
+        let p = place(&text, "1.31.1", OptLevel::All);
+        assert_eq!(p.outcome, Outcome::Ok);
+        let live: Vec<&str> = p.session.graphs[0]
+            .nodes
+            .iter()
+            .filter(|n| !n.removed)
+            .map(|n| n.name.as_str())
+            .collect();
+        // One chain is left, and the other's last node: once `EliminateIdentity` removed the
+        // Identity, its output is a graph output, which CSE never merges. (Recording a node only
+        // when met, each step would merge one more level: 16 nodes left after 10 steps.)
+        assert_eq!(live.len(), LEVELS + 2, "{live:?}");
+    }
+}

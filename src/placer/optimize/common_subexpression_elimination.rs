@@ -21,6 +21,10 @@ pub(super) struct Seen {
     /// Hash -> (start, end) of the key in `arena`, and its node.
     by_hash: std::collections::HashMap<u64, (usize, usize, usize), Prehashed>,
     collided: FxMap<Vec<u8>, usize>,
+    /// Nodes visited but not recorded, by their first input, which they alone read: no node
+    /// visited later can hold their key unless a merge makes it read that value too, and the
+    /// merge records them first ([`Optimizer::cse`]).
+    aside: FxMap<Sym, usize>,
 }
 
 /// The hasher of [`Seen::by_hash`], whose keys are hashes already.
@@ -65,6 +69,7 @@ impl Seen {
             arena: Vec::with_capacity(nodes * 32),
             by_hash: std::collections::HashMap::with_capacity_and_hasher(nodes, Prehashed(0)),
             collided: FxMap::default(),
+            aside: FxMap::default(),
         }
     }
 
@@ -110,6 +115,13 @@ impl Seen {
 }
 
 impl Optimizer<'_> {
+    /// CSE at node `ni` (ORT's walk is topological: a node's inputs are final when it is met).
+    ///
+    /// A node whose first input it alone reads is set aside rather than recorded: an earlier
+    /// node with its key would read that input too, and so would a later one, unless a merge
+    /// renames its readers to that value; a merge records the node set aside on the value it
+    /// renames to before renaming. The answer is the one recording every node gives, without
+    /// the table's lookup for most nodes of a model's chains.
     pub(super) fn cse(
         &mut self,
         session: &mut Session,
@@ -118,6 +130,62 @@ impl Optimizer<'_> {
         idx: &mut Index,
         seen: &mut Seen,
     ) -> bool {
+        let node = &session.graphs[gi].nodes[ni];
+        if let Some(&first) = node.inputs.first()
+            && !first.is_empty()
+            && idx.sole_user(session, gi, first) == Some(ni)
+        {
+            seen.aside.insert(first, ni);
+            return false;
+        }
+        if !self.cse_key(session, gi, ni, seen) {
+            return false;
+        }
+        let node = &session.graphs[gi].nodes[ni];
+        let slot = seen.slot();
+        match seen.get(&slot) {
+            Some(rep) if rep != ni && !session.graphs[gi].nodes[rep].removed => {
+                let outs = node.outputs.clone();
+                if outs.iter().any(|o| idx.outputs.contains(o)) {
+                    return false;
+                }
+                let rep_outs = session.graphs[gi].nodes[rep].outputs.clone();
+                for (o, r) in outs.iter().zip(&rep_outs) {
+                    if o.is_empty() {
+                        continue;
+                    }
+                    if r.is_empty() {
+                        return false;
+                    }
+                }
+                for (o, r) in outs.iter().zip(&rep_outs) {
+                    if !o.is_empty() {
+                        // The node set aside on `r` now has company: recorded as it would
+                        // have been when met.
+                        if let Some(k) = seen.aside.remove(r)
+                            && !session.graphs[gi].nodes[k].removed
+                            && self.cse_key(session, gi, k, seen)
+                        {
+                            let slot = seen.slot();
+                            if seen.get(&slot).is_none() {
+                                seen.set(slot, k);
+                            }
+                        }
+                        Self::replace_uses(session, gi, idx, *o, *r);
+                    }
+                }
+                Self::remove(session, gi, ni);
+                true
+            }
+            _ => {
+                seen.set(slot, ni);
+                false
+            }
+        }
+    }
+
+    /// Builds node `ni`'s key in `seen.key` (and its anchor); false for a node CSE never merges.
+    fn cse_key(&self, session: &Session, gi: usize, ni: usize, seen: &mut Seen) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         // ORT's CSE never merges an ai.onnx DequantizeLinear: each QDQ node unit keeps its own
         // (`EnsureUniqueDQForNodeUnit`; measured on tests/fixtures/realworld/qdq*).
@@ -159,38 +227,7 @@ impl Optimizer<'_> {
             attrs.into_iter().all(|a| encode_attr(a, &mut key))
         };
         seen.key = key;
-        if !encoded {
-            return false;
-        }
-        let slot = seen.slot();
-        match seen.get(&slot) {
-            Some(rep) if rep != ni && !session.graphs[gi].nodes[rep].removed => {
-                let outs = node.outputs.clone();
-                if outs.iter().any(|o| idx.outputs.contains(o)) {
-                    return false;
-                }
-                let rep_outs = session.graphs[gi].nodes[rep].outputs.clone();
-                for (o, r) in outs.iter().zip(&rep_outs) {
-                    if o.is_empty() {
-                        continue;
-                    }
-                    if r.is_empty() {
-                        return false;
-                    }
-                }
-                for (o, r) in outs.iter().zip(&rep_outs) {
-                    if !o.is_empty() {
-                        Self::replace_uses(session, gi, idx, *o, *r);
-                    }
-                }
-                Self::remove(session, gi, ni);
-                true
-            }
-            _ => {
-                seen.set(slot, ni);
-                false
-            }
-        }
+        encoded
     }
 }
 
