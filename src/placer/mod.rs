@@ -711,11 +711,57 @@ fn partition(
     let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
     let mut preferred: crate::sym::SymSet<(usize, usize)> = Default::default();
     // Partitioning assigns providers but never changes the graph: one order per graph serves
-    // every provider's pass.
-    let orders: Vec<Vec<usize>> = (0..session.graphs.len())
-        .map(|gi| infer::topological_order(session, gi))
-        .collect();
-    for &ep in &options.eps {
+    // every provider's pass. A large session's kernels are looked up on threads of their own,
+    // one per provider, while the orders are built here.
+    let shared: &Session = session;
+    let order_all = || -> Vec<Vec<usize>> {
+        (0..shared.graphs.len())
+            .map(|gi| infer::topological_order(shared, gi))
+            .collect()
+    };
+    let nodes: usize = shared.graphs.iter().map(|g| g.nodes.len()).sum();
+    let (orders, mut found): (Vec<Vec<usize>>, Vec<Option<Found>>) =
+        if nodes < PARALLEL_PARTITION_NODES {
+            (order_all(), options.eps.iter().map(|_| None).collect())
+        } else {
+            std::thread::scope(|scope| {
+                let threads: Vec<_> = options
+                    .eps
+                    .iter()
+                    .map(|&ep| {
+                        std::thread::Builder::new()
+                            .name("kernels".into())
+                            .spawn_scoped(scope, move || found_kernels(shared, table, ep))
+                            .ok()
+                    })
+                    .collect();
+                let orders = order_all();
+                let found = threads
+                    .into_iter()
+                    .map(|t| t.and_then(|t| t.join().ok()))
+                    .collect();
+                (orders, found)
+            })
+        };
+    for (e, &ep) in options.eps.iter().enumerate() {
+        // The kernel found ahead for node `ni` of graph `gi`, else looked up here.
+        let mut kernel_of = |session: &Session,
+                             kernels: &mut kernel::Kernels<'static>,
+                             resolver: &mut infer::Resolver<'_>,
+                             gi: usize,
+                             ni: usize|
+         -> Result<&'static KernelDef, Miss> {
+            if let Some(kd) = found[e]
+                .as_mut()
+                .and_then(|f| f.get_mut(gi)?.get_mut(ni)?.take())
+            {
+                return Ok(kd);
+            }
+            let node = &session.graphs[gi].nodes[ni];
+            let resolved = resolver.resolve(node.domain, node.op).ok();
+            let schema = resolved.as_ref().map(|r| r.schema);
+            kernels.lookup(ep, session, gi, node, schema)
+        };
         for gi in bottom_up(session) {
             match ep {
                 Ep::Cuda => {
@@ -725,9 +771,7 @@ fn partition(
                         if node.ep.is_some() {
                             continue;
                         }
-                        let resolved = resolver.resolve(node.domain, node.op).ok();
-                        let schema = resolved.as_ref().map(|r| r.schema);
-                        match kernels.lookup(Ep::Cuda, session, gi, node, schema) {
+                        match kernel_of(session, &mut kernels, &mut resolver, gi, ni) {
                             Err(m) => {
                                 cuda_miss.insert((gi, ni), m);
                             }
@@ -761,10 +805,9 @@ fn partition(
                         if node.ep.is_some() {
                             continue;
                         }
-                        let resolved = resolver.resolve(node.domain, node.op).ok();
-                        let schema = resolved.as_ref().map(|r| r.schema);
                         let key = (gi, ni);
-                        let decision = match kernels.lookup(Ep::Cpu, session, gi, node, schema) {
+                        let decision = match kernel_of(session, &mut kernels, &mut resolver, gi, ni)
+                        {
                             Ok(kd) => {
                                 let cpu = kd;
                                 if let Some(cuda) = cuda_kernel
@@ -804,6 +847,39 @@ fn partition(
 }
 
 /// Graphs in partition order: every subgraph before the graph holding it.
+/// The sessions from which [`partition`] looks kernels up on threads of its own.
+const PARALLEL_PARTITION_NODES: usize = 8192;
+
+/// Per graph, per node: the kernel one provider's pass would find for it, looked up ahead
+/// (`None` for a removed or assigned node, and for a miss, which the pass looks up again to
+/// say why: a miss is rare, and keeping only kernels keeps the table at a pointer per node).
+type Found = Vec<Vec<Option<&'static KernelDef>>>;
+
+/// [`Found`] for provider `ep`: a lookup's answer depends on the node and the types it reads,
+/// never on the providers of other nodes, so it can be asked before the pass, in any order.
+fn found_kernels(session: &Session, table: &'static KernelTable, ep: Ep) -> Found {
+    let mut resolver = infer::Resolver::new(session, table);
+    let mut kernels = kernel::Kernels::new(table);
+    session
+        .graphs
+        .iter()
+        .enumerate()
+        .map(|(gi, g)| {
+            g.nodes
+                .iter()
+                .map(|node| {
+                    if node.removed || node.ep.is_some() {
+                        return None;
+                    }
+                    let resolved = resolver.resolve(node.domain, node.op).ok();
+                    let schema = resolved.as_ref().map(|r| r.schema);
+                    kernels.lookup(ep, session, gi, node, schema).ok()
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn bottom_up(session: &Session) -> Vec<usize> {
     fn visit(session: &Session, gi: usize, out: &mut Vec<usize>) {
         for (_, n) in session.graphs[gi].live_nodes() {
