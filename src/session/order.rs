@@ -273,3 +273,32 @@ pub fn ort_topological_order_by(
     }
     order
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Above the threshold the order is built on another thread, below it here: either way the
+    /// caller gets both results, and the order is built once.
+    #[test]
+    fn beside_gives_both_results_on_either_path() {
+        for nodes in [10, PARALLEL_ORDER_NODES] {
+            let calls = std::sync::atomic::AtomicUsize::new(0);
+            let here = std::thread::current().id();
+            let (work, order) = beside(
+                nodes,
+                || {
+                    calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let away = std::thread::current().id() != here;
+                    vec![nodes, usize::from(away)]
+                },
+                || nodes * 2,
+            );
+            assert_eq!(work, nodes * 2);
+            assert_eq!(order[0], nodes);
+            // The large graph's order was built away from the caller.
+            assert_eq!(order[1], usize::from(nodes >= PARALLEL_ORDER_NODES));
+            assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+        }
+    }
+}
