@@ -4,6 +4,8 @@
 //! itself (the next chunk of a shared counter), so a thread the system will not give leaves its
 //! share to the others, the calling thread at least, and nothing panics for want of one.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// The most threads one step takes: past it, the steps measured (the census, decoding
 /// initializers) gain little, and the rest of the machine stays free.
 pub const MAX_THREADS: usize = 8;
@@ -43,9 +45,48 @@ pub fn on_threads<T: Send>(threads: usize, name: &str, work: impl Fn() -> T + Sy
     })
 }
 
+/// `f` on each chunk of `items` (`chunk` at a time, the last one shorter), on up to `threads`
+/// threads: the answers in the chunks' order.
+pub fn map_chunks<I: Sync, T: Send>(
+    items: &[I],
+    chunk: usize,
+    threads: usize,
+    name: &str,
+    f: impl Fn(&[I]) -> T + Sync,
+) -> Vec<T> {
+    let chunks: Vec<&[I]> = items.chunks(chunk.max(1)).collect();
+    let next = AtomicUsize::new(0);
+    let done = on_threads(threads.min(chunks.len()), name, || {
+        let mut mine = Vec::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(c) = chunks.get(k) else {
+                return mine;
+            };
+            mine.push((k, f(c)));
+        }
+    });
+    let mut all: Vec<(usize, T)> = done.into_iter().flatten().collect();
+    all.sort_unstable_by_key(|&(k, _)| k);
+    all.into_iter().map(|(_, t)| t).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_come_back_in_order_whatever_the_threads() {
+        let items: Vec<usize> = (0..1000).collect();
+        for threads in [1, 2, 5] {
+            let sums = map_chunks(&items, 64, threads, "test", |c| c.iter().sum::<usize>());
+            assert_eq!(sums.len(), 16);
+            assert_eq!(sums[0], (0..64).sum::<usize>());
+            assert_eq!(sums[15], (960..1000).sum::<usize>());
+            assert_eq!(sums.iter().sum::<usize>(), (0..1000).sum::<usize>());
+        }
+        assert!(map_chunks(&items[..0], 64, 4, "test", |c| c.len()).is_empty());
+    }
 
     #[test]
     fn every_thread_that_ran_answers() {

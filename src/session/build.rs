@@ -293,6 +293,49 @@ const READ_BATCH: usize = 2048;
 /// Each name's slot in the interner is asked for this many names before it is interned.
 const INTERN_AHEAD: usize = 8;
 
+/// Graphs of at least this many initializers have them decoded on several threads.
+const PARALLEL_INITIALIZERS: usize = 4096;
+
+/// Initializers a thread decodes at a time.
+const INITIALIZER_CHUNK: usize = 512;
+
+/// The initializers of a graph (their slices of `file`) decoded, each into the box the session
+/// keeps it in (no second copy), checked as loading checks them (`path`: the model's), with the
+/// hash of its name ([`crate::sym::text_hash`]), in file order. Many are decoded on several
+/// threads, a chunk at a time: decoding is most of the work (a million-node decoder holds
+/// 272,729), and interning the names, which is serial, is left to the caller. The first
+/// initializer in file order that fails decides the error, as one thread would.
+fn initializers(file: &Bytes, path: &Path, list: &[&[u8]]) -> R<Vec<(Init, u64)>> {
+    let one = |file: &Bytes, b: &[u8]| -> R<(Init, u64)> {
+        let t = Box::new(tensor(file, b)?);
+        check_initializer(path, &t)?;
+        let h = crate::sym::text_hash(t.name());
+        Ok((init_boxed(t, false), h))
+    };
+    let threads = crate::model::threads::threads();
+    if list.len() < PARALLEL_INITIALIZERS || threads < 2 {
+        return list.iter().map(|b| one(file, b)).collect();
+    }
+    let chunks = crate::model::threads::map_chunks(
+        list,
+        INITIALIZER_CHUNK,
+        threads,
+        "initializers",
+        |chunk| {
+            // A handle of the chunk's own on the file's bytes: a tensor's raw data is a slice
+            // that counts a reference on it, instead of on the file's one count, which every
+            // thread would then take turns to hold.
+            let file = Bytes::from_owner(file.clone());
+            chunk.iter().map(|b| one(&file, b)).collect::<R<Vec<_>>>()
+        },
+    );
+    let mut all = Vec::with_capacity(list.len());
+    for chunk in chunks {
+        all.extend(chunk?);
+    }
+    Ok(all)
+}
+
 /// Parsed nodes, their names still to intern: the texts, flat (per node its name, op type and
 /// (normalised) domain, then its inputs and outputs), each with its [`crate::sym::text_hash`].
 #[derive(Default)]
@@ -430,16 +473,23 @@ impl<'a> Builder<'a> {
             g.nodes.len() * 2 + inputs.len() + g.initializers.len(),
             Default::default(),
         );
-        // Each decoded into the box the session keeps it in (no second copy).
-        let tensors: Vec<Box<TensorProto>> = g
-            .initializers
-            .iter()
-            .map(|b| tensor(self.file, b).map(Box::new))
-            .collect::<R<_>>()?;
-        // Their names, interned under one lock.
+        let decoded = initializers(self.file, self.path, &g.initializers)?;
+        // Their names, interned under one lock, in file order.
         let tensor_names: Vec<Sym> = {
             let mut names = crate::sym::Interner::lock();
-            tensors.iter().map(|t| names.intern(t.name())).collect()
+            for (_, h) in decoded.iter().take(INTERN_AHEAD) {
+                names.prefetch(*h);
+            }
+            decoded
+                .iter()
+                .enumerate()
+                .map(|(i, (init, h))| {
+                    if let Some((_, ahead)) = decoded.get(i + INTERN_AHEAD) {
+                        names.prefetch(*ahead);
+                    }
+                    names.intern_hashed(init.tensor.name(), *h)
+                })
+                .collect()
         };
         let init_names: FxHashSet<Sym> = tensor_names.iter().copied().collect();
         for (i, _) in &inputs {
@@ -461,14 +511,13 @@ impl<'a> Builder<'a> {
         graph.init_order.reserve(graph.initializers.capacity());
         graph.types.reserve(values);
         graph.shapes.reserve(values);
-        for (t, name) in tensors.into_iter().zip(tensor_names) {
-            check_initializer(self.path, &t)?;
+        for ((mut init, _), name) in decoded.into_iter().zip(tensor_names) {
             if defined.insert(name, NOT_A_NODE).is_some() {
                 return Err(Declined);
             }
-            let overridable = ir4 && input_names.contains(&name);
+            init.overridable = ir4 && input_names.contains(&name);
             graph.init_order.push(name);
-            graph.initializers.insert(name, init_boxed(t, overridable));
+            graph.initializers.insert(name, init);
         }
         for b in &g.sparse_initializers {
             let sp = sparse_tensor(self.file, b)?;
@@ -792,6 +841,82 @@ mod tests {
                 read_nodes(&slices, Path::new("m.onnx")).is_err(),
                 "{n} nodes"
             );
+        }
+    }
+
+    /// `n` initializers in one buffer, and each one's slice of it.
+    fn initializer_file(n: usize, bad: &[(usize, Vec<u8>)]) -> (Bytes, Vec<(usize, usize)>) {
+        let mut file = Vec::new();
+        let mut ranges = Vec::new();
+        for k in 0..n {
+            let start = file.len();
+            match bad.iter().find(|(at, _)| *at == k) {
+                Some((_, b)) => file.extend_from_slice(b),
+                None => TensorProto {
+                    name: Some(format!("w{k}")),
+                    dims: vec![2, (k % 3) as i64 + 1],
+                    data_type: Some(1),
+                    raw_data: Some(vec![k as u8; 8 * (k % 3 + 1)].into()),
+                    ..Default::default()
+                }
+                .encode(&mut file)
+                .expect("a vector grows"),
+            }
+            ranges.push((start, file.len()));
+        }
+        (Bytes::from(file), ranges)
+    }
+
+    #[test]
+    fn initializers_decoded_on_threads_are_the_ones_decoded_here() {
+        let n = PARALLEL_INITIALIZERS + 3 * INITIALIZER_CHUNK + 5;
+        let (file, ranges) = initializer_file(n, &[]);
+        let slices: Vec<&[u8]> = ranges.iter().map(|&(a, b)| &file[a..b]).collect();
+        let path = Path::new("m.onnx");
+        let parallel = initializers(&file, path, &slices).expect("valid initializers");
+        // Below the threshold, decoded here, a few at a time.
+        let serial: Vec<(Init, u64)> = slices
+            .chunks(PARALLEL_INITIALIZERS - 1)
+            .flat_map(|c| initializers(&file, path, c).expect("valid initializers"))
+            .collect();
+        assert_eq!(parallel.len(), n);
+        for (k, (p, s)) in parallel.iter().zip(&serial).enumerate() {
+            assert_eq!(p.0.tensor, s.0.tensor, "initializer {k}");
+            assert_eq!(
+                (&p.0.dims, p.0.elem, p.0.overridable, p.1),
+                (&s.0.dims, s.0.elem, false, s.1)
+            );
+            assert_eq!(p.0.tensor.name(), format!("w{k}"));
+            assert_eq!(p.1, crate::sym::text_hash(&format!("w{k}")));
+        }
+    }
+
+    #[test]
+    fn an_initializer_that_does_not_load_declines_the_graph_on_either_path() {
+        let n = PARALLEL_INITIALIZERS + 3 * INITIALIZER_CHUNK;
+        let undecodable = vec![0x0a, 0x7f, b'x'];
+        let impossible = TensorProto {
+            name: Some("huge".into()),
+            dims: vec![-1],
+            data_type: Some(1),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        for bad in [
+            vec![(0, undecodable.clone())],
+            vec![(n - 1, undecodable.clone())],
+            vec![(n / 2, impossible.clone())],
+            // Several: the first in file order decides, whichever thread met it first.
+            vec![(3, impossible), (n - 2, undecodable)],
+        ] {
+            for n in [100, n] {
+                let bad: Vec<(usize, Vec<u8>)> =
+                    bad.iter().filter(|(at, _)| *at < n).cloned().collect();
+                let (file, ranges) = initializer_file(n, &bad);
+                let slices: Vec<&[u8]> = ranges.iter().map(|&(a, b)| &file[a..b]).collect();
+                let got = initializers(&file, Path::new("m.onnx"), &slices);
+                assert_eq!(got.is_err(), !bad.is_empty(), "{n} initializers, {bad:?}");
+            }
         }
     }
 }
