@@ -116,11 +116,55 @@ struct Probe {
 const EMPTY_ID: u32 = u32::MAX;
 const FREE: Entry = (0, EMPTY_ID, "");
 
+/// Tables of at least this many slots (32 MiB) have them written on several threads.
+const PARALLEL_FREE_SLOTS: usize = 1 << 20;
+
+/// `n` free slots. A large table is written on several threads (at most 8), 2 MiB at a time:
+/// the table a million-node graph reserves has 8M slots, 256 MiB, and writing them is mostly
+/// the kernel faulting their pages in and clearing them, which it does on each core at once (on
+/// one, a tenth of a second before the graph's first name is interned). Where the system gives
+/// no thread, this one writes them all.
+fn free_slots(n: usize) -> Box<[Entry]> {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get().min(8));
+    if n < PARALLEL_FREE_SLOTS || threads < 2 {
+        return vec![FREE; n].into_boxed_slice();
+    }
+    let mut slots = Box::<[Entry]>::new_uninit_slice(n);
+    let parts = Mutex::new(slots.chunks_mut(1 << 16));
+    let fill = || {
+        loop {
+            // The lock is held to take a part, not to write it.
+            let part = parts.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some(part) = part else {
+                return;
+            };
+            for e in part {
+                e.write(FREE);
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            let spawned = std::thread::Builder::new()
+                .name("interner".into())
+                .spawn_scoped(scope, fill);
+            if spawned.is_err() {
+                break;
+            }
+        }
+        fill();
+    });
+    // SAFETY: every slot is written: this thread took parts until none was left, each part
+    // taken (here or by a thread the scope joined) was written whole, and writing cannot panic
+    // (a thread that panicked would have made the scope panic before this line).
+    unsafe { slots.assume_init() }
+}
+
 impl Probe {
     fn with_capacity(n: usize) -> Probe {
         let slots = n.saturating_mul(2).next_power_of_two().max(16);
         Probe {
-            slots: vec![FREE; slots].into_boxed_slice(),
+            slots: free_slots(slots),
             len: 0,
         }
     }
@@ -541,6 +585,14 @@ mod tests {
             BuildSymHasher.hash_one((Sym(3), Sym(4))),
             rustc_hash::FxBuildHasher.hash_one((Sym(3), Sym(4)))
         );
+    }
+
+    #[test]
+    fn a_large_table_is_free_wherever_it_was_written() {
+        let n = PARALLEL_FREE_SLOTS + 12_345;
+        let slots = free_slots(n);
+        assert_eq!(slots.len(), n);
+        assert!(slots.iter().all(|e| *e == FREE));
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod load;
 pub mod proto;
 mod tensor;
 pub mod text;
+pub(crate) mod threads;
 pub mod view;
 
 use std::collections::BTreeMap;

@@ -19,9 +19,11 @@ use bytes::Bytes;
 use crate::sym::Sym;
 
 use super::{
-    SGraph, SNode, Session, Type, dim_params_of, init_boxed, init_of, init_owning, shape_of,
+    Init, SGraph, SNode, Session, Type, constant_tensor_of, dim_params_of, init_boxed, init_of,
+    init_owning, shape_of,
 };
 use crate::model::proto::attribute_proto::AttributeType;
+use crate::model::proto::{AttributeProto, TensorProto};
 use crate::model::view::{
     AttributeView, Declined, GraphView, ModelView, NodeView, ValueInfoView, sparse_tensor, tensor,
 };
@@ -209,14 +211,76 @@ struct Builder<'a> {
     subgraphs: usize,
 }
 
-/// A node as read from the wire, its names interned.
+/// A node as read from the wire, its names interned and its attributes decoded.
 struct Read<'a> {
     name: Sym,
     op: Sym,
     domain: Sym,
     inputs: Vec<Sym>,
     outputs: Vec<Sym>,
-    attributes: Vec<&'a [u8]>,
+    /// Its attributes but the graph-valued ones (the session node's).
+    attrs: Vec<AttributeProto>,
+    /// Its graph attributes: name and graphs, in order.
+    graphs: Vec<(&'a str, Vec<&'a [u8]>)>,
+    /// A `Constant` of the ONNX domain whose value becomes an initializer: that initializer.
+    constant: Option<Init>,
+}
+
+impl<'a> Read<'a> {
+    /// Everything of the node in `view` but its names (interned in order later, in one place):
+    /// its attributes decoded and checked, and the vectors its names will fill, sized. Done
+    /// where the node is parsed, off the thread that interns.
+    fn unnamed(view: &NodeView<'a>, path: &Path) -> R<Read<'a>> {
+        let attributes: Vec<AttributeView<'a>> = view
+            .attributes
+            .iter()
+            .map(|b| AttributeView::parse(b))
+            .collect::<R<_>>()?;
+        for a in &attributes {
+            let a = match a {
+                AttributeView::Plain(a) => a,
+                AttributeView::Graphs { rest, .. } => rest.as_ref(),
+            };
+            for t in a.t.as_deref().into_iter().chain(&a.tensors) {
+                check_external(path, t)?;
+            }
+        }
+        // The texts the interned names would have (equal syms, equal texts).
+        let constant = if view.op_type == "Constant" && normalize_domain(view.domain) == "ai.onnx" {
+            let first = match attributes.first() {
+                Some(AttributeView::Plain(a)) => Some(a),
+                _ => None,
+            };
+            constant_tensor_of(first, view.outputs.first().map(|o| o.to_string()))
+                .map(|t| init_owning(t, false))
+        } else {
+            None
+        };
+        let mut attrs = Vec::with_capacity(attributes.len());
+        let mut graphs = Vec::new();
+        for a in attributes {
+            match a {
+                AttributeView::Plain(a) => {
+                    if a.r#type != Some(AttributeType::Graph as i32) {
+                        attrs.push(a);
+                    }
+                }
+                AttributeView::Graphs {
+                    name, graphs: g, ..
+                } => graphs.push((name, g)),
+            }
+        }
+        Ok(Read {
+            name: Sym::EMPTY,
+            op: Sym::EMPTY,
+            domain: Sym::EMPTY,
+            inputs: vec![Sym::EMPTY; view.inputs.len()],
+            outputs: vec![Sym::EMPTY; view.outputs.len()],
+            attrs,
+            graphs,
+            constant,
+        })
+    }
 }
 
 /// Graphs of at least this many nodes have their nodes parsed on a second thread while this
@@ -226,21 +290,64 @@ const PARALLEL_READ_NODES: usize = 8192;
 /// Nodes a parsing thread hands over at a time.
 const READ_BATCH: usize = 2048;
 
-/// Parsed nodes, flat: per node its name, op type and (normalised) domain, then its inputs and
-/// outputs, each text with its [`crate::sym::text_hash`].
+/// Each name's slot in the interner is asked for this many names before it is interned.
+const INTERN_AHEAD: usize = 8;
+
+/// Graphs of at least this many initializers have them decoded on several threads.
+const PARALLEL_INITIALIZERS: usize = 4096;
+
+/// Initializers a thread decodes at a time.
+const INITIALIZER_CHUNK: usize = 512;
+
+/// The initializers of a graph (their slices of `file`) decoded, each into the box the session
+/// keeps it in (no second copy), checked as loading checks them (`path`: the model's), with the
+/// hash of its name ([`crate::sym::text_hash`]), in file order. Many are decoded on several
+/// threads, a chunk at a time: decoding is most of the work (a million-node decoder holds
+/// 272,729), and interning the names, which is serial, is left to the caller. The first
+/// initializer in file order that fails decides the error, as one thread would.
+fn initializers(file: &Bytes, path: &Path, list: &[&[u8]]) -> R<Vec<(Init, u64)>> {
+    let one = |file: &Bytes, b: &[u8]| -> R<(Init, u64)> {
+        let t = Box::new(tensor(file, b)?);
+        check_initializer(path, &t)?;
+        let h = crate::sym::text_hash(t.name());
+        Ok((init_boxed(t, false), h))
+    };
+    let threads = crate::model::threads::threads();
+    if list.len() < PARALLEL_INITIALIZERS || threads < 2 {
+        return list.iter().map(|b| one(file, b)).collect();
+    }
+    let chunks = crate::model::threads::map_chunks(
+        list,
+        INITIALIZER_CHUNK,
+        threads,
+        "initializers",
+        |chunk| {
+            // A handle of the chunk's own on the file's bytes: a tensor's raw data is a slice
+            // that counts a reference on it, instead of on the file's one count, which every
+            // thread would then take turns to hold.
+            let file = Bytes::from_owner(file.clone());
+            chunk.iter().map(|b| one(&file, b)).collect::<R<Vec<_>>>()
+        },
+    );
+    let mut all = Vec::with_capacity(list.len());
+    for chunk in chunks {
+        all.extend(chunk?);
+    }
+    Ok(all)
+}
+
+/// Parsed nodes, their names still to intern: the texts, flat (per node its name, op type and
+/// (normalised) domain, then its inputs and outputs), each with its [`crate::sym::text_hash`].
 #[derive(Default)]
 struct ReadBatch<'a> {
     texts: Vec<(&'a str, u64)>,
-    /// Per node: inputs, outputs, attributes.
-    counts: Vec<(u32, u32, u32)>,
-    attributes: Vec<&'a [u8]>,
+    nodes: Vec<Read<'a>>,
 }
 
 impl<'a> ReadBatch<'a> {
-    fn parse(&mut self, chunk: &[&'a [u8]], view: &mut NodeView<'a>) -> R<()> {
+    fn parse(&mut self, chunk: &[&'a [u8]], view: &mut NodeView<'a>, path: &Path) -> R<()> {
         self.texts.clear();
-        self.counts.clear();
-        self.attributes.clear();
+        self.nodes.clear();
         for b in chunk {
             view.parse_into(b)?;
             let hashed = |t: &'a str| (t, crate::sym::text_hash(t));
@@ -249,57 +356,44 @@ impl<'a> ReadBatch<'a> {
             self.texts.push(hashed(normalize_domain(view.domain)));
             self.texts.extend(view.inputs.iter().map(|&t| hashed(t)));
             self.texts.extend(view.outputs.iter().map(|&t| hashed(t)));
-            self.attributes.extend_from_slice(&view.attributes);
-            let count = |n: usize| u32::try_from(n).map_err(|_| Declined);
-            self.counts.push((
-                count(view.inputs.len())?,
-                count(view.outputs.len())?,
-                count(view.attributes.len())?,
-            ));
+            self.nodes.push(Read::unnamed(view, path)?);
         }
         Ok(())
     }
 
-    /// Interns the batch's nodes under `names` onto `nodes`.
-    fn intern_into(&self, names: &mut crate::sym::Interner, nodes: &mut Vec<Read<'a>>) {
-        // Each name's slot is asked for this many names before it is interned.
-        const AHEAD: usize = 8;
-        for &(_, h) in self.texts.iter().take(AHEAD) {
+    /// Interns the batch's names under `names` and moves its nodes onto `nodes`: the only work
+    /// of the interning thread, which no other thread can share (ids are handed out in order).
+    fn intern_into(&mut self, names: &mut crate::sym::Interner, nodes: &mut Vec<Read<'a>>) {
+        for &(_, h) in self.texts.iter().take(INTERN_AHEAD) {
             names.prefetch(h);
         }
-        let (mut t, mut a) = (0, 0);
+        let mut t = 0;
         // The next name, interned.
         let mut one = || {
-            if let Some(&(_, h)) = self.texts.get(t + AHEAD) {
+            if let Some(&(_, h)) = self.texts.get(t + INTERN_AHEAD) {
                 names.prefetch(h);
             }
             let (s, h) = self.texts[t];
             t += 1;
             names.intern_hashed(s, h)
         };
-        for &(inputs, outputs, attributes) in &self.counts {
-            let (name, op, domain) = (one(), one(), one());
-            let inputs = (0..inputs).map(|_| one()).collect();
-            let outputs = (0..outputs).map(|_| one()).collect();
-            let attributes = self.attributes[a..a + attributes as usize].to_vec();
-            a += attributes.len();
-            nodes.push(Read {
-                name,
-                op,
-                domain,
-                inputs,
-                outputs,
-                attributes,
-            });
+        for n in &mut self.nodes {
+            (n.name, n.op, n.domain) = (one(), one(), one());
+            for s in n.inputs.iter_mut().chain(&mut n.outputs) {
+                *s = one();
+            }
         }
+        nodes.append(&mut self.nodes);
     }
 }
 
 /// The nodes of a graph read from their slices of the wire, their names interned (in the nodes'
-/// order: ids do not depend on how the work was split). A large graph's nodes are parsed on a
-/// second thread, in batches, while this one interns: interning is serial (one table), parsing
-/// and hashing the names are not.
-fn read_nodes<'a>(slices: &[&'a [u8]]) -> R<Vec<Read<'a>>> {
+/// order: ids do not depend on how the work was split) and their attributes decoded (`path`:
+/// the model's, for the tensors' external data). A large graph's nodes are parsed on a second
+/// thread, in batches, while this one interns: interning is serial (one table), parsing,
+/// hashing the names and decoding the attributes are not. One parsing thread is enough: on a
+/// million-node graph it works a third of the time the interning takes.
+fn read_nodes<'a>(slices: &[&'a [u8]], path: &Path) -> R<Vec<Read<'a>>> {
     let mut nodes: Vec<Read<'a>> = Vec::with_capacity(slices.len());
     let mut names = crate::sym::Interner::lock();
     names.reserve(slices.len() * 3);
@@ -307,7 +401,7 @@ fn read_nodes<'a>(slices: &[&'a [u8]]) -> R<Vec<Read<'a>>> {
     let serial = |names: &mut crate::sym::Interner, nodes: &mut Vec<Read<'a>>| -> R<()> {
         let (mut batch, mut view) = (ReadBatch::default(), NodeView::default());
         for chunk in slices.chunks(READ_BATCH) {
-            batch.parse(chunk, &mut view)?;
+            batch.parse(chunk, &mut view, path)?;
             batch.intern_into(names, nodes);
         }
         Ok(())
@@ -326,7 +420,7 @@ fn read_nodes<'a>(slices: &[&'a [u8]]) -> R<Vec<Read<'a>>> {
                 let mut view = NodeView::default();
                 for chunk in slices.chunks(READ_BATCH) {
                     let mut batch = empty_rx.try_recv().unwrap_or_default();
-                    let parsed = batch.parse(chunk, &mut view).map(|()| batch);
+                    let parsed = batch.parse(chunk, &mut view, path).map(|()| batch);
                     let failed = parsed.is_err();
                     // The receiver gone (it stopped at an error) or this batch failed: done.
                     if full_tx.send(parsed).is_err() || failed {
@@ -340,7 +434,7 @@ fn read_nodes<'a>(slices: &[&'a [u8]]) -> R<Vec<Read<'a>>> {
             return Ok(nodes);
         }
         for parsed in full_rx {
-            let batch = parsed?;
+            let mut batch = parsed?;
             batch.intern_into(&mut names, &mut nodes);
             // The parser may have finished and dropped its end: the batch is then dropped here.
             let _ = empty_tx.try_send(batch);
@@ -371,7 +465,7 @@ impl<'a> Builder<'a> {
         let inputs = values_of(&g.inputs)?;
         let outputs = values_of(&g.outputs)?;
         let value_info = values_of(&g.value_info)?;
-        let nodes = read_nodes(&g.nodes)?;
+        let nodes = read_nodes(&g.nodes, self.path)?;
         // What the model's index checks: every value defined once (graph inputs that are not
         // initializers, initializers, sparse initializers, node outputs).
         let input_names: FxHashSet<Sym> = inputs.iter().map(|i| i.0).collect();
@@ -379,16 +473,23 @@ impl<'a> Builder<'a> {
             g.nodes.len() * 2 + inputs.len() + g.initializers.len(),
             Default::default(),
         );
-        // Each decoded into the box the session keeps it in (no second copy).
-        let tensors: Vec<Box<crate::model::proto::TensorProto>> = g
-            .initializers
-            .iter()
-            .map(|b| tensor(self.file, b).map(Box::new))
-            .collect::<R<_>>()?;
-        // Their names, interned under one lock.
+        let decoded = initializers(self.file, self.path, &g.initializers)?;
+        // Their names, interned under one lock, in file order.
         let tensor_names: Vec<Sym> = {
             let mut names = crate::sym::Interner::lock();
-            tensors.iter().map(|t| names.intern(t.name())).collect()
+            for (_, h) in decoded.iter().take(INTERN_AHEAD) {
+                names.prefetch(*h);
+            }
+            decoded
+                .iter()
+                .enumerate()
+                .map(|(i, (init, h))| {
+                    if let Some((_, ahead)) = decoded.get(i + INTERN_AHEAD) {
+                        names.prefetch(*ahead);
+                    }
+                    names.intern_hashed(init.tensor.name(), *h)
+                })
+                .collect()
         };
         let init_names: FxHashSet<Sym> = tensor_names.iter().copied().collect();
         for (i, _) in &inputs {
@@ -410,19 +511,18 @@ impl<'a> Builder<'a> {
         graph.init_order.reserve(graph.initializers.capacity());
         graph.types.reserve(values);
         graph.shapes.reserve(values);
-        for (t, name) in tensors.into_iter().zip(tensor_names) {
-            self.check_initializer(&t)?;
+        for ((mut init, _), name) in decoded.into_iter().zip(tensor_names) {
             if defined.insert(name, NOT_A_NODE).is_some() {
                 return Err(Declined);
             }
-            let overridable = ir4 && input_names.contains(&name);
+            init.overridable = ir4 && input_names.contains(&name);
             graph.init_order.push(name);
-            graph.initializers.insert(name, init_boxed(t, overridable));
+            graph.initializers.insert(name, init);
         }
         for b in &g.sparse_initializers {
             let sp = sparse_tensor(self.file, b)?;
             if let Some(v) = &sp.values {
-                self.check_initializer(v)?;
+                check_initializer(self.path, v)?;
                 let name = Sym::new(v.name());
                 if defined.insert(name, NOT_A_NODE).is_some() {
                     return Err(Declined);
@@ -470,56 +570,23 @@ impl<'a> Builder<'a> {
                     return Err(Declined);
                 }
             }
-            let attributes: Vec<AttributeView<'a>> = n
-                .attributes
-                .iter()
-                .map(|b| AttributeView::parse(b))
-                .collect::<R<_>>()?;
-            for a in &attributes {
-                let a = match a {
-                    AttributeView::Plain(a) => a,
-                    AttributeView::Graphs { rest, .. } => rest.as_ref(),
-                };
-                for t in a.t.as_deref().into_iter().chain(&a.tensors) {
-                    self.check_external(t)?;
-                }
+            let removed = n.constant.is_some();
+            if let Some(init) = n.constant {
+                let name = n.outputs.first().copied().unwrap_or_default();
+                graph.init_order.push(name);
+                graph.initializers.insert(name, init);
             }
-            let domain = n.domain;
-            let mut removed = false;
-            if n.op == "Constant" && domain == Sym::AI_ONNX {
-                let first = match attributes.first() {
-                    Some(AttributeView::Plain(a)) => Some(a),
-                    _ => None,
-                };
-                let name = n.outputs.first().map(|o| o.to_string());
-                if let Some(t) = super::constant_tensor_of(first, name) {
-                    let name = n.outputs.first().copied().unwrap_or_default();
-                    graph.init_order.push(name);
-                    graph.initializers.insert(name, init_owning(t, false));
-                    removed = true;
-                }
-            }
-            let mut attrs = Vec::with_capacity(attributes.len());
-            for a in attributes {
-                match a {
-                    AttributeView::Plain(a) => {
-                        if a.r#type != Some(AttributeType::Graph as i32) {
-                            attrs.push(a);
-                        }
-                    }
-                    AttributeView::Graphs { name, graphs, .. } => {
-                        held.push((i, Sym::new(name), graphs))
-                    }
-                }
+            for (name, graphs) in n.graphs {
+                held.push((i, Sym::new(name), graphs));
             }
             graph.nodes.push(SNode {
                 name: n.name,
                 op: n.op,
-                domain,
+                domain: n.domain,
                 since: None,
                 inputs: n.inputs,
                 outputs: n.outputs,
-                attrs,
+                attrs: n.attrs,
                 subgraphs: Vec::new(),
                 implicit_inputs: Vec::new(),
                 ep: None,
@@ -573,23 +640,23 @@ impl<'a> Builder<'a> {
         self.scopes.pop();
         Ok(gi)
     }
+}
 
-    /// What loading checks of an initializer: a possible shape, and external data inside the
-    /// model's folder.
-    fn check_initializer(&self, t: &crate::model::proto::TensorProto) -> R<()> {
-        if !crate::model::tensor_size_loads(t) {
-            return Err(Declined);
-        }
-        self.check_external(t)
+/// What loading checks of an initializer: a possible shape, and external data inside the
+/// model's folder (`path` is the model's).
+fn check_initializer(path: &Path, t: &TensorProto) -> R<()> {
+    if !crate::model::tensor_size_loads(t) {
+        return Err(Declined);
     }
+    check_external(path, t)
+}
 
-    /// What loading checks of any tensor: external data inside the model's folder.
-    fn check_external(&self, t: &crate::model::proto::TensorProto) -> R<()> {
-        if crate::model::external_data_loads(self.path, t) {
-            Ok(())
-        } else {
-            Err(Declined)
-        }
+/// What loading checks of any tensor: external data inside the model's folder.
+fn check_external(path: &Path, t: &TensorProto) -> R<()> {
+    if crate::model::external_data_loads(path, t) {
+        Ok(())
+    } else {
+        Err(Declined)
     }
 }
 
@@ -648,31 +715,78 @@ fn has_cycle(g: &SGraph) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::proto::NodeProto;
+    use crate::model::proto::{GraphProto, NodeProto};
     use prost::Message;
 
+    /// Node `k`: every seventh a `Constant` (its value an initializer), every eleventh holding
+    /// a subgraph, others a plain attribute or none.
     fn node_bytes(k: usize) -> Vec<u8> {
+        let attribute = |name: &str| AttributeProto {
+            name: Some(name.into()),
+            ..Default::default()
+        };
+        let (op, attribute) = match k % 7 {
+            0 => (
+                "Constant",
+                vec![AttributeProto {
+                    r#type: Some(AttributeType::Int as i32),
+                    i: Some(k as i64),
+                    ..attribute("value_int")
+                }],
+            ),
+            _ if k.is_multiple_of(11) => (
+                "If",
+                vec![AttributeProto {
+                    r#type: Some(AttributeType::Graph as i32),
+                    g: Some(Box::new(GraphProto::default())),
+                    ..attribute("then_branch")
+                }],
+            ),
+            1 | 2 => (
+                "Relu",
+                vec![AttributeProto {
+                    r#type: Some(AttributeType::Float as i32),
+                    f: Some(0.5),
+                    ..attribute("alpha")
+                }],
+            ),
+            _ => ("Add", Vec::new()),
+        };
         NodeProto {
             name: Some(format!("n{k}")),
-            op_type: Some(if k.is_multiple_of(3) { "Relu" } else { "Add" }.into()),
+            op_type: Some(op.into()),
             domain: Some(if k.is_multiple_of(5) { "" } else { "ai.onnx" }.into()),
             input: vec![format!("v{k}"), String::new(), format!("w{}", k % 7)],
             output: vec![format!("v{}", k + 1)],
+            attribute,
             ..Default::default()
         }
         .encode_to_vec()
     }
 
-    /// What the builder reads of a node, as texts.
-    fn texts(r: &Read<'_>) -> (String, String, String, Vec<String>, Vec<String>, usize) {
+    /// What the builder reads of a node, as texts: names, attributes kept, graph attributes,
+    /// the initializer a `Constant` becomes.
+    type Texts = (
+        [String; 3],
+        Vec<String>,
+        Vec<String>,
+        Vec<AttributeProto>,
+        Vec<(String, usize)>,
+        Option<TensorProto>,
+    );
+
+    fn texts(r: &Read<'_>) -> Texts {
         let all = |v: &[Sym]| v.iter().map(|s| s.as_str().to_string()).collect();
         (
-            r.name.as_str().into(),
-            r.op.as_str().into(),
-            r.domain.as_str().into(),
+            [r.name, r.op, r.domain].map(|s| s.as_str().to_string()),
             all(&r.inputs),
             all(&r.outputs),
-            r.attributes.len(),
+            r.attrs.clone(),
+            r.graphs
+                .iter()
+                .map(|(name, g)| (name.to_string(), g.len()))
+                .collect(),
+            r.constant.as_ref().map(|c| (*c.tensor).clone()),
         )
     }
 
@@ -681,11 +795,11 @@ mod tests {
         let n = PARALLEL_READ_NODES + READ_BATCH + 17;
         let owned: Vec<Vec<u8>> = (0..n).map(node_bytes).collect();
         let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
-        let parallel = read_nodes(&slices).expect("valid nodes");
+        let parallel = read_nodes(&slices, Path::new("m.onnx")).expect("valid nodes");
         // Below the threshold, read here, a few at a time.
         let serial: Vec<Read<'_>> = slices
             .chunks(PARALLEL_READ_NODES - 1)
-            .flat_map(|c| read_nodes(c).expect("valid nodes"))
+            .flat_map(|c| read_nodes(c, Path::new("m.onnx")).expect("valid nodes"))
             .collect();
         assert_eq!(parallel.len(), n);
         for (k, (p, s)) in parallel.iter().zip(&serial).enumerate() {
@@ -693,7 +807,14 @@ mod tests {
         }
         assert_eq!(parallel[5].domain, Sym::AI_ONNX);
         assert_eq!(parallel[5].inputs[1], Sym::EMPTY);
-        assert_eq!(texts(&parallel[n - 1]).0, format!("n{}", n - 1));
+        assert_eq!(texts(&parallel[n - 1]).0[0], format!("n{}", n - 1));
+        // A Constant's value, a graph attribute, a plain one.
+        let constant = parallel[7].constant.as_ref().expect("an initializer");
+        assert_eq!(constant.tensor.name(), "v8");
+        assert_eq!(constant.tensor.int64_data, vec![7]);
+        assert_eq!(texts(&parallel[22]).4, vec![("then_branch".to_string(), 1)]);
+        assert!(parallel[22].attrs.is_empty());
+        assert_eq!(parallel[9].attrs[0].name(), "alpha");
     }
 
     #[test]
@@ -703,7 +824,99 @@ mod tests {
             // A field that claims more bytes than the node has.
             owned[n - 2] = vec![0x0a, 0x7f, b'x'];
             let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
-            assert!(read_nodes(&slices).is_err(), "{n} nodes");
+            assert!(
+                read_nodes(&slices, Path::new("m.onnx")).is_err(),
+                "{n} nodes"
+            );
+            // An attribute that does not decode (read with its node now).
+            let mut owned: Vec<Vec<u8>> = (0..n).map(node_bytes).collect();
+            owned[n / 2] = NodeProto {
+                op_type: Some("Relu".into()),
+                ..Default::default()
+            }
+            .encode_to_vec();
+            owned[n / 2].extend_from_slice(&[0x2a, 0x02, 0x08, 0x80]);
+            let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
+            assert!(
+                read_nodes(&slices, Path::new("m.onnx")).is_err(),
+                "{n} nodes"
+            );
+        }
+    }
+
+    /// `n` initializers in one buffer, and each one's slice of it.
+    fn initializer_file(n: usize, bad: &[(usize, Vec<u8>)]) -> (Bytes, Vec<(usize, usize)>) {
+        let mut file = Vec::new();
+        let mut ranges = Vec::new();
+        for k in 0..n {
+            let start = file.len();
+            match bad.iter().find(|(at, _)| *at == k) {
+                Some((_, b)) => file.extend_from_slice(b),
+                None => TensorProto {
+                    name: Some(format!("w{k}")),
+                    dims: vec![2, (k % 3) as i64 + 1],
+                    data_type: Some(1),
+                    raw_data: Some(vec![k as u8; 8 * (k % 3 + 1)].into()),
+                    ..Default::default()
+                }
+                .encode(&mut file)
+                .expect("a vector grows"),
+            }
+            ranges.push((start, file.len()));
+        }
+        (Bytes::from(file), ranges)
+    }
+
+    #[test]
+    fn initializers_decoded_on_threads_are_the_ones_decoded_here() {
+        let n = PARALLEL_INITIALIZERS + 3 * INITIALIZER_CHUNK + 5;
+        let (file, ranges) = initializer_file(n, &[]);
+        let slices: Vec<&[u8]> = ranges.iter().map(|&(a, b)| &file[a..b]).collect();
+        let path = Path::new("m.onnx");
+        let parallel = initializers(&file, path, &slices).expect("valid initializers");
+        // Below the threshold, decoded here, a few at a time.
+        let serial: Vec<(Init, u64)> = slices
+            .chunks(PARALLEL_INITIALIZERS - 1)
+            .flat_map(|c| initializers(&file, path, c).expect("valid initializers"))
+            .collect();
+        assert_eq!(parallel.len(), n);
+        for (k, (p, s)) in parallel.iter().zip(&serial).enumerate() {
+            assert_eq!(p.0.tensor, s.0.tensor, "initializer {k}");
+            assert_eq!(
+                (&p.0.dims, p.0.elem, p.0.overridable, p.1),
+                (&s.0.dims, s.0.elem, false, s.1)
+            );
+            assert_eq!(p.0.tensor.name(), format!("w{k}"));
+            assert_eq!(p.1, crate::sym::text_hash(&format!("w{k}")));
+        }
+    }
+
+    #[test]
+    fn an_initializer_that_does_not_load_declines_the_graph_on_either_path() {
+        let n = PARALLEL_INITIALIZERS + 3 * INITIALIZER_CHUNK;
+        let undecodable = vec![0x0a, 0x7f, b'x'];
+        let impossible = TensorProto {
+            name: Some("huge".into()),
+            dims: vec![-1],
+            data_type: Some(1),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        for bad in [
+            vec![(0, undecodable.clone())],
+            vec![(n - 1, undecodable.clone())],
+            vec![(n / 2, impossible.clone())],
+            // Several: the first in file order decides, whichever thread met it first.
+            vec![(3, impossible), (n - 2, undecodable)],
+        ] {
+            for n in [100, n] {
+                let bad: Vec<(usize, Vec<u8>)> =
+                    bad.iter().filter(|(at, _)| *at < n).cloned().collect();
+                let (file, ranges) = initializer_file(n, &bad);
+                let slices: Vec<&[u8]> = ranges.iter().map(|&(a, b)| &file[a..b]).collect();
+                let got = initializers(&file, Path::new("m.onnx"), &slices);
+                assert_eq!(got.is_err(), !bad.is_empty(), "{n} initializers, {bad:?}");
+            }
         }
     }
 }

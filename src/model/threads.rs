@@ -1,0 +1,97 @@
+//! Work spread over a few scoped threads, for the readers of very large models (the census here,
+//! the session builder): a million-node model spends most of a second on work whose parts are
+//! independent. The answer never depends on how many threads ran: each thread takes its share
+//! itself (the next chunk of a shared counter), so a thread the system will not give leaves its
+//! share to the others, the calling thread at least, and nothing panics for want of one.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The most threads one step takes: past it, the steps measured (the census, decoding
+/// initializers) gain little, and the rest of the machine stays free.
+pub const MAX_THREADS: usize = 8;
+
+/// The threads a step may take on this machine: its parallelism, at most [`MAX_THREADS`] (1
+/// where the system does not say).
+pub fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS)
+}
+
+/// Runs `work` on this thread and on up to `threads - 1` scoped threads named `name`, and
+/// returns what each run returned (this thread's first). `work` must take its share itself:
+/// how many threads the system gave is not known in advance.
+pub fn on_threads<T: Send>(threads: usize, name: &str, work: impl Fn() -> T + Sync) -> Vec<T> {
+    std::thread::scope(|scope| {
+        let work = &work;
+        let helpers: Vec<_> = (1..threads)
+            .map_while(|_| {
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn_scoped(scope, work)
+                    .ok()
+            })
+            .collect();
+        let mut all = Vec::with_capacity(helpers.len() + 1);
+        all.push(work());
+        for h in helpers {
+            match h.join() {
+                Ok(t) => all.push(t),
+                // A bug of the work itself, not of the input: it would have panicked here too.
+                Err(payload) => std::panic::resume_unwind(payload),
+            }
+        }
+        all
+    })
+}
+
+/// `f` on each chunk of `items` (`chunk` at a time, the last one shorter), on up to `threads`
+/// threads: the answers in the chunks' order.
+pub fn map_chunks<I: Sync, T: Send>(
+    items: &[I],
+    chunk: usize,
+    threads: usize,
+    name: &str,
+    f: impl Fn(&[I]) -> T + Sync,
+) -> Vec<T> {
+    let chunks: Vec<&[I]> = items.chunks(chunk.max(1)).collect();
+    let next = AtomicUsize::new(0);
+    let done = on_threads(threads.min(chunks.len()), name, || {
+        let mut mine = Vec::new();
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(c) = chunks.get(k) else {
+                return mine;
+            };
+            mine.push((k, f(c)));
+        }
+    });
+    let mut all: Vec<(usize, T)> = done.into_iter().flatten().collect();
+    all.sort_unstable_by_key(|&(k, _)| k);
+    all.into_iter().map(|(_, t)| t).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_come_back_in_order_whatever_the_threads() {
+        let items: Vec<usize> = (0..1000).collect();
+        for threads in [1, 2, 5] {
+            let sums = map_chunks(&items, 64, threads, "test", |c| c.iter().sum::<usize>());
+            assert_eq!(sums.len(), 16);
+            assert_eq!(sums[0], (0..64).sum::<usize>());
+            assert_eq!(sums[15], (960..1000).sum::<usize>());
+            assert_eq!(sums.iter().sum::<usize>(), (0..1000).sum::<usize>());
+        }
+        assert!(map_chunks(&items[..0], 64, 4, "test", |c| c.len()).is_empty());
+    }
+
+    #[test]
+    fn every_thread_that_ran_answers() {
+        let ran = on_threads(3, "test", || 1usize);
+        assert!(!ran.is_empty() && ran.len() <= 3);
+        assert_eq!(on_threads(0, "test", || 7), vec![7]);
+    }
+}
