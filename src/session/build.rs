@@ -511,6 +511,10 @@ impl<'a> Builder<'a> {
                 .map(|n| n.outputs.len())
                 .sum::<usize>();
         graph.nodes.reserve(g.nodes.len());
+        crate::model::threads::fault_in(
+            graph.nodes.spare_capacity_mut(),
+            crate::model::threads::threads(),
+        );
         let constants = nodes
             .iter()
             .flatten()
