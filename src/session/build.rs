@@ -364,7 +364,7 @@ impl<'a> ReadBatch<'a> {
 
     /// Interns the batch's names under `names` and hands its nodes over: the only work of the
     /// interning thread, which no other thread can share (ids are handed out in order). The
-    /// nodes stay where the parsing thread put them (a million nodes' reads are 170 MiB that
+    /// nodes stay where the parsing thread put them (a million nodes' reads are 150 MiB that
     /// this thread would otherwise copy, faulting in every page).
     fn intern(&mut self, names: &mut crate::sym::Interner) -> Vec<Read<'a>> {
         for &(_, h) in self.texts.iter().take(INTERN_AHEAD) {
