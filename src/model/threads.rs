@@ -4,6 +4,8 @@
 //! itself (the next chunk of a shared counter), so a thread the system will not give leaves its
 //! share to the others, the calling thread at least, and nothing panics for want of one.
 
+use std::mem::MaybeUninit;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The most threads one step takes: past it, the steps measured (the census, decoding
@@ -71,6 +73,36 @@ pub fn map_chunks<I: Sync, T: Send>(
     all.into_iter().map(|(_, t)| t).collect()
 }
 
+/// Vectors of at least this many bytes have their pages faulted in by [`fault_in`].
+pub const FAULT_IN_BYTES: usize = 16 << 20;
+
+/// Has the pages of `spare` (the spare capacity of a large vector about to be filled in order)
+/// faulted in on up to `threads` threads, 2 MiB at a time, by writing one element per page: the
+/// kernel clears a fresh page when it is first written, and one thread filling a vector of a
+/// million session nodes (170 MiB) would wait for each of its pages in turn. Nothing is read
+/// from what is written; the vector's length is unchanged. Below [`FAULT_IN_BYTES`], nothing.
+pub fn fault_in<T: Send>(spare: &mut [MaybeUninit<T>], threads: usize) {
+    let size = size_of::<T>().max(1);
+    if spare.len().saturating_mul(size) < FAULT_IN_BYTES || threads < 2 {
+        return;
+    }
+    // Elements at most a page apart: every page holds the start of one.
+    let step = (4096 / size).max(1);
+    let parts = Mutex::new(spare.chunks_mut((2 << 20) / size));
+    on_threads(threads, "fault-in", || {
+        loop {
+            // The lock is held to take a part, not to write it.
+            let part = parts.lock().unwrap_or_else(|e| e.into_inner()).next();
+            let Some(part) = part else {
+                return;
+            };
+            for e in part.iter_mut().step_by(step) {
+                *e = MaybeUninit::zeroed();
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +118,17 @@ mod tests {
             assert_eq!(sums.iter().sum::<usize>(), (0..1000).sum::<usize>());
         }
         assert!(map_chunks(&items[..0], 64, 4, "test", |c| c.len()).is_empty());
+    }
+
+    #[test]
+    fn faulting_in_leaves_the_vector_as_it_was() {
+        let mut v: Vec<u64> = vec![1, 2, 3];
+        v.reserve(FAULT_IN_BYTES / 8 + 1000);
+        fault_in(v.spare_capacity_mut(), 4);
+        assert_eq!(v, [1, 2, 3]);
+        v.extend(0..FAULT_IN_BYTES as u64 / 8);
+        assert_eq!(v.len(), FAULT_IN_BYTES / 8 + 3);
+        assert_eq!(v[3 + 12_345], 12_345);
     }
 
     #[test]

@@ -347,7 +347,8 @@ struct ReadBatch<'a> {
 impl<'a> ReadBatch<'a> {
     fn parse(&mut self, chunk: &[&'a [u8]], view: &mut NodeView<'a>, path: &Path) -> R<()> {
         self.texts.clear();
-        self.nodes.clear();
+        // A vector of its own: the last one was handed over with its nodes.
+        self.nodes = Vec::with_capacity(chunk.len());
         for b in chunk {
             view.parse_into(b)?;
             let hashed = |t: &'a str| (t, crate::sym::text_hash(t));
@@ -361,9 +362,11 @@ impl<'a> ReadBatch<'a> {
         Ok(())
     }
 
-    /// Interns the batch's names under `names` and moves its nodes onto `nodes`: the only work
-    /// of the interning thread, which no other thread can share (ids are handed out in order).
-    fn intern_into(&mut self, names: &mut crate::sym::Interner, nodes: &mut Vec<Read<'a>>) {
+    /// Interns the batch's names under `names` and hands its nodes over: the only work of the
+    /// interning thread, which no other thread can share (ids are handed out in order). The
+    /// nodes stay where the parsing thread put them (a million nodes' reads are 150 MiB that
+    /// this thread would otherwise copy, faulting in every page).
+    fn intern(&mut self, names: &mut crate::sym::Interner) -> Vec<Read<'a>> {
         for &(_, h) in self.texts.iter().take(INTERN_AHEAD) {
             names.prefetch(h);
         }
@@ -383,26 +386,26 @@ impl<'a> ReadBatch<'a> {
                 *s = one();
             }
         }
-        nodes.append(&mut self.nodes);
+        std::mem::take(&mut self.nodes)
     }
 }
 
-/// The nodes of a graph read from their slices of the wire, their names interned (in the nodes'
-/// order: ids do not depend on how the work was split) and their attributes decoded (`path`:
+/// The nodes of a graph read from their slices of the wire, in batches of [`READ_BATCH`], their
+/// names interned (in the nodes' order: ids do not depend on how the work was split) and their attributes decoded (`path`:
 /// the model's, for the tensors' external data). A large graph's nodes are parsed on a second
 /// thread, in batches, while this one interns: interning is serial (one table), parsing,
 /// hashing the names and decoding the attributes are not. One parsing thread is enough: on a
 /// million-node graph it works a third of the time the interning takes.
-fn read_nodes<'a>(slices: &[&'a [u8]], path: &Path) -> R<Vec<Read<'a>>> {
-    let mut nodes: Vec<Read<'a>> = Vec::with_capacity(slices.len());
+fn read_nodes<'a>(slices: &[&'a [u8]], path: &Path) -> R<Vec<Vec<Read<'a>>>> {
+    let mut nodes: Vec<Vec<Read<'a>>> = Vec::with_capacity(slices.len().div_ceil(READ_BATCH));
     let mut names = crate::sym::Interner::lock();
     names.reserve(slices.len() * 3);
     // Parsing and interning here, a batch at a time.
-    let serial = |names: &mut crate::sym::Interner, nodes: &mut Vec<Read<'a>>| -> R<()> {
+    let serial = |names: &mut crate::sym::Interner, nodes: &mut Vec<Vec<Read<'a>>>| -> R<()> {
         let (mut batch, mut view) = (ReadBatch::default(), NodeView::default());
         for chunk in slices.chunks(READ_BATCH) {
             batch.parse(chunk, &mut view, path)?;
-            batch.intern_into(names, nodes);
+            nodes.push(batch.intern(names));
         }
         Ok(())
     };
@@ -435,7 +438,7 @@ fn read_nodes<'a>(slices: &[&'a [u8]], path: &Path) -> R<Vec<Read<'a>>> {
         }
         for parsed in full_rx {
             let mut batch = parsed?;
-            batch.intern_into(&mut names, &mut nodes);
+            nodes.push(batch.intern(&mut names));
             // The parser may have finished and dropped its end: the batch is then dropped here.
             let _ = empty_tx.try_send(batch);
         }
@@ -502,9 +505,21 @@ impl<'a> Builder<'a> {
         let values = g.inputs.len()
             + g.initializers.len()
             + g.sparse_initializers.len()
-            + nodes.iter().map(|n| n.outputs.len()).sum::<usize>();
-        graph.nodes.reserve(nodes.len());
-        let constants = nodes.iter().filter(|n| n.op == "Constant").count();
+            + nodes
+                .iter()
+                .flatten()
+                .map(|n| n.outputs.len())
+                .sum::<usize>();
+        graph.nodes.reserve(g.nodes.len());
+        crate::model::threads::fault_in(
+            graph.nodes.spare_capacity_mut(),
+            crate::model::threads::threads(),
+        );
+        let constants = nodes
+            .iter()
+            .flatten()
+            .filter(|n| n.op == "Constant")
+            .count();
         graph
             .initializers
             .reserve(g.initializers.len() + g.sparse_initializers.len() + constants);
@@ -558,13 +573,13 @@ impl<'a> Builder<'a> {
         let first_node = self.next_node;
         self.next_node = self
             .next_node
-            .checked_add(u32::try_from(nodes.len()).map_err(|_| Declined)?)
+            .checked_add(u32::try_from(g.nodes.len()).map_err(|_| Declined)?)
             .ok_or(Declined)?;
-        self.nodes = self.nodes.saturating_add(nodes.len());
+        self.nodes = self.nodes.saturating_add(g.nodes.len());
         // The graph attributes of each node, read after this graph is complete, and each
         // node's inputs, checked then.
         let mut held: Vec<(usize, Sym, Vec<&'a [u8]>)> = Vec::new();
-        for (i, n) in nodes.into_iter().enumerate() {
+        for (i, n) in nodes.into_iter().flatten().enumerate() {
             for o in n.outputs.iter().filter(|o| !o.is_empty()) {
                 if defined.insert(*o, i as u32).is_some() {
                     return Err(Declined);
@@ -795,11 +810,16 @@ mod tests {
         let n = PARALLEL_READ_NODES + READ_BATCH + 17;
         let owned: Vec<Vec<u8>> = (0..n).map(node_bytes).collect();
         let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
-        let parallel = read_nodes(&slices, Path::new("m.onnx")).expect("valid nodes");
+        let parallel: Vec<Read<'_>> = read_nodes(&slices, Path::new("m.onnx"))
+            .expect("valid nodes")
+            .into_iter()
+            .flatten()
+            .collect();
         // Below the threshold, read here, a few at a time.
         let serial: Vec<Read<'_>> = slices
             .chunks(PARALLEL_READ_NODES - 1)
             .flat_map(|c| read_nodes(c, Path::new("m.onnx")).expect("valid nodes"))
+            .flatten()
             .collect();
         assert_eq!(parallel.len(), n);
         for (k, (p, s)) in parallel.iter().zip(&serial).enumerate() {
