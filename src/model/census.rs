@@ -390,6 +390,19 @@ mod tests {
     use super::*;
     use prost::Message;
 
+    /// `prefix` (a tag, and whatever comes before it), then `body` as a length-delimited field.
+    fn delimited(prefix: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut out = prefix.to_vec();
+        let mut len = body.len();
+        while len >= 0x80 {
+            out.push((len as u8) | 0x80);
+            len >>= 7;
+        }
+        out.push(len as u8);
+        out.extend_from_slice(body);
+        out
+    }
+
     #[test]
     fn counts_nodes_and_charges_their_structs() {
         let node = NodeProto {
@@ -432,14 +445,7 @@ mod tests {
         for _ in 0..10_000 {
             graph.extend_from_slice(&[0x0a, 0x00]);
         }
-        let mut m = vec![0x08, 0x08, 0x3a];
-        let mut len = graph.len();
-        while len >= 0x80 {
-            m.push((len as u8) | 0x80);
-            len >>= 7;
-        }
-        m.push(len as u8);
-        m.extend_from_slice(&graph);
+        let m = delimited(&[0x08, 0x08, 0x3a], &graph);
         let c = census(&m);
         assert_eq!(c.nodes, 10_000);
         assert!(c.decoded_bytes >= 10_000 * size_of::<NodeProto>() as u64);
@@ -516,14 +522,7 @@ mod tests {
         assert_eq!(census_on(&broken, budget, 4), census_on(&broken, budget, 1));
         let mut graph = large_model(n).graph.unwrap_or_default().encode_to_vec();
         graph.extend_from_slice(&[0x0f, 0x01]);
-        let mut broken = vec![0x3a];
-        let mut len = graph.len();
-        while len >= 0x80 {
-            broken.push((len as u8) | 0x80);
-            len >>= 7;
-        }
-        broken.push(len as u8);
-        broken.extend_from_slice(&graph);
+        let broken = delimited(&[0x3a], &graph);
         let serial = census_on(&broken, budget, 1);
         assert_eq!(serial.nodes, (n + n.div_ceil(10) * 3) as u64);
         assert_eq!(census_on(&broken, budget, 4), serial);

@@ -846,7 +846,6 @@ fn partition(
     }
 }
 
-/// Graphs in partition order: every subgraph before the graph holding it.
 /// The sessions from which [`partition`] looks kernels up on threads of its own.
 const PARALLEL_PARTITION_NODES: usize = 8192;
 
@@ -880,6 +879,7 @@ fn found_kernels(session: &Session, table: &'static KernelTable, ep: Ep) -> Foun
         .collect()
 }
 
+/// Graphs in partition order: every subgraph before the graph holding it.
 fn bottom_up(session: &Session) -> Vec<usize> {
     fn visit(session: &Session, gi: usize, out: &mut Vec<usize>) {
         for (_, n) in session.graphs[gi].live_nodes() {
