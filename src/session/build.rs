@@ -223,7 +223,9 @@ struct Read<'a> {
     /// Its graph attributes: name and graphs, in order.
     graphs: Vec<(&'a str, Vec<&'a [u8]>)>,
     /// A `Constant` of the ONNX domain whose value becomes an initializer: that initializer.
-    constant: Option<Init>,
+    /// (Boxed: a node's read is held from its parsing to its turn in the node loop, and most
+    /// nodes have none.)
+    constant: Option<Box<Init>>,
 }
 
 impl<'a> Read<'a> {
@@ -252,7 +254,7 @@ impl<'a> Read<'a> {
                 _ => None,
             };
             constant_tensor_of(first, view.outputs.first().map(|o| o.to_string()))
-                .map(|t| init_owning(t, false))
+                .map(|t| Box::new(init_owning(t, false)))
         } else {
             None
         };
@@ -370,7 +372,7 @@ impl<'a> ReadBatch<'a> {
 
     /// Interns the batch's names under `names` and hands its nodes over: the only work of the
     /// interning thread, which no other thread can share (ids are handed out in order). The
-    /// nodes stay where the parsing thread put them (a million nodes' reads are 150 MiB that
+    /// nodes stay where the parsing thread put them (a million nodes' reads are 120 MiB that
     /// this thread would otherwise copy, faulting in every page).
     fn intern(&mut self, names: &mut crate::sym::Interner) -> Vec<Read<'a>> {
         for &(_, h) in self.texts.iter().take(INTERN_AHEAD) {
@@ -610,7 +612,7 @@ impl<'a> Builder<'a> {
             if let Some(init) = n.constant {
                 let name = n.outputs.first().copied().unwrap_or_default();
                 graph.init_order.push(name);
-                graph.initializers.insert(name, init);
+                graph.initializers.insert(name, *init);
             }
             for (name, graphs) in n.graphs {
                 held.push((i, Sym::new(name), graphs));
