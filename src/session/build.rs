@@ -223,7 +223,9 @@ struct Read<'a> {
     /// Its graph attributes: name and graphs, in order.
     graphs: Vec<(&'a str, Vec<&'a [u8]>)>,
     /// A `Constant` of the ONNX domain whose value becomes an initializer: that initializer.
-    constant: Option<Init>,
+    /// (Boxed: a node's read is held from its parsing to its turn in the node loop, and most
+    /// nodes have none.)
+    constant: Option<Box<Init>>,
 }
 
 impl<'a> Read<'a> {
@@ -252,7 +254,7 @@ impl<'a> Read<'a> {
                 _ => None,
             };
             constant_tensor_of(first, view.outputs.first().map(|o| o.to_string()))
-                .map(|t| init_owning(t, false))
+                .map(|t| Box::new(init_owning(t, false)))
         } else {
             None
         };
@@ -283,9 +285,15 @@ impl<'a> Read<'a> {
     }
 }
 
-/// Graphs of at least this many nodes have their nodes parsed on a second thread while this
-/// one interns the names (below it, a thread costs more than it saves).
+/// Graphs of at least this many nodes have their nodes parsed on other threads while this one
+/// interns the names (below it, a thread costs more than it saves).
 const PARALLEL_READ_NODES: usize = 8192;
+
+/// The most threads parsing one graph's nodes. On a million-node graph one parser works about as
+/// long as the interning (200 ms each, the parser allocating the nodes and decoding their
+/// attributes) and the interning thread waits whenever the parser is held up; with two, each
+/// parser has half the work. More would only wait on the interning.
+const MAX_PARSERS: usize = 2;
 
 /// Nodes a parsing thread hands over at a time.
 const READ_BATCH: usize = 2048;
@@ -364,7 +372,7 @@ impl<'a> ReadBatch<'a> {
 
     /// Interns the batch's names under `names` and hands its nodes over: the only work of the
     /// interning thread, which no other thread can share (ids are handed out in order). The
-    /// nodes stay where the parsing thread put them (a million nodes' reads are 150 MiB that
+    /// nodes stay where the parsing thread put them (a million nodes' reads are 120 MiB that
     /// this thread would otherwise copy, faulting in every page).
     fn intern(&mut self, names: &mut crate::sym::Interner) -> Vec<Read<'a>> {
         for &(_, h) in self.texts.iter().take(INTERN_AHEAD) {
@@ -391,56 +399,71 @@ impl<'a> ReadBatch<'a> {
 }
 
 /// The nodes of a graph read from their slices of the wire, in batches of [`READ_BATCH`], their
-/// names interned (in the nodes' order: ids do not depend on how the work was split) and their attributes decoded (`path`:
-/// the model's, for the tensors' external data). A large graph's nodes are parsed on a second
-/// thread, in batches, while this one interns: interning is serial (one table), parsing,
-/// hashing the names and decoding the attributes are not. One parsing thread is enough: on a
-/// million-node graph it works a third of the time the interning takes.
+/// names interned (in the nodes' order: ids do not depend on how the work was split) and their
+/// attributes decoded (`path`: the model's, for the tensors' external data). A large graph's
+/// nodes are parsed on other threads while this one interns: interning is serial (one table),
+/// parsing, hashing the names, decoding the attributes and allocating the nodes are not.
 fn read_nodes<'a>(slices: &[&'a [u8]], path: &Path) -> R<Vec<Vec<Read<'a>>>> {
+    let parsers = crate::model::threads::threads()
+        .saturating_sub(1)
+        .clamp(1, MAX_PARSERS);
+    read_nodes_on(slices, path, parsers)
+}
+
+/// [`read_nodes`] with up to `parsers` parsing threads. Parser `p` parses batches `p`,
+/// `p + parsers`, ... and hands them over in its own channel, so that this thread, taking batch
+/// `k` from parser `k % parsers`, interns them in order; a parser the system would not give has
+/// its batches parsed here, in their turn.
+fn read_nodes_on<'a>(slices: &[&'a [u8]], path: &Path, parsers: usize) -> R<Vec<Vec<Read<'a>>>> {
     let mut nodes: Vec<Vec<Read<'a>>> = Vec::with_capacity(slices.len().div_ceil(READ_BATCH));
     let mut names = crate::sym::Interner::lock();
     names.reserve(slices.len() * 3);
-    // Parsing and interning here, a batch at a time.
-    let serial = |names: &mut crate::sym::Interner, nodes: &mut Vec<Vec<Read<'a>>>| -> R<()> {
-        let (mut batch, mut view) = (ReadBatch::default(), NodeView::default());
-        for chunk in slices.chunks(READ_BATCH) {
-            batch.parse(chunk, &mut view, path)?;
-            nodes.push(batch.intern(names));
-        }
-        Ok(())
+    let parsers = if slices.len() < PARALLEL_READ_NODES {
+        0
+    } else {
+        parsers
     };
-    if slices.len() < PARALLEL_READ_NODES {
-        serial(&mut names, &mut nodes)?;
-        return Ok(nodes);
-    }
     std::thread::scope(|scope| {
-        // Two batches in flight each way: parsed ones forward, emptied ones back for reuse.
-        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<R<ReadBatch<'a>>>(2);
-        let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<ReadBatch<'a>>(4);
-        let parser = std::thread::Builder::new()
-            .name("parse".into())
-            .spawn_scoped(scope, move || {
-                let mut view = NodeView::default();
-                for chunk in slices.chunks(READ_BATCH) {
-                    let mut batch = empty_rx.try_recv().unwrap_or_default();
-                    let parsed = batch.parse(chunk, &mut view, path).map(|()| batch);
-                    let failed = parsed.is_err();
-                    // The receiver gone (it stopped at an error) or this batch failed: done.
-                    if full_tx.send(parsed).is_err() || failed {
-                        return;
-                    }
+        let lanes: Vec<_> = (0..parsers)
+            .map(|p| {
+                // Two batches in flight each way: parsed ones forward, emptied ones back for
+                // reuse.
+                let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<R<ReadBatch<'a>>>(2);
+                let (empty_tx, empty_rx) = std::sync::mpsc::sync_channel::<ReadBatch<'a>>(2);
+                let parser = std::thread::Builder::new()
+                    .name("parse".into())
+                    .spawn_scoped(scope, move || {
+                        let mut view = NodeView::default();
+                        for chunk in slices.chunks(READ_BATCH).skip(p).step_by(parsers) {
+                            let mut batch = empty_rx.try_recv().unwrap_or_default();
+                            let parsed = batch.parse(chunk, &mut view, path).map(|()| batch);
+                            let failed = parsed.is_err();
+                            // The receiver gone (it stopped at an error) or this batch failed:
+                            // done.
+                            if full_tx.send(parsed).is_err() || failed {
+                                return;
+                            }
+                        }
+                    });
+                parser.ok().map(|_| (full_rx, empty_tx))
+            })
+            .collect();
+        let (mut here, mut view) = (ReadBatch::default(), NodeView::default());
+        for (k, chunk) in slices.chunks(READ_BATCH).enumerate() {
+            match lanes.get(k % parsers.max(1)).and_then(Option::as_ref) {
+                Some((full_rx, empty_tx)) => {
+                    // A parser gone without a word has panicked: the scope says so.
+                    let mut batch = full_rx.recv().map_err(|_| Declined)??;
+                    nodes.push(batch.intern(&mut names));
+                    // The parser may have finished and dropped its end: the batch is then
+                    // dropped here.
+                    let _ = empty_tx.try_send(batch);
                 }
-            });
-        if parser.is_err() {
-            // No thread to be had: all of it here.
-            serial(&mut names, &mut nodes)?;
-            return Ok(nodes);
-        }
-        for parsed in full_rx {
-            let mut batch = parsed?;
-            nodes.push(batch.intern(&mut names));
-            // The parser may have finished and dropped its end: the batch is then dropped here.
-            let _ = empty_tx.try_send(batch);
+                None => {
+                    here.parse(chunk, &mut view, path)?;
+                    nodes.push(here.intern(&mut names));
+                }
+            }
         }
         Ok(nodes)
     })
@@ -589,7 +612,7 @@ impl<'a> Builder<'a> {
             if let Some(init) = n.constant {
                 let name = n.outputs.first().copied().unwrap_or_default();
                 graph.init_order.push(name);
-                graph.initializers.insert(name, init);
+                graph.initializers.insert(name, *init);
             }
             for (name, graphs) in n.graphs {
                 held.push((i, Sym::new(name), graphs));
@@ -806,25 +829,30 @@ mod tests {
     }
 
     #[test]
-    fn nodes_read_on_a_second_thread_are_the_nodes_read_here() {
-        let n = PARALLEL_READ_NODES + READ_BATCH + 17;
+    fn nodes_read_on_parsing_threads_are_the_nodes_read_here() {
+        fn read<'a>(slices: &[&'a [u8]], parsers: usize) -> Vec<Read<'a>> {
+            read_nodes_on(slices, Path::new("m.onnx"), parsers)
+                .expect("valid nodes")
+                .into_iter()
+                .flatten()
+                .collect()
+        }
+        let n = PARALLEL_READ_NODES + 2 * READ_BATCH + 17;
         let owned: Vec<Vec<u8>> = (0..n).map(node_bytes).collect();
         let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
-        let parallel: Vec<Read<'_>> = read_nodes(&slices, Path::new("m.onnx"))
-            .expect("valid nodes")
-            .into_iter()
-            .flatten()
-            .collect();
         // Below the threshold, read here, a few at a time.
         let serial: Vec<Read<'_>> = slices
             .chunks(PARALLEL_READ_NODES - 1)
-            .flat_map(|c| read_nodes(c, Path::new("m.onnx")).expect("valid nodes"))
-            .flatten()
+            .flat_map(|c| read(c, 2))
             .collect();
-        assert_eq!(parallel.len(), n);
-        for (k, (p, s)) in parallel.iter().zip(&serial).enumerate() {
-            assert_eq!(texts(p), texts(s), "node {k}");
+        for parsers in [1, 2, 3, 8] {
+            let parallel = read(&slices, parsers);
+            assert_eq!(parallel.len(), n);
+            for (k, (p, s)) in parallel.iter().zip(&serial).enumerate() {
+                assert_eq!(texts(p), texts(s), "node {k}, {parsers} parsers");
+            }
         }
+        let parallel = read(&slices, 2);
         assert_eq!(parallel[5].domain, Sym::AI_ONNX);
         assert_eq!(parallel[5].inputs[1], Sym::EMPTY);
         assert_eq!(texts(&parallel[n - 1]).0[0], format!("n{}", n - 1));
@@ -844,10 +872,19 @@ mod tests {
             // A field that claims more bytes than the node has.
             owned[n - 2] = vec![0x0a, 0x7f, b'x'];
             let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
-            assert!(
-                read_nodes(&slices, Path::new("m.onnx")).is_err(),
-                "{n} nodes"
-            );
+            for parsers in [1, 2, 3] {
+                assert!(
+                    read_nodes_on(&slices, Path::new("m.onnx"), parsers).is_err(),
+                    "{n} nodes, {parsers} parsers"
+                );
+            }
+            // In the first batch, and in the second parser's first.
+            for at in [0, READ_BATCH + 1].into_iter().filter(|&at| at < n) {
+                let mut owned = owned.clone();
+                owned[at] = vec![0x0a, 0x7f, b'x'];
+                let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
+                assert!(read_nodes_on(&slices, Path::new("m.onnx"), 2).is_err());
+            }
             // An attribute that does not decode (read with its node now).
             let mut owned: Vec<Vec<u8>> = (0..n).map(node_bytes).collect();
             owned[n / 2] = NodeProto {
