@@ -47,4 +47,5 @@ pub mod rules;
 pub mod session;
 pub mod sym;
 pub mod tables;
+pub(crate) mod threads;
 pub mod verify;

@@ -125,38 +125,19 @@ const PARALLEL_FREE_SLOTS: usize = 1 << 20;
 /// one, a tenth of a second before the graph's first name is interned). Where the system gives
 /// no thread, this one writes them all.
 fn free_slots(n: usize) -> Box<[Entry]> {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get().min(8));
+    let threads = crate::threads::threads();
     if n < PARALLEL_FREE_SLOTS || threads < 2 {
         return vec![FREE; n].into_boxed_slice();
     }
     let mut slots = Box::<[Entry]>::new_uninit_slice(n);
-    let parts = Mutex::new(slots.chunks_mut(1 << 16));
-    let fill = || {
-        loop {
-            // The lock is held to take a part, not to write it.
-            let part = parts.lock().unwrap_or_else(|e| e.into_inner()).next();
-            let Some(part) = part else {
-                return;
-            };
-            for e in part {
-                e.write(FREE);
-            }
+    crate::threads::write_parts(&mut slots, 1 << 16, threads, "interner", |part| {
+        for e in part {
+            e.write(FREE);
         }
-    };
-    std::thread::scope(|scope| {
-        for _ in 1..threads {
-            let spawned = std::thread::Builder::new()
-                .name("interner".into())
-                .spawn_scoped(scope, fill);
-            if spawned.is_err() {
-                break;
-            }
-        }
-        fill();
     });
-    // SAFETY: every slot is written: this thread took parts until none was left, each part
-    // taken (here or by a thread the scope joined) was written whole, and writing cannot panic
-    // (a thread that panicked would have made the scope panic before this line).
+    // SAFETY: every slot is written: `write_parts` hands out every part once, each is written
+    // whole, and writing cannot panic (a thread that panicked would have been resumed before
+    // this line).
     unsafe { slots.assume_init() }
 }
 

@@ -182,7 +182,7 @@ pub fn census(bytes: &[u8]) -> Census {
 /// fields are walked in chunks anywhere and the sums added; the answer is the serial walk's,
 /// unless the budget is exceeded, which it then shows too.
 pub fn census_within(bytes: &[u8], budget: Budget) -> Census {
-    census_on(bytes, budget, super::threads::threads())
+    census_on(bytes, budget, crate::threads::threads())
 }
 
 /// Graphs of at least this many nodes are walked on several threads (below it a thread costs
@@ -248,7 +248,7 @@ fn graph_census(
     };
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let parts = super::threads::on_threads(threads, "census", || {
+    let parts = crate::threads::on_threads(threads, "census", || {
         let mut mine = Census::default();
         let mut stack = Vec::new();
         while !stop.load(Ordering::Relaxed) {

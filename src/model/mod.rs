@@ -17,7 +17,6 @@ mod load;
 pub mod proto;
 mod tensor;
 pub mod text;
-pub(crate) mod threads;
 pub mod view;
 
 use std::collections::BTreeMap;

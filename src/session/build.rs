@@ -320,23 +320,18 @@ fn initializers(file: &Bytes, path: &Path, list: &[&[u8]]) -> R<Vec<(Init, u64)>
         let h = crate::sym::text_hash(t.name());
         Ok((init_boxed(t, false), h))
     };
-    let threads = crate::model::threads::threads();
+    let threads = crate::threads::threads();
     if list.len() < PARALLEL_INITIALIZERS || threads < 2 {
         return list.iter().map(|b| one(file, b)).collect();
     }
-    let chunks = crate::model::threads::map_chunks(
-        list,
-        INITIALIZER_CHUNK,
-        threads,
-        "initializers",
-        |chunk| {
+    let chunks =
+        crate::threads::map_chunks(list, INITIALIZER_CHUNK, threads, "initializers", |chunk| {
             // A handle of the chunk's own on the file's bytes: a tensor's raw data is a slice
             // that counts a reference on it, instead of on the file's one count, which every
             // thread would then take turns to hold.
             let file = Bytes::from_owner(file.clone());
             chunk.iter().map(|b| one(&file, b)).collect::<R<Vec<_>>>()
-        },
-    );
+        });
     let mut all = Vec::with_capacity(list.len());
     for chunk in chunks {
         all.extend(chunk?);
@@ -404,7 +399,7 @@ impl<'a> ReadBatch<'a> {
 /// nodes are parsed on other threads while this one interns: interning is serial (one table),
 /// parsing, hashing the names, decoding the attributes and allocating the nodes are not.
 fn read_nodes<'a>(slices: &[&'a [u8]], path: &Path) -> R<Vec<Vec<Read<'a>>>> {
-    let parsers = crate::model::threads::threads()
+    let parsers = crate::threads::threads()
         .saturating_sub(1)
         .clamp(1, MAX_PARSERS);
     read_nodes_on(slices, path, parsers)
@@ -534,10 +529,7 @@ impl<'a> Builder<'a> {
                 .map(|n| n.outputs.len())
                 .sum::<usize>();
         graph.nodes.reserve(g.nodes.len());
-        crate::model::threads::fault_in(
-            graph.nodes.spare_capacity_mut(),
-            crate::model::threads::threads(),
-        );
+        crate::threads::fault_in(graph.nodes.spare_capacity_mut(), crate::threads::threads());
         let constants = nodes
             .iter()
             .flatten()

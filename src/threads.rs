@@ -1,5 +1,5 @@
-//! Work spread over a few scoped threads, for the readers of very large models (the census here,
-//! the session builder): a million-node model spends most of a second on work whose parts are
+//! Work spread over a few scoped threads, for the readers of very large models (the census, the
+//! session builder, the interner's table): a million-node model spends most of a second on work whose parts are
 //! independent. The answer never depends on how many threads ran: each thread takes its share
 //! itself (the next chunk of a shared counter), so a thread the system will not give leaves its
 //! share to the others, the calling thread at least, and nothing panics for want of one.
@@ -88,17 +88,32 @@ pub fn fault_in<T: Send>(spare: &mut [MaybeUninit<T>], threads: usize) {
     }
     // Elements at most a page apart: every page holds the start of one.
     let step = (4096 / size).max(1);
-    let parts = Mutex::new(spare.chunks_mut((2 << 20) / size));
-    on_threads(threads, "fault-in", || {
+    write_parts(spare, (2 << 20) / size, threads, "fault-in", |part| {
+        for e in part.iter_mut().step_by(step) {
+            *e = MaybeUninit::zeroed();
+        }
+    });
+}
+
+/// Writes `slice` a part at a time (`part` elements) with `write`, on up to `threads` threads:
+/// each takes the next part until none is left, so every part is written once, whatever
+/// threads the system gave (this one at least).
+pub fn write_parts<T: Send>(
+    slice: &mut [T],
+    part: usize,
+    threads: usize,
+    name: &str,
+    write: impl Fn(&mut [T]) + Sync,
+) {
+    let parts = Mutex::new(slice.chunks_mut(part.max(1)));
+    on_threads(threads, name, || {
         loop {
             // The lock is held to take a part, not to write it.
             let part = parts.lock().unwrap_or_else(|e| e.into_inner()).next();
             let Some(part) = part else {
                 return;
             };
-            for e in part.iter_mut().step_by(step) {
-                *e = MaybeUninit::zeroed();
-            }
+            write(part);
         }
     });
 }
