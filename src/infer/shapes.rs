@@ -921,19 +921,26 @@ fn value_needed(op: &str, pos: usize) -> bool {
 }
 
 /// Merges an inferred shape into the declared one, in place: concrete inferred dims win; a
-/// rank that differs replaces the declared shape.
-fn merge_into(declared: &mut Shape, inferred: Shape) {
+/// rank that differs replaces the declared shape. Whether the declared shape changed.
+fn merge_into(declared: &mut Shape, inferred: Shape) -> bool {
     if declared.len() == inferred.len() {
+        let mut changed = false;
         for (a, b) in declared.iter_mut().zip(inferred) {
-            *a = b.or(*a);
+            if b.is_some() && *a != b {
+                *a = b;
+                changed = true;
+            }
         }
+        changed
     } else {
         *declared = inferred;
+        true
     }
 }
 
-/// Infers and records the output shapes of node `ni` of graph `gi`.
-pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mut Values) {
+/// Infers and records the output shapes of node `ni` of graph `gi`, and the node's
+/// [`SNode::inference_key`] (`SGraph::inferred`). Whether a recorded shape changed.
+pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mut Values) -> bool {
     let node = &session.graphs[gi].nodes[ni];
     // Values are read where the output shape depends on them, or where every input is a
     // constant (the node may then be evaluated).
@@ -990,19 +997,27 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
     }
     let g = &mut session.graphs[gi];
     let (nodes, shapes) = (&g.nodes, &mut g.shapes);
+    let mut changed = false;
     for (name, sh) in nodes[ni].outputs.iter().zip(outs) {
         if name.is_empty() {
             continue;
         }
         // The declared shape is updated where it is kept, never copied.
         let Some(i) = sh else { continue };
-        match shapes.entry(*name) {
+        changed |= match shapes.entry(*name) {
             Entry::Vacant(v) => {
                 v.insert(i);
+                true
             }
             Entry::Occupied(mut o) => merge_into(o.get_mut(), i),
-        }
+        };
     }
+    let key = nodes[ni].inference_key();
+    if g.inferred.len() <= ni {
+        g.inferred.resize(g.nodes.len(), 0);
+    }
+    g.inferred[ni] = key;
+    changed
 }
 
 /// ONNX's `IfInferenceFunction` (`defs/controlflow/defs.cc`): each output is the union of the

@@ -373,7 +373,9 @@ fn place_session(
     // A model with local functions gets its unclaimed function nodes inlined first (§4.6);
     // the inlined bodies then need their shapes too.
     let inlined = functions::inline_aot(&mut session, table, &options.eps);
-    ensure_unique_dq_for_node_unit::run(&mut session, 0, 0);
+    if ensure_unique_dq_for_node_unit::run(&mut session, 0, 0) {
+        session.infer_again();
+    }
     optimize::run(&mut session, table, options.level, values, inlined);
     // Partition; inline function nodes nobody took; repeat while anything was inlined.
     for _round in 0..MAX_INLINE_ROUNDS {

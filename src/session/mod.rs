@@ -78,6 +78,24 @@ pub struct SNode {
 }
 
 impl SNode {
+    /// What of the node its shape inference reads, other than its inputs' shapes and values:
+    /// its op, schema version, inputs, outputs and attribute count (never 0). An edit that
+    /// changes a node's attributes in place changes its inputs too.
+    pub fn inference_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (
+            self.op,
+            self.domain,
+            self.since,
+            &self.inputs,
+            &self.outputs,
+            self.attrs.len(),
+        )
+            .hash(&mut h);
+        h.finish() | 1
+    }
+
     pub fn attr(&self, name: &str) -> Option<&AttributeProto> {
         self.attrs.iter().find(|a| a.name() == name)
     }
@@ -148,6 +166,10 @@ pub struct SGraph {
     /// outputs, attributes, which are removed): whether any transformation changed the graph
     /// ([`SGraph::changed_since_load`]).
     pub loaded: (usize, u64),
+    /// Per node, its [`SNode::inference_key`] when its output shapes were last inferred; 0 (or
+    /// no entry) where they never were or must be again (an input's shape or value changed).
+    /// What lets a pass that infers again after an edit infer only the nodes it touched.
+    pub inferred: Vec<u64>,
 }
 
 impl SGraph {
@@ -527,6 +549,14 @@ impl Session {
             let p: *const SNode = n;
             crate::sym::prefetch(p);
             crate::sym::prefetch(p.cast::<u8>().wrapping_add(64));
+        }
+    }
+
+    /// Forgets which nodes' shapes were inferred ([`SGraph::inferred`]): after an edit that does
+    /// not say what it touched, the next inference goes over every node again.
+    pub fn infer_again(&mut self) {
+        for g in &mut self.graphs {
+            g.inferred.clear();
         }
     }
 

@@ -232,3 +232,58 @@ fn cse_records_a_node_set_aside_when_its_input_gains_readers() {
         assert_eq!(live.len(), LEVELS + 2, "{live:?}");
     }
 }
+
+/// After `ReshapeFusion` gives a Reshape a constant shape, the next `ConstantFolding` infers
+/// shapes again, and only the nodes that edits touched or whose inputs' shapes changed
+/// (`SGraph::inferred`): the new dims must still reach the end of a long chain, and what is
+/// recorded must be what a full inference of the final graph gives.
+#[test]
+fn inference_after_a_fusion_reaches_every_node_it_changes() {
+    const CHAIN: usize = 40;
+    let mut body = String::from(
+        "  [shp] s = Shape (x)\n  [g] b = Gather <axis = 0> (s, idx0)\n  [u] bu = Unsqueeze (b, axes0)\n  [cat] shape = Concat <axis = 0> (bu, width)\n  [r] r0 = Reshape (x, shape)\n",
+    );
+    // A chain below the Reshape, and a branch beside it the fusion does not touch.
+    let ops = ["Relu", "Neg", "Abs"];
+    for k in 1..=CHAIN {
+        body += &format!("  [c{k}] r{k} = {} (r{})\n", ops[k % 3], k - 1);
+    }
+    for k in 1..=CHAIN {
+        let from = if k == 1 {
+            "x".to_string()
+        } else {
+            format!("z{}", k - 1)
+        };
+        body += &format!("  [d{k}] z{k} = {} ({from})\n", ops[k % 3]);
+    }
+    let text = format!(
+        "<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\ng (float[batch, 4, 8] x) => (float y, float z)\n<\n  int64 idx0 = {{0}},\n  int64[1] axes0 = {{0}},\n  int64[1] width = {{32}}\n>\n{{\n{body}  [oy] y = Identity (r{CHAIN})\n  [oz] z = Identity (z{CHAIN})\n}}\n"
+    );
+    let mut p = place(&text, "1.31.1", OptLevel::All);
+    assert_eq!(p.outcome, Outcome::Ok);
+    let g = &p.session.graphs[0];
+    // The Shape/Gather/Unsqueeze/Concat became one constant.
+    let live: Vec<&str> = g.live_nodes().map(|(_, n)| n.op.as_str()).collect();
+    assert!(!live.contains(&"Concat"), "{live:?}");
+    // The last node of the chain (the Identity before the graph output is gone: its input
+    // took the output's name).
+    let before_last = onnx_lint::sym::Sym::new(&format!("r{}", CHAIN - 1));
+    for name in [before_last, g.outputs[0]] {
+        let shape = p.session.shape_of(0, name).cloned();
+        assert_eq!(shape, Some(vec![None, Some(32)]), "{name}");
+    }
+    // What is recorded is a fixpoint: inferring every node again changes nothing.
+    let order = onnx_lint::infer::topological_order(&p.session, 0);
+    let mut values = onnx_lint::infer::shapes::Values::default();
+    for ni in order {
+        let node = &p.session.graphs[0].nodes[ni];
+        if node.removed || !node.subgraphs.is_empty() {
+            continue;
+        }
+        let name = node.name;
+        assert!(
+            !onnx_lint::infer::shapes::infer_and_record(&mut p.session, 0, ni, &mut values),
+            "{name} changed"
+        );
+    }
+}

@@ -13,7 +13,13 @@ impl Optimizer<'_> {
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         if node.op == Sym::IF && node.domain == Sym::AI_ONNX {
-            return self.inline_if(session, gi, ni, idx);
+            // The branch's values come in with their shapes by name: every node is inferred
+            // again.
+            let inlined = self.inline_if(session, gi, ni, idx);
+            if inlined {
+                session.infer_again();
+            }
+            return inlined;
         }
         if node.op == Sym::SHAPE && node.domain == Sym::AI_ONNX {
             let Some(x) = node

@@ -64,6 +64,7 @@ pub fn run(
         versions: infer::domain_versions(session, table),
         indices: HashMap::default(),
         reinfer: HashSet::default(),
+        given: Vec::new(),
         shareable: session.graphs[0].initializers.keys().copied().collect(),
     };
     if reinfer {
@@ -177,6 +178,9 @@ struct Optimizer<'t> {
     indices: HashMap<usize, (Index, Vec<usize>, Vec<usize>, usize)>,
     /// Graphs whose shapes to infer again in the next folding pass.
     reinfer: HashSet<usize>,
+    /// Main-graph values that became initializers under a name they already had (a folded
+    /// output, a fused Reshape's shape): their readers are to be inferred again.
+    given: Vec<Sym>,
     /// Main-graph initializers held as tensor protos (the model's, and those an inlined `If`
     /// branch brought): the only ones `ConstantSharing` merges. Those the optimiser creates
     /// (folded values, fusion shapes) live in memory in ORT and are never shared.
@@ -350,6 +354,8 @@ impl Optimizer<'_> {
         } else {
             &kahn
         };
+        // Only the main graph's inference is kept incrementally (see `Pass::Fold` below).
+        let incremental = session.graphs[gi].parent.is_none();
         // Built on first use: generated names are checked against every name of the graph.
         let mut names: Option<NameGen> = None;
         let skip = pass == Pass::ReshapeFusion
@@ -381,8 +387,22 @@ impl Optimizer<'_> {
                 Pass::Rules => self.rules(session, gi, ni, &mut idx),
                 Pass::Cse => self.cse(session, gi, ni, &mut idx, &mut cse),
                 Pass::Fold => {
-                    if updated && session.graphs[gi].nodes[ni].subgraphs.is_empty() {
-                        shapes::infer_and_record(session, gi, ni, &mut self.values);
+                    // The main graph infers again only the nodes an edit touched or whose
+                    // inputs' shapes or values changed since they were inferred
+                    // (`SGraph::inferred`); the rest would come out as they are. A subgraph,
+                    // whose outer-scope values are not tracked, infers every node again.
+                    let node = &session.graphs[gi].nodes[ni];
+                    let stale = || {
+                        !incremental
+                            || session.graphs[gi].inferred.get(ni) != Some(&node.inference_key())
+                    };
+                    if updated
+                        && node.subgraphs.is_empty()
+                        && stale()
+                        && shapes::infer_and_record(session, gi, ni, &mut self.values)
+                        && incremental
+                    {
+                        Self::infer_readers_again(session, gi, &idx, ni);
                     }
                     let d = self.fold(session, gi, ni, &mut idx);
                     updated |= d;
@@ -405,6 +425,11 @@ impl Optimizer<'_> {
                 | Pass::UniqueDq => false,
             };
             changed |= did;
+            if incremental {
+                for name in std::mem::take(&mut self.given) {
+                    Self::infer_value_readers_again(session, gi, &idx, name);
+                }
+            }
         }
         if let Some(n) = names {
             session.graphs[gi].name_counter = n.counter;
@@ -426,6 +451,7 @@ impl Optimizer<'_> {
         let changed = transformer(session, gi);
         if changed {
             self.indices.clear();
+            session.infer_again();
         }
         changed
     }
@@ -449,6 +475,7 @@ impl Optimizer<'_> {
         };
         if changed {
             self.indices.remove(&gi);
+            session.infer_again();
         }
         if session.graphs[gi]
             .live_nodes()
@@ -469,6 +496,27 @@ impl Optimizer<'_> {
             changed |= self.transpose(session, sg);
         }
         changed
+    }
+
+    /// The live readers of node `ni`'s outputs are to be inferred again ([`SGraph::inferred`]).
+    fn infer_readers_again(session: &mut Session, gi: usize, idx: &Index, ni: usize) {
+        let outputs = session.graphs[gi].nodes[ni].outputs.clone();
+        for o in outputs {
+            if !o.is_empty() {
+                Self::infer_value_readers_again(session, gi, idx, o);
+            }
+        }
+    }
+
+    /// The live readers of `name` are to be inferred again ([`SGraph::inferred`]).
+    fn infer_value_readers_again(session: &mut Session, gi: usize, idx: &Index, name: Sym) {
+        let readers: Users = idx.live_users(session, gi, name).collect();
+        let inferred = &mut session.graphs[gi].inferred;
+        for k in readers {
+            if let Some(key) = inferred.get_mut(k) {
+                *key = 0;
+            }
+        }
     }
 
     /// Marks node `ni` removed, and every node of its subgraphs.
@@ -632,6 +680,9 @@ impl Optimizer<'_> {
         self.values.forget(gi, name);
         if let Some(v) = value {
             self.values.set(gi, name, v);
+        }
+        if session.graphs[gi].parent.is_none() {
+            self.given.push(name);
         }
     }
 
