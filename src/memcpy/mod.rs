@@ -100,7 +100,7 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
         let g = &session.graphs[gi];
         // Most values of a model are read and written on the provider side: sized once.
         let mut pi: HashSet<Sym> =
-            HashSet::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+            HashSet::with_capacity_and_hasher(g.values_estimate(), Default::default());
         let mut npi: HashSet<Sym> = HashSet::default();
         let mut po: HashSet<Sym> =
             HashSet::with_capacity_and_hasher(g.nodes.len(), Default::default());

@@ -34,7 +34,7 @@ pub fn cpu_preferred_nodes(
     // Consumers by value name within this graph, explicit and implicit inputs alike (ORT's
     // output edges).
     let mut consumers: HashMap<Sym, Vec<usize>> =
-        HashMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+        HashMap::with_capacity_and_hasher(g.values_estimate(), Default::default());
     for (i, n) in g.live_nodes() {
         for name in n.inputs.iter().chain(&n.implicit_inputs) {
             if !name.is_empty() {

@@ -182,6 +182,16 @@ impl SGraph {
         name
     }
 
+    /// About how many distinct values the graph's nodes read: its nodes' outputs (about 1.25
+    /// per node), its initializers and its inputs. A map keyed by value sized by this does not
+    /// grow while it is filled on a typical model, and has half the buckets of one sized at
+    /// twice the node count (hashbrown rounds to a power of two): a million-node graph's
+    /// consumer lists fault in 64 MiB fewer.
+    pub fn values_estimate(&self) -> usize {
+        let nodes = self.nodes.len();
+        nodes + nodes / 4 + self.initializers.len() + self.inputs.len()
+    }
+
     pub fn live_nodes(&self) -> impl Iterator<Item = (usize, &SNode)> {
         self.nodes.iter().enumerate().filter(|(_, n)| !n.removed)
     }

@@ -73,6 +73,17 @@ impl Seen {
         }
     }
 
+    /// Empty again, keeping its memory for the next pass (the next step's CSE over the same
+    /// graph needs as much: its pages are not faulted in a second time).
+    pub(super) fn clear(&mut self) {
+        self.key.clear();
+        self.anchor = 0;
+        self.arena.clear();
+        self.by_hash.clear();
+        self.collided.clear();
+        self.aside.clear();
+    }
+
     fn slot(&self) -> Slot {
         use std::hash::BuildHasher;
         const TAG: u64 = !0 << 57;

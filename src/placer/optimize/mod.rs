@@ -65,6 +65,7 @@ pub fn run(
         indices: HashMap::default(),
         reinfer: HashSet::default(),
         given: Vec::new(),
+        seen: None,
         shareable: session.graphs[0].initializers.keys().copied().collect(),
     };
     if reinfer {
@@ -181,6 +182,8 @@ struct Optimizer<'t> {
     /// Main-graph values that became initializers under a name they already had (a folded
     /// output, a fused Reshape's shape): their readers are to be inferred again.
     given: Vec<Sym>,
+    /// The main graph's CSE table, emptied and used again by each step's CSE.
+    seen: Option<common_subexpression_elimination::Seen>,
     /// Main-graph initializers held as tensor protos (the model's, and those an inlined `If`
     /// branch brought): the only ones `ConstantSharing` merges. Those the optimiser creates
     /// (folded values, fusion shapes) live in memory in ORT and are never shared.
@@ -226,12 +229,26 @@ impl Index {
         (idx, kahn, dfs)
     }
 
+    /// Graph `gi`'s two node orders (Kahn's, then the reverse DFS) from this index's
+    /// producers, as [`Index::with_orders`] builds them (a large graph's on two threads).
+    fn orders(&self, session: &Session, gi: usize) -> (Vec<usize>, Vec<usize>) {
+        let g = &session.graphs[gi];
+        // The index may still name a removed node as a value's producer.
+        let by = |v| self.producer.get(v).filter(|&p| !g.nodes[p].removed);
+        let (dfs, kahn) = beside(
+            g.nodes.len(),
+            || infer::topological_order_by(session, gi, &by),
+            || ort_topological_order_by(session, gi, &by),
+        );
+        (kahn, dfs)
+    }
+
     /// The live readers of each value of graph `gi`.
     fn uses(session: &Session, gi: usize) -> FxMap<Sym, Users> {
         let g = &session.graphs[gi];
         // Sized once: about as many read values as nodes output.
         let mut uses: FxMap<Sym, Users> =
-            FxMap::with_capacity_and_hasher(g.nodes.len() * 2, Default::default());
+            FxMap::with_capacity_and_hasher(g.values_estimate(), Default::default());
         for (i, n) in g.live_nodes() {
             for &name in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !name.is_empty() {
@@ -330,11 +347,16 @@ impl Optimizer<'_> {
     fn pass(&mut self, session: &mut Session, gi: usize, pass: Pass) -> bool {
         let mut changed = false;
         // The index is kept up to date by the edits; the orders stay valid under removals
-        // and renames, and are rebuilt when nodes were appended (`If` inlining).
+        // and renames, and are built again from the index when nodes were appended (fusions,
+        // `If` inlining).
         let len = session.graphs[gi].nodes.len();
         let (mut idx, kahn, dfs) = match self.indices.remove(&gi) {
             Some((idx, kahn, dfs, n)) if n == len => (idx, kahn, dfs),
-            _ => Index::with_orders(session, gi),
+            Some((idx, ..)) => {
+                let (kahn, dfs) = idx.orders(session, gi);
+                (idx, kahn, dfs)
+            }
+            None => Index::with_orders(session, gi),
         };
         if pass == Pass::Sharing {
             let changed = self.constant_sharing(session, gi, &mut idx);
@@ -342,7 +364,15 @@ impl Optimizer<'_> {
             return changed;
         }
         let mut cse = if pass == Pass::Cse {
-            common_subexpression_elimination::Seen::with_capacity(session.graphs[gi].nodes.len())
+            match self.seen.take() {
+                Some(mut seen) => {
+                    seen.clear();
+                    seen
+                }
+                None => common_subexpression_elimination::Seen::with_capacity(
+                    session.graphs[gi].nodes.len(),
+                ),
+            }
         } else {
             common_subexpression_elimination::Seen::default()
         };
@@ -433,6 +463,10 @@ impl Optimizer<'_> {
         }
         if let Some(n) = names {
             session.graphs[gi].name_counter = n.counter;
+        }
+        // The main graph's table is kept for the next step's CSE.
+        if pass == Pass::Cse && incremental {
+            self.seen = Some(cse);
         }
         // Orders built before nodes were appended (`If` inlining) miss them: keep the length
         // they were built for, so that the next pass rebuilds them.
