@@ -539,15 +539,51 @@ fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
 /// The first live node whose inputs bind a type parameter to two types (ORT's type check, which
 /// runs at load and again on every function body it inlines).
 fn first_type_conflict(session: &Session, table: &KernelTable) -> Option<((usize, usize), String)> {
-    let mut resolver = infer::Resolver::new(session, table);
-    for (gi, g) in session.graphs.iter().enumerate() {
-        for (ni, _) in g.live_nodes() {
-            if let Some(e) = infer::type_conflict(session, &mut resolver, gi, ni) {
-                return Some(((gi, ni), e));
-            }
-        }
+    let versions = infer::domain_versions(session, table);
+    (0..session.graphs.len()).find_map(|gi| {
+        first_in_graph(
+            session,
+            gi,
+            || infer::Resolver::with_versions(table, versions.clone()),
+            |resolver, ni| infer::type_conflict(session, resolver, gi, ni),
+        )
+    })
+}
+
+/// Graphs of at least this many nodes have a load check run on several threads.
+const PARALLEL_CHECK_NODES: usize = 16_384;
+
+/// Nodes one thread checks at a time.
+const CHECK_CHUNK: usize = 4_096;
+
+/// The first live node of graph `gi`, in index order, that `check` finds fault with (with the
+/// fault), as one walk would find it. A large graph is checked on several threads, a chunk of
+/// nodes at a time, each chunk with its own `state` (a schema resolver, say): the checks only
+/// read the session.
+fn first_in_graph<S, T: Send>(
+    session: &Session,
+    gi: usize,
+    state: impl Fn() -> S + Sync,
+    check: impl Fn(&mut S, usize) -> Option<T> + Sync,
+) -> Option<((usize, usize), T)> {
+    let g = &session.graphs[gi];
+    let walk = |from: usize, to: usize| {
+        let mut st = state();
+        (from..to)
+            .filter(|&ni| !g.nodes[ni].removed)
+            .find_map(|ni| check(&mut st, ni).map(|t| ((gi, ni), t)))
+    };
+    let threads = crate::threads::threads();
+    if g.nodes.len() < PARALLEL_CHECK_NODES || threads < 2 {
+        return walk(0, g.nodes.len());
     }
-    None
+    let starts: Vec<usize> = (0..g.nodes.len()).step_by(CHECK_CHUNK).collect();
+    crate::threads::map_chunks(&starts, 1, threads, "load-check", |chunk| {
+        walk(chunk[0], (chunk[0] + CHECK_CHUNK).min(g.nodes.len()))
+    })
+    .into_iter()
+    .flatten()
+    .next()
 }
 
 /// Errors that ONNX shape inference raises for a node whatever its inputs, which fail the load:
@@ -577,46 +613,54 @@ fn shape_inference_failure(n: &SNode, table: &KernelTable) -> Option<String> {
 /// not declare, or without a required one, fails the load.
 fn check_attributes(session: &Session, table: &KernelTable) -> Option<((usize, usize), String)> {
     let attributes = crate::tables::attributes_of(&table.release().ort);
-    for (gi, g) in session.graphs.iter().enumerate() {
-        for (ni, n) in g.live_nodes() {
-            let Some(since) = n.since else { continue };
-            if let Some(fail) = shape_inference_failure(n, table) {
-                return Some(((gi, ni), fail));
-            }
-            let Some(attributes) = attributes else {
-                continue;
-            };
-            let names = n
-                .attrs
-                .iter()
-                .map(|a| a.name())
-                .chain(n.subgraphs.iter().map(|(attr, _)| attr.as_str()));
-            let Some(err) = attributes.verify_of(n.domain, n.op, since, names) else {
-                continue;
-            };
-            let domain = if n.domain == Sym::AI_ONNX {
-                ""
-            } else {
-                n.domain.as_str()
-            };
-            let what = match err {
-                crate::tables::attributes::AttributeError::Unrecognized(a) => {
-                    format!("Unrecognized attribute: {a} for operator {}", n.op)
-                }
-                crate::tables::attributes::AttributeError::MissingRequired(a) => {
-                    format!("Required attribute '{a}' is missing.")
-                }
-            };
-            return Some((
-                (gi, ni),
-                format!(
-                    "load: This is an invalid model. In Node, (\"{}\", {}, \"{domain}\", -1) : Error {what}",
-                    n.name, n.op
-                ),
-            ));
-        }
+    (0..session.graphs.len()).find_map(|gi| {
+        first_in_graph(
+            session,
+            gi,
+            || (),
+            |(), ni| attribute_fault(session, table, attributes, gi, ni),
+        )
+    })
+}
+
+/// What [`check_attributes`] finds wrong with node `ni` of graph `gi` (`attributes`: the
+/// release's schema attributes, where bundled).
+fn attribute_fault(
+    session: &Session,
+    table: &KernelTable,
+    attributes: Option<&crate::tables::attributes::SchemaAttributes>,
+    gi: usize,
+    ni: usize,
+) -> Option<String> {
+    let n = &session.graphs[gi].nodes[ni];
+    let since = n.since?;
+    if let Some(fail) = shape_inference_failure(n, table) {
+        return Some(fail);
     }
-    None
+    let attributes = attributes?;
+    let names = n
+        .attrs
+        .iter()
+        .map(|a| a.name())
+        .chain(n.subgraphs.iter().map(|(attr, _)| attr.as_str()));
+    let err = attributes.verify_of(n.domain, n.op, since, names)?;
+    let domain = if n.domain == Sym::AI_ONNX {
+        ""
+    } else {
+        n.domain.as_str()
+    };
+    let what = match err {
+        crate::tables::attributes::AttributeError::Unrecognized(a) => {
+            format!("Unrecognized attribute: {a} for operator {}", n.op)
+        }
+        crate::tables::attributes::AttributeError::MissingRequired(a) => {
+            format!("Required attribute '{a}' is missing.")
+        }
+    };
+    Some(format!(
+        "load: This is an invalid model. In Node, (\"{}\", {}, \"{domain}\", -1) : Error {what}",
+        n.name, n.op
+    ))
 }
 
 /// The failure of a session with a node no provider took, worded as the release words it:
@@ -974,5 +1018,78 @@ fn cuda_rejects(node: &crate::session::SNode, _onnx_opset: Option<i64>) -> Optio
             ))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A main graph of `n` Relu nodes, `removed` marked removed.
+    fn relus(n: usize, removed: &[usize]) -> Session {
+        let relu = Sym::new("Relu");
+        let nodes = (0..n)
+            .map(|k| SNode {
+                name: Sym::new(&format!("n{k}")),
+                op: relu,
+                domain: Sym::AI_ONNX,
+                since: Some(14),
+                inputs: vec![Sym::new(&format!("v{k}"))],
+                outputs: vec![Sym::new(&format!("v{}", k + 1))],
+                attrs: Vec::new(),
+                subgraphs: Vec::new(),
+                implicit_inputs: Vec::new(),
+                ep: None,
+                kernel: None,
+                origin: None,
+                removed: removed.contains(&k),
+            })
+            .collect();
+        Session {
+            graphs: vec![crate::session::SGraph {
+                nodes,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// A large graph's load check, run a chunk per thread, finds the fault one walk finds: the
+    /// first live node in index order, whichever chunk finishes first.
+    #[test]
+    fn a_check_on_threads_finds_the_first_fault_of_one_walk() {
+        let n = PARALLEL_CHECK_NODES + 3 * CHECK_CHUNK + 17;
+        let faulty = [2 * CHECK_CHUNK + 5, CHECK_CHUNK + 1, n - 1];
+        for removed in [
+            vec![],
+            vec![CHECK_CHUNK + 1],
+            vec![CHECK_CHUNK + 1, 2 * CHECK_CHUNK + 5],
+        ] {
+            let session = relus(n, &removed);
+            let one_walk = (0..n)
+                .filter(|k| !removed.contains(k))
+                .find(|k| faulty.contains(k));
+            let states = std::sync::atomic::AtomicUsize::new(0);
+            let found = first_in_graph(
+                &session,
+                0,
+                || states.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                |_, ni| faulty.contains(&ni).then(|| format!("fault at {ni}")),
+            );
+            assert_eq!(
+                found.map(|((gi, ni), _)| (gi, ni)),
+                one_walk.map(|k| (0, k))
+            );
+            // One state per chunk: the graph was checked a chunk at a time (in one walk where
+            // the machine gives no second thread).
+            let chunks = if crate::threads::threads() < 2 {
+                1
+            } else {
+                n.div_ceil(CHECK_CHUNK)
+            };
+            assert_eq!(states.into_inner(), chunks, "removed {removed:?}");
+        }
+        let clean = relus(n, &[]);
+        assert_eq!(first_in_graph(&clean, 0, || (), |(), _| None::<()>), None);
     }
 }
