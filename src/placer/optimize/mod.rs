@@ -65,6 +65,7 @@ pub fn run(
         indices: HashMap::default(),
         reinfer: HashSet::default(),
         given: Vec::new(),
+        declined: Vec::new(),
         seen: None,
         shareable: session.graphs[0].initializers.keys().copied().collect(),
     };
@@ -182,6 +183,9 @@ struct Optimizer<'t> {
     /// Main-graph values that became initializers under a name they already had (a folded
     /// output, a fused Reshape's shape): their readers are to be inferred again.
     given: Vec<Sym>,
+    /// Per main-graph node, its [`SNode::inference_key`] when `ConstantFolding` last looked at
+    /// it and did not fold it (0: never).
+    declined: Vec<u64>,
     /// The main graph's CSE table, emptied and used again by each step's CSE.
     seen: Option<common_subexpression_elimination::Seen>,
     /// Main-graph initializers held as tensor protos (the model's, and those an inlined `If`
@@ -422,19 +426,29 @@ impl Optimizer<'_> {
                     // (`SGraph::inferred`); the rest would come out as they are. A subgraph,
                     // whose outer-scope values are not tracked, infers every node again.
                     let node = &session.graphs[gi].nodes[ni];
-                    let stale = || {
-                        !incremental
-                            || session.graphs[gi].inferred.get(ni) != Some(&node.inference_key())
-                    };
+                    let key = if incremental { node.inference_key() } else { 0 };
+                    let current = incremental && session.graphs[gi].inferred.get(ni) == Some(&key);
+                    // Folding reads what inference reads (the node, its inputs' shapes,
+                    // constness and values): a node folding already declined, unchanged since
+                    // and since it was inferred, would be declined again.
+                    if current && node.subgraphs.is_empty() && self.declined.get(ni) == Some(&key) {
+                        continue;
+                    }
                     if updated
                         && node.subgraphs.is_empty()
-                        && stale()
+                        && !current
                         && shapes::infer_and_record(session, gi, ni, &mut self.values)
                         && incremental
                     {
                         Self::infer_readers_again(session, gi, &idx, ni);
                     }
                     let d = self.fold(session, gi, ni, &mut idx);
+                    if incremental && !d {
+                        if self.declined.len() <= ni {
+                            self.declined.resize(session.graphs[gi].nodes.len(), 0);
+                        }
+                        self.declined[ni] = key;
+                    }
                     updated |= d;
                     d
                 }
