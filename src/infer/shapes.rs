@@ -1221,21 +1221,13 @@ mod tests {
     use super::*;
 
     fn node(op: &str, since: i64, inputs: &[&str], outputs: usize) -> SNode {
-        SNode {
-            name: Sym::EMPTY,
-            op: op.into(),
-            domain: Sym::AI_ONNX,
-            since: Some(since),
-            inputs: inputs.iter().map(|&s| Sym::new(s)).collect(),
-            outputs: (0..outputs).map(|i| Sym::new(&format!("o{i}"))).collect(),
-            attrs: Vec::new(),
-            subgraphs: Vec::new(),
-            implicit_inputs: Vec::new(),
-            ep: None,
-            kernel: None,
-            origin: None,
-            removed: false,
-        }
+        SNode::plain(
+            Sym::EMPTY,
+            (op.into(), Sym::AI_ONNX),
+            Some(since),
+            inputs.iter().map(|&s| Sym::new(s)).collect(),
+            (0..outputs).map(|i| Sym::new(&format!("o{i}"))).collect(),
+        )
     }
 
     /// `infer_node` with owned input shapes.

@@ -1030,19 +1030,14 @@ mod tests {
         let relu = Sym::new("Relu");
         let nodes = (0..n)
             .map(|k| SNode {
-                name: Sym::new(&format!("n{k}")),
-                op: relu,
-                domain: Sym::AI_ONNX,
-                since: Some(14),
-                inputs: vec![Sym::new(&format!("v{k}"))],
-                outputs: vec![Sym::new(&format!("v{}", k + 1))],
-                attrs: Vec::new(),
-                subgraphs: Vec::new(),
-                implicit_inputs: Vec::new(),
-                ep: None,
-                kernel: None,
-                origin: None,
                 removed: removed.contains(&k),
+                ..SNode::plain(
+                    Sym::new(&format!("n{k}")),
+                    (relu, Sym::AI_ONNX),
+                    Some(14),
+                    vec![Sym::new(&format!("v{k}"))],
+                    vec![Sym::new(&format!("v{}", k + 1))],
+                )
             })
             .collect();
         Session {

@@ -1250,21 +1250,13 @@ mod tests {
 
     #[test]
     fn equal_of_a_dim_and_a_negative_constant_is_false() {
-        let node = SNode {
-            name: "eq".into(),
-            op: "Equal".into(),
-            domain: Sym::AI_ONNX,
-            since: Some(19),
-            inputs: vec!["a".into(), "b".into()],
-            outputs: vec!["y".into()],
-            attrs: Vec::new(),
-            subgraphs: Vec::new(),
-            implicit_inputs: Vec::new(),
-            ep: None,
-            kernel: None,
-            origin: None,
-            removed: false,
-        };
+        let node = SNode::plain(
+            "eq".into(),
+            ("Equal".into(), Sym::AI_ONNX),
+            Some(19),
+            vec!["a".into(), "b".into()],
+            vec!["y".into()],
+        );
         let value = |i: usize| match i {
             0 => Some(vec![Dim::sym("batch"), Dim::konst(-1)]),
             _ => Some(vec![Dim::konst(-1)]),

@@ -486,7 +486,32 @@ impl<'a> Builder<'a> {
         let inputs = values_of(&g.inputs)?;
         let outputs = values_of(&g.outputs)?;
         let value_info = values_of(&g.value_info)?;
-        let nodes = read_nodes(&g.nodes, self.path)?;
+        // The initializers are decoded (on threads of their own, for many) while the nodes are
+        // read and their names interned: neither needs the other until both are done. A node
+        // that does not read decides the error before an initializer that does not load, as
+        // one thread reading the nodes first would.
+        let (file, path) = (self.file, self.path);
+        let (nodes, decoded) = if g.initializers.len() < PARALLEL_INITIALIZERS {
+            (read_nodes(&g.nodes, path), None)
+        } else {
+            std::thread::scope(|scope| {
+                let beside = std::thread::Builder::new()
+                    .name("initializers".into())
+                    .spawn_scoped(scope, || initializers(file, path, &g.initializers))
+                    .ok();
+                let nodes = read_nodes(&g.nodes, path);
+                let decoded = beside.map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                });
+                (nodes, decoded)
+            })
+        };
+        let nodes = nodes?;
+        let decoded = match decoded {
+            Some(decoded) => decoded?,
+            None => initializers(file, path, &g.initializers)?,
+        };
         // What the model's index checks: every value defined once (graph inputs that are not
         // initializers, initializers, sparse initializers, node outputs).
         let input_names: FxHashSet<Sym> = inputs.iter().map(|i| i.0).collect();
@@ -494,7 +519,6 @@ impl<'a> Builder<'a> {
             g.nodes.len() * 2 + inputs.len() + g.initializers.len(),
             Default::default(),
         );
-        let decoded = initializers(self.file, self.path, &g.initializers)?;
         // Their names, interned under one lock, in file order.
         let tensor_names: Vec<Sym> = {
             let mut names = crate::sym::Interner::lock();

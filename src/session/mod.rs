@@ -78,6 +78,31 @@ pub struct SNode {
 }
 
 impl SNode {
+    /// A node with no attributes, subgraphs, provider or origin: one a transformer inserts.
+    pub fn plain(
+        name: Sym,
+        (op, domain): (Sym, Sym),
+        since: Option<i64>,
+        inputs: Vec<Sym>,
+        outputs: Vec<Sym>,
+    ) -> SNode {
+        SNode {
+            name,
+            op,
+            domain,
+            since,
+            inputs,
+            outputs,
+            attrs: Vec::new(),
+            subgraphs: Vec::new(),
+            implicit_inputs: Vec::new(),
+            ep: None,
+            kernel: None,
+            origin: None,
+            removed: false,
+        }
+    }
+
     /// What of the node its shape inference reads, other than its inputs' shapes and values:
     /// its op, schema version, inputs, outputs and attribute count (never 0). An edit that
     /// changes a node's attributes in place changes its inputs too.

@@ -194,6 +194,51 @@ fn session_from_the_file_is_the_decoded_one() {
     assert!(declined <= checked / 50, "{declined} declined of {checked}");
 }
 
+/// A graph with enough initializers to have them decoded on threads beside the reading of its
+/// nodes (`session::build`) is built as the decoded model builds it, and so is one whose
+/// initializers the loader refuses.
+#[test]
+fn a_session_with_many_initializers_is_built_as_the_decoded_one() {
+    use onnx_lint::session::build::from_file;
+    use prost::Message;
+    const INITS: usize = 5_000;
+    let mut inits = Vec::new();
+    let mut body = String::new();
+    for k in 0..INITS {
+        inits.push(format!("  float[2] w{k} = {{{k}.0, 1.5}}"));
+        let from = if k == 0 {
+            "x".to_string()
+        } else {
+            format!("a{k}")
+        };
+        body += &format!("  [n{k}] a{} = Add ({from}, w{k})\n", k + 1);
+    }
+    let text = format!(
+        "<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\ng (float[2] x) => (float[2] a{INITS})\n<\n{}\n>\n{{\n{body}}}\n",
+        inits.join(",\n")
+    );
+    let proto = onnx_lint::model::text::parse_model(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("many.onnx");
+    std::fs::write(&good, proto.encode_to_vec()).unwrap();
+    let built = from_file(&good).unwrap().expect("the fast path reads it");
+    let model = onnx_lint::model::load(&good).unwrap();
+    assert_eq!(
+        format!("{:?}", onnx_lint::session::Session::from_model(&model)),
+        format!("{:?}", built.session)
+    );
+    assert_eq!(built.session.graphs[0].initializers.len(), INITS);
+    // One initializer with a negative dim: both paths refuse the model.
+    let mut bad = proto.clone();
+    if let Some(g) = bad.graph.as_mut() {
+        g.initializer[INITS / 2].dims = vec![-1];
+    }
+    let bad_path = dir.path().join("bad.onnx");
+    std::fs::write(&bad_path, bad.encode_to_vec()).unwrap();
+    assert!(onnx_lint::model::load(&bad_path).is_err());
+    assert!(matches!(from_file(&bad_path), Ok(None) | Err(_)));
+}
+
 /// CSE sets aside a node that alone reads its first input (in the first chain, each node is the
 /// only reader of the one before when it is met) and records it when a merge gives that input
 /// more readers (the second chain's `Relu` merged into the first's, then each of its nodes in

@@ -1325,19 +1325,14 @@ mod tests {
             names.push(name);
         }
         g.nodes.push(SNode {
-            name: Sym::EMPTY,
-            op: Sym::new(op),
-            domain: Sym::AI_ONNX,
-            since: Some(since),
-            inputs: names,
-            outputs: (0..nout).map(|k| Sym::new(&format!("o{k}"))).collect(),
             attrs,
-            subgraphs: Vec::new(),
-            implicit_inputs: Vec::new(),
-            ep: None,
-            kernel: None,
-            origin: None,
-            removed: false,
+            ..SNode::plain(
+                Sym::EMPTY,
+                (Sym::new(op), Sym::AI_ONNX),
+                Some(since),
+                names,
+                (0..nout).map(|k| Sym::new(&format!("o{k}"))).collect(),
+            )
         });
         let session = Session {
             graphs: vec![g],

@@ -822,21 +822,13 @@ mod tests {
     }
 
     fn node(name: &str, op: &str, since: i64, inputs: &[&str], outputs: &[&str]) -> SNode {
-        SNode {
-            name: name.into(),
-            op: op.into(),
-            domain: Sym::AI_ONNX,
-            since: Some(since),
-            inputs: inputs.iter().map(|&s| Sym::new(s)).collect(),
-            outputs: outputs.iter().map(|&s| Sym::new(s)).collect(),
-            attrs: Vec::new(),
-            subgraphs: Vec::new(),
-            implicit_inputs: Vec::new(),
-            ep: None,
-            kernel: None,
-            origin: None,
-            removed: false,
-        }
+        SNode::plain(
+            name.into(),
+            (op.into(), Sym::AI_ONNX),
+            Some(since),
+            inputs.iter().map(|&s| Sym::new(s)).collect(),
+            outputs.iter().map(|&s| Sym::new(s)).collect(),
+        )
     }
 
     /// ORT's names (oracle, ORT 1.24.4): the first inlined Mish gets `_inlfunc_Mish`, later ones

@@ -343,21 +343,13 @@ impl Optimizer<'_> {
             idx.uses.entry(src).or_default().push(new_index);
             let name = names.node(&format!("{prefix}_Identity"));
             generated.push(name);
-            session.graphs[gi].nodes.push(SNode {
+            session.graphs[gi].nodes.push(SNode::plain(
                 name,
-                op: identity,
-                domain: Sym::AI_ONNX,
+                (identity, Sym::AI_ONNX),
                 since,
-                inputs: vec![src],
-                outputs: vec![target],
-                attrs: Vec::new(),
-                subgraphs: Vec::new(),
-                implicit_inputs: Vec::new(),
-                ep: None,
-                kernel: None,
-                origin: None,
-                removed: false,
-            });
+                vec![src],
+                vec![target],
+            ));
         }
         let g = &mut session.graphs[gi];
         g.name_counter = names.counter;

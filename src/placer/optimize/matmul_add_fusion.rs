@@ -141,21 +141,13 @@ impl Optimizer<'_> {
                     gemm_out = arg;
                     (arg, add_out)
                 };
-                new_nodes.push(SNode {
-                    name: node_name,
-                    op: Sym::RESHAPE,
-                    domain: Sym::AI_ONNX,
-                    since: reshape_since,
-                    inputs: vec![input, shape_name],
-                    outputs: vec![output],
-                    attrs: Vec::new(),
-                    subgraphs: Vec::new(),
-                    implicit_inputs: Vec::new(),
-                    ep: None,
-                    kernel: None,
-                    origin: None,
-                    removed: false,
-                });
+                new_nodes.push(SNode::plain(
+                    node_name,
+                    (Sym::RESHAPE, Sym::AI_ONNX),
+                    reshape_since,
+                    vec![input, shape_name],
+                    vec![output],
+                ));
             }
         }
         let gemm_name = names.node(&format!("{mm_name}/MatMulAddFusion"));

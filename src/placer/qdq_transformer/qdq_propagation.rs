@@ -291,20 +291,8 @@ impl Propagation {
             }
             v
         };
-        let node = |name: Sym, op: Sym, inputs: Vec<Sym>, output: Sym| SNode {
-            name,
-            op,
-            domain: qp.domain,
-            since: qp.since,
-            inputs,
-            outputs: vec![output],
-            attrs: Vec::new(),
-            subgraphs: Vec::new(),
-            implicit_inputs: Vec::new(),
-            ep: None,
-            kernel: None,
-            origin: None,
-            removed: false,
+        let node = |name: Sym, op: Sym, inputs: Vec<Sym>, output: Sym| {
+            SNode::plain(name, (op, qp.domain), qp.since, inputs, vec![output])
         };
         g.generated_names.insert(q_name);
         g.nodes.push(node(
