@@ -304,6 +304,13 @@ const INTERN_AHEAD: usize = 8;
 /// Graphs of at least this many initializers have them decoded on several threads.
 const PARALLEL_INITIALIZERS: usize = 4096;
 
+/// Graphs of at least this many nodes (and no subgraph) have their nodes' inputs checked on
+/// several threads.
+const PARALLEL_INPUT_CHECK: usize = 16_384;
+
+/// Nodes a thread checks the inputs of at a time.
+const INPUT_CHECK_CHUNK: usize = 8_192;
+
 /// Initializers a thread decodes at a time.
 const INITIALIZER_CHUNK: usize = 512;
 
@@ -660,6 +667,50 @@ impl<'a> Builder<'a> {
         // Inputs must be defined here or in an enclosing graph; then the subgraphs, with this
         // graph's scope complete.
         self.scopes.push(defined);
+        // A large graph without subgraphs has its nodes' inputs checked on several threads, a
+        // chunk of nodes each (the checks only read): the same answer as the walk below.
+        let count = self.session.graphs[gi].nodes.len();
+        let threads = crate::threads::threads();
+        if held.is_empty() && count >= PARALLEL_INPUT_CHECK && threads >= 2 {
+            let (own, outer) = self.scopes.split_last().ok_or(Declined)?;
+            let nodes = &self.session.graphs[gi].nodes;
+            let starts: Vec<usize> = (0..count).step_by(INPUT_CHECK_CHUNK).collect();
+            let chunks = crate::threads::map_chunks(&starts, 1, threads, "inputs", |chunk| {
+                let mut sorted = true;
+                for ni in chunk[0]..(chunk[0] + INPUT_CHECK_CHUNK).min(count) {
+                    for &i in nodes[ni].inputs.iter().filter(|i| !i.is_empty()) {
+                        match own.get(&i) {
+                            Some(&p) => sorted &= p == NOT_A_NODE || (p as usize) < ni,
+                            None if outer.iter().any(|s| s.contains_key(&i)) => {}
+                            None => return None,
+                        }
+                    }
+                }
+                Some(sorted)
+            });
+            let mut sorted = true;
+            for chunk in chunks {
+                sorted &= chunk.ok_or(Declined)?;
+            }
+            if !sorted {
+                self.unsorted.push(gi);
+            }
+        } else {
+            self.check_inputs(gi, held)?;
+        }
+        for (o, _) in &outputs {
+            if !self.scopes.iter().any(|s| s.contains_key(o)) {
+                return Err(Declined);
+            }
+        }
+        self.scopes.pop();
+        Ok(gi)
+    }
+
+    /// Checks that every input of graph `gi`'s nodes is defined in the graph or an enclosing
+    /// one (and whether producers come before their readers), building the subgraphs `held`
+    /// for each node as it is met, with this graph's scope complete.
+    fn check_inputs(&mut self, gi: usize, held: Vec<(usize, Sym, Vec<&'a [u8]>)>) -> R<()> {
         let mut held = held.into_iter().peekable();
         let mut sorted = true;
         for ni in 0..self.session.graphs[gi].nodes.len() {
@@ -686,13 +737,7 @@ impl<'a> Builder<'a> {
         if !sorted {
             self.unsorted.push(gi);
         }
-        for (o, _) in &outputs {
-            if !self.scopes.iter().any(|s| s.contains_key(o)) {
-                return Err(Declined);
-            }
-        }
-        self.scopes.pop();
-        Ok(gi)
+        Ok(())
     }
 }
 

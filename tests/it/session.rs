@@ -194,17 +194,18 @@ fn session_from_the_file_is_the_decoded_one() {
     assert!(declined <= checked / 50, "{declined} declined of {checked}");
 }
 
-/// A graph with enough initializers to have them decoded on threads beside the reading of its
-/// nodes (`session::build`) is built as the decoded model builds it, and so is one whose
-/// initializers the loader refuses.
+/// A graph large enough to have its initializers decoded on threads beside the reading of its
+/// nodes, and its nodes' inputs checked on several threads (`session::build`), is built as the
+/// decoded model builds it: in order, with two nodes out of order, and refused alike with a bad
+/// initializer or an input nothing defines.
 #[test]
-fn a_session_with_many_initializers_is_built_as_the_decoded_one() {
+fn a_large_session_is_built_as_the_decoded_one() {
     use onnx_lint::session::build::from_file;
     use prost::Message;
-    const INITS: usize = 5_000;
+    const NODES: usize = 17_000;
     let mut inits = Vec::new();
     let mut body = String::new();
-    for k in 0..INITS {
+    for k in 0..NODES {
         inits.push(format!("  float[2] w{k} = {{{k}.0, 1.5}}"));
         let from = if k == 0 {
             "x".to_string()
@@ -214,29 +215,46 @@ fn a_session_with_many_initializers_is_built_as_the_decoded_one() {
         body += &format!("  [n{k}] a{} = Add ({from}, w{k})\n", k + 1);
     }
     let text = format!(
-        "<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\ng (float[2] x) => (float[2] a{INITS})\n<\n{}\n>\n{{\n{body}}}\n",
+        "<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\ng (float[2] x) => (float[2] a{NODES})\n<\n{}\n>\n{{\n{body}}}\n",
         inits.join(",\n")
     );
     let proto = onnx_lint::model::text::parse_model(&text).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let good = dir.path().join("many.onnx");
-    std::fs::write(&good, proto.encode_to_vec()).unwrap();
-    let built = from_file(&good).unwrap().expect("the fast path reads it");
-    let model = onnx_lint::model::load(&good).unwrap();
-    assert_eq!(
-        format!("{:?}", onnx_lint::session::Session::from_model(&model)),
-        format!("{:?}", built.session)
-    );
-    assert_eq!(built.session.graphs[0].initializers.len(), INITS);
-    // One initializer with a negative dim: both paths refuse the model.
+    let write = |name: &str, p: &onnx_lint::model::proto::ModelProto| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, p.encode_to_vec()).unwrap();
+        path
+    };
+    let mut swapped = proto.clone();
+    if let Some(g) = swapped.graph.as_mut() {
+        g.node.swap(NODES / 2, NODES / 2 + 1);
+    }
+    for (name, model) in [("sorted.onnx", &proto), ("swapped.onnx", &swapped)] {
+        let path = write(name, model);
+        let built = from_file(&path).unwrap().expect("the fast path reads it");
+        let model = onnx_lint::model::load(&path).unwrap();
+        assert_eq!(
+            format!("{:?}", onnx_lint::session::Session::from_model(&model)),
+            format!("{:?}", built.session),
+            "{name}"
+        );
+        assert_eq!(built.session.graphs[0].initializers.len(), NODES);
+    }
+    // An initializer with a negative dim: both paths refuse the model.
     let mut bad = proto.clone();
     if let Some(g) = bad.graph.as_mut() {
-        g.initializer[INITS / 2].dims = vec![-1];
+        g.initializer[NODES / 2].dims = vec![-1];
     }
-    let bad_path = dir.path().join("bad.onnx");
-    std::fs::write(&bad_path, bad.encode_to_vec()).unwrap();
-    assert!(onnx_lint::model::load(&bad_path).is_err());
-    assert!(matches!(from_file(&bad_path), Ok(None) | Err(_)));
+    let path = write("bad.onnx", &bad);
+    assert!(onnx_lint::model::load(&path).is_err());
+    assert!(matches!(from_file(&path), Ok(None) | Err(_)));
+    // An input nothing defines: the fast path declines it (the loader says why).
+    let mut undefined = proto.clone();
+    if let Some(g) = undefined.graph.as_mut() {
+        g.node[NODES - 3].input[0] = "nowhere".into();
+    }
+    let path = write("undefined.onnx", &undefined);
+    assert!(matches!(from_file(&path), Ok(None)));
 }
 
 /// CSE sets aside a node that alone reads its first input (in the first chain, each node is the
