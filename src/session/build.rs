@@ -677,8 +677,9 @@ impl<'a> Builder<'a> {
             let starts: Vec<usize> = (0..count).step_by(INPUT_CHECK_CHUNK).collect();
             let chunks = crate::threads::map_chunks(&starts, 1, threads, "inputs", |chunk| {
                 let mut sorted = true;
-                for ni in chunk[0]..(chunk[0] + INPUT_CHECK_CHUNK).min(count) {
-                    for &i in nodes[ni].inputs.iter().filter(|i| !i.is_empty()) {
+                let end = (chunk[0] + INPUT_CHECK_CHUNK).min(count);
+                for (ni, node) in nodes.iter().enumerate().take(end).skip(chunk[0]) {
+                    for &i in node.inputs.iter().filter(|i| !i.is_empty()) {
                         match own.get(&i) {
                             Some(&p) => sorted &= p == NOT_A_NODE || (p as usize) < ni,
                             None if outer.iter().any(|s| s.contains_key(&i)) => {}
