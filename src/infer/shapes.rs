@@ -1223,7 +1223,8 @@ mod tests {
     fn node(op: &str, since: i64, inputs: &[&str], outputs: usize) -> SNode {
         SNode::plain(
             Sym::EMPTY,
-            (op.into(), Sym::AI_ONNX),
+            op.into(),
+            Sym::AI_ONNX,
             Some(since),
             inputs.iter().map(|&s| Sym::new(s)).collect(),
             (0..outputs).map(|i| Sym::new(&format!("o{i}"))).collect(),

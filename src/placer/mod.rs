@@ -1033,7 +1033,8 @@ mod tests {
                 removed: removed.contains(&k),
                 ..SNode::plain(
                     Sym::new(&format!("n{k}")),
-                    (relu, Sym::AI_ONNX),
+                    relu,
+                    Sym::AI_ONNX,
                     Some(14),
                     vec![Sym::new(&format!("v{k}"))],
                     vec![Sym::new(&format!("v{}", k + 1))],

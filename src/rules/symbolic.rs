@@ -1252,7 +1252,8 @@ mod tests {
     fn equal_of_a_dim_and_a_negative_constant_is_false() {
         let node = SNode::plain(
             "eq".into(),
-            ("Equal".into(), Sym::AI_ONNX),
+            "Equal".into(),
+            Sym::AI_ONNX,
             Some(19),
             vec!["a".into(), "b".into()],
             vec!["y".into()],

@@ -494,9 +494,8 @@ impl<'a> Builder<'a> {
         let outputs = values_of(&g.outputs)?;
         let value_info = values_of(&g.value_info)?;
         // The initializers are decoded (on threads of their own, for many) while the nodes are
-        // read and their names interned: neither needs the other until both are done. A node
-        // that does not read decides the error before an initializer that does not load, as
-        // one thread reading the nodes first would.
+        // read and their names interned: neither needs the other until both are done (either
+        // failing declines the fast path).
         let (file, path) = (self.file, self.path);
         let (nodes, decoded) = if g.initializers.len() < PARALLEL_INITIALIZERS {
             (read_nodes(&g.nodes, path), None)

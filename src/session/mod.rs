@@ -81,7 +81,8 @@ impl SNode {
     /// A node with no attributes, subgraphs, provider or origin: one a transformer inserts.
     pub fn plain(
         name: Sym,
-        (op, domain): (Sym, Sym),
+        op: Sym,
+        domain: Sym,
         since: Option<i64>,
         inputs: Vec<Sym>,
         outputs: Vec<Sym>,

@@ -1328,7 +1328,8 @@ mod tests {
             attrs,
             ..SNode::plain(
                 Sym::EMPTY,
-                (Sym::new(op), Sym::AI_ONNX),
+                Sym::new(op),
+                Sym::AI_ONNX,
                 Some(since),
                 names,
                 (0..nout).map(|k| Sym::new(&format!("o{k}"))).collect(),

@@ -824,7 +824,8 @@ mod tests {
     fn node(name: &str, op: &str, since: i64, inputs: &[&str], outputs: &[&str]) -> SNode {
         SNode::plain(
             name.into(),
-            (op.into(), Sym::AI_ONNX),
+            op.into(),
+            Sym::AI_ONNX,
             Some(since),
             inputs.iter().map(|&s| Sym::new(s)).collect(),
             outputs.iter().map(|&s| Sym::new(s)).collect(),

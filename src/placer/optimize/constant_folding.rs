@@ -345,7 +345,8 @@ impl Optimizer<'_> {
             generated.push(name);
             session.graphs[gi].nodes.push(SNode::plain(
                 name,
-                (identity, Sym::AI_ONNX),
+                identity,
+                Sym::AI_ONNX,
                 since,
                 vec![src],
                 vec![target],

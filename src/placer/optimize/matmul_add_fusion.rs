@@ -143,7 +143,8 @@ impl Optimizer<'_> {
                 };
                 new_nodes.push(SNode::plain(
                     node_name,
-                    (Sym::RESHAPE, Sym::AI_ONNX),
+                    Sym::RESHAPE,
+                    Sym::AI_ONNX,
                     reshape_since,
                     vec![input, shape_name],
                     vec![output],

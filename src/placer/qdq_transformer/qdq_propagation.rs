@@ -292,7 +292,7 @@ impl Propagation {
             v
         };
         let node = |name: Sym, op: Sym, inputs: Vec<Sym>, output: Sym| {
-            SNode::plain(name, (op, qp.domain), qp.since, inputs, vec![output])
+            SNode::plain(name, op, qp.domain, qp.since, inputs, vec![output])
         };
         g.generated_names.insert(q_name);
         g.nodes.push(node(
