@@ -87,13 +87,15 @@ static INTERNER: Mutex<Table> = Mutex::new(Table {
     block: &mut [],
 });
 
-/// A text's entry in the interner: its hash, id and text.
-type Entry = (u64, u32, &'static str);
+/// A text's entry in the interner: the high half of its hash (a tag that most probes of other
+/// texts stop at without reading a text) and its id. Eight bytes, not the hash, id and text
+/// (32): the table of a million-node graph has 8M slots, 64 MiB instead of 256 MiB that the
+/// kernel would fault in and clear a page at a time.
+type Entry = (u32, u32);
 
 struct Table {
-    /// Text → id, as (hash of the text, id, text): built on first use, with the predefined
-    /// names. The hash is kept so that growing the table never hashes a text again, the text so
-    /// that a probe compares it without a trip to the id table.
+    /// Text → id, as (tag of the text's hash, id): built on first use, with the predefined
+    /// names. A probe whose tag matches reads the text from the id table.
     ids: Option<Probe>,
     /// Ids handed out past the predefined ones.
     next: u32,
@@ -101,8 +103,9 @@ struct Table {
     block: &'static mut [u8],
 }
 
-/// The text -> id table: open addressing with linear probing over entries that hold the text's
-/// hash (never hashed again, even when the table grows), id and text, at most half full. Its
+/// The text -> id table: open addressing with linear probing over entries that hold a tag of
+/// the text's hash and its id, at most half full (the callers reserve a graph's worth, so it
+/// seldom grows; growing hashes every text again). Its
 /// own rather than `hashbrown`'s so that a reader of many names can ask for the slot of a name
 /// it will intern soon to be fetched into the cache meanwhile ([`Interner::prefetch`]): on a
 /// million-node model the table holds millions of entries and nearly every probe misses the
@@ -114,13 +117,13 @@ struct Probe {
 }
 
 const EMPTY_ID: u32 = u32::MAX;
-const FREE: Entry = (0, EMPTY_ID, "");
+const FREE: Entry = (0, EMPTY_ID);
 
 /// Tables of at least this many slots (32 MiB) have them written on several threads.
 const PARALLEL_FREE_SLOTS: usize = 1 << 20;
 
 /// `n` free slots. A large table is written on several threads (at most 8), 2 MiB at a time:
-/// the table a million-node graph reserves has 8M slots, 256 MiB, and writing them is mostly
+/// the table a million-node graph reserves has 8M slots, 64 MiB, and writing them is mostly
 /// the kernel faulting their pages in and clearing them, which it does on each core at once (on
 /// one, a tenth of a second before the graph's first name is interned). Where the system gives
 /// no thread, this one writes them all.
@@ -157,27 +160,28 @@ impl Probe {
     fn find(&self, s: &str, h: u64) -> Option<u32> {
         let mask = self.mask();
         let mut i = (h as usize) & mask;
+        let tag = tag_of(h);
         loop {
-            let (eh, id, text) = self.slots[i];
+            let (etag, id) = self.slots[i];
             if id == EMPTY_ID {
                 return None;
             }
-            if eh == h && text == s {
+            if etag == tag && Sym(id).as_str() == s {
                 return Some(id);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Adds an entry whose text is not in the table.
-    fn insert_unique(&mut self, e: Entry) {
+    /// Adds id `id`, whose text (hashed `h`) is not in the table; the id table has its text.
+    fn insert_unique(&mut self, h: u64, id: u32) {
         self.reserve(1);
         let mask = self.mask();
-        let mut i = (e.0 as usize) & mask;
+        let mut i = (h as usize) & mask;
         while self.slots[i].1 != EMPTY_ID {
             i = (i + 1) & mask;
         }
-        self.slots[i] = e;
+        self.slots[i] = (tag_of(h), id);
         self.len += 1;
     }
 
@@ -188,8 +192,8 @@ impl Probe {
             return;
         }
         let old = std::mem::replace(self, Probe::with_capacity(self.len.saturating_add(n)));
-        for e in old.slots.iter().filter(|e| e.1 != EMPTY_ID) {
-            self.insert_unique(*e);
+        for &(_, id) in old.slots.iter().filter(|e| e.1 != EMPTY_ID) {
+            self.insert_unique(text_hash(Sym(id).as_str()), id);
         }
     }
 
@@ -224,6 +228,11 @@ pub fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// The tag an entry keeps of hash `h`: the half that the slot's position does not come from.
+fn tag_of(h: u64) -> u32 {
+    (h >> 32) as u32
+}
+
 /// The chunk and slot of interned id `k` (counted past the predefined names).
 fn slot_of(k: u32) -> (usize, usize) {
     let at = u64::from(k) + (1u64 << FIRST_BITS);
@@ -237,7 +246,7 @@ impl Table {
         self.ids.get_or_insert_with(|| {
             let mut t = Probe::with_capacity(PREDEFINED.len());
             for (i, s) in PREDEFINED.iter().enumerate() {
-                t.insert_unique((text_hash(s), i as u32, *s));
+                t.insert_unique(text_hash(s), i as u32);
             }
             t
         })
@@ -300,7 +309,7 @@ impl Table {
             ptr.store(text.as_ptr().cast_mut(), Ordering::Release);
         }
         self.next = k + 1;
-        self.ids().insert_unique((h, id, text));
+        self.ids().insert_unique(h, id);
         Sym(id)
     }
 }

@@ -7,6 +7,8 @@
 mod casts;
 mod copy_plan_kernels;
 mod cpu_preferred;
+mod decision;
+pub use decision::{Decision, Decisions};
 mod dim_symbols;
 mod ensure_unique_dq_for_node_unit;
 mod functions;
@@ -93,44 +95,6 @@ impl Default for Options {
     }
 }
 
-/// Why a node landed where it did. Kernels are rows of the release's table, referenced, never
-/// copied.
-#[derive(Debug, Clone)]
-pub enum Decision {
-    /// CUDA took it with this registration.
-    Cuda(&'static KernelDef),
-    /// CUDA had a kernel, the shape-subgraph pass moved it to CPU.
-    CpuPreferred {
-        cuda: &'static KernelDef,
-        cpu: Option<&'static KernelDef>,
-    },
-    /// CUDA's lookup failed (`cuda_miss`); the CPU kernel took it.
-    CpuFallback {
-        cuda_miss: Miss,
-        cpu: &'static KernelDef,
-    },
-    /// CUDA had a kernel but rejected the node (attributes it does not support).
-    CpuUnsupported {
-        reason: String,
-        cpu: &'static KernelDef,
-    },
-    /// The provider list was CPU only.
-    Cpu(&'static KernelDef),
-    /// Inserted by ORT (Memcpy nodes).
-    Inserted,
-    /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
-    /// Casts (`InsertCastTransformer`).
-    Fp32OnCpu {
-        cuda_miss: Option<Miss>,
-        cpu_miss: Miss,
-    },
-    /// No provider has a kernel: session creation fails.
-    Unassigned {
-        cuda_miss: Option<Miss>,
-        cpu_miss: Miss,
-    },
-}
-
 /// The predicted outcome of session creation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -178,7 +142,7 @@ pub struct Placement {
     /// The session graph after optimisations and copy insertion.
     pub session: Session,
     /// Decision per (graph, node) for every live node.
-    pub decisions: HashMap<(usize, usize), Decision>,
+    pub decisions: Decisions,
     /// Copies in ORT's insertion (and log) order.
     pub copies: Vec<Copy>,
     /// The node (graph, node) a load or kernel-initialisation failure names, when it names one.
@@ -275,7 +239,7 @@ fn empty_placement(table: &'static KernelTable, options: &Options) -> Placement 
         level: options.level,
         outcome: Outcome::Ok,
         session: Session::default(),
-        decisions: HashMap::default(),
+        decisions: Decisions::default(),
         copies: Vec::new(),
         failed_node: None,
     }
@@ -694,7 +658,7 @@ fn no_kernel_message(table: &KernelTable, n: &SNode) -> String {
 fn bind_fused_kernels(
     session: &mut Session,
     table: &'static KernelTable,
-    decisions: &mut HashMap<(usize, usize), Decision>,
+    decisions: &mut Decisions,
 ) {
     let versions = infer::domain_versions(session, table);
     for gi in 0..session.graphs.len() {
@@ -746,12 +710,11 @@ fn partition(
     session: &mut Session,
     table: &'static KernelTable,
     options: &Options,
-    decisions: &mut HashMap<(usize, usize), Decision>,
+    decisions: &mut Decisions,
 ) {
     let mut resolver = infer::Resolver::new(session, table);
     let mut kernels = kernel::Kernels::new(table);
-    // One decision per node: size the map once instead of rehashing its large entries.
-    decisions.reserve(session.graphs.iter().map(|g| g.nodes.len()).sum());
+    decisions.reserve(session);
     let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
     let mut cuda_kernel: HashMap<(usize, usize), &'static KernelDef> = HashMap::default();
     let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
@@ -867,7 +830,10 @@ fn partition(
                                 } else if let Some(reason) = unsupported.remove(&key) {
                                     Decision::CpuUnsupported { reason, cpu }
                                 } else if let Some(m) = cuda_miss.remove(&key) {
-                                    Decision::CpuFallback { cuda_miss: m, cpu }
+                                    Decision::CpuFallback {
+                                        cuda_miss: Box::new(m),
+                                        cpu,
+                                    }
                                 } else {
                                     Decision::Cpu(cpu)
                                 }
@@ -876,8 +842,8 @@ fn partition(
                                 decisions.insert(
                                     key,
                                     Decision::Unassigned {
-                                        cuda_miss: cuda_miss.get(&key).cloned(),
-                                        cpu_miss,
+                                        cuda_miss: cuda_miss.get(&key).cloned().map(Box::new),
+                                        cpu_miss: Box::new(cpu_miss),
                                     },
                                 );
                                 continue;

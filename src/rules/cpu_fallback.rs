@@ -39,7 +39,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
     for (gi, ni, node) in nodes(cx.session()) {
         let since = node.since.unwrap_or(0);
         let (message, evidence, help) = match cx.placement.decisions.get(&(gi, ni)) {
-            Some(Decision::CpuFallback { cuda_miss, .. }) => match cuda_miss {
+            Some(Decision::CpuFallback { cuda_miss, .. }) => match &**cuda_miss {
                 Miss::Version { since } if older_cuda_match(cx, gi, node, *since).is_some() => {
                     continue;
                 }

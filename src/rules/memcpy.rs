@@ -176,10 +176,9 @@ fn reason(cx: &Context, gi: usize, ni: usize) -> String {
     let node = &cx.session().graphs[gi].nodes[ni];
     let since = node.since.map(|s| format!("-{s}")).unwrap_or_default();
     match cx.placement.decisions.get(&(gi, ni)) {
-        Some(Decision::CpuFallback {
-            cuda_miss: Miss::Version { .. },
-            ..
-        }) => {
+        Some(Decision::CpuFallback { cuda_miss, .. })
+            if matches!(**cuda_miss, Miss::Version { .. }) =>
+        {
             format!(
                 "{}{since} on CPU: no CUDA kernel for this since-version",
                 node.op
@@ -206,10 +205,10 @@ fn reason(cx: &Context, gi: usize, ni: usize) -> String {
 fn linked_finding(cx: &Context, gi: usize, ni: usize) -> Option<String> {
     let node = &cx.session().graphs[gi].nodes[ni];
     let code = match cx.placement.decisions.get(&(gi, ni))? {
-        Decision::CpuFallback {
-            cuda_miss: Miss::Version { since },
-            ..
-        } if crate::rules::registration_gap::older_cuda_match(cx, gi, node, *since).is_some() => {
+        Decision::CpuFallback { cuda_miss, .. }
+            if matches!(**cuda_miss, Miss::Version { since }
+                if crate::rules::registration_gap::older_cuda_match(cx, gi, node, since).is_some()) =>
+        {
             "OL101 (registration-gap)"
         }
         Decision::CpuFallback { .. } | Decision::CpuUnsupported { .. } => "OL102 (cpu-fallback)",

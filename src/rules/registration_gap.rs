@@ -101,14 +101,13 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
     let mut whole_model: Option<Option<&str>> = None;
     let mut lowerings: HashMap<(String, i64), Lowering> = HashMap::default();
     for (gi, ni, node) in nodes(cx.session()) {
-        let Some(Decision::CpuFallback {
-            cuda_miss: Miss::Version { since },
-            ..
-        }) = cx.placement.decisions.get(&(gi, ni))
+        let Some(Decision::CpuFallback { cuda_miss, .. }) = cx.placement.decisions.get(&(gi, ni))
         else {
             continue;
         };
-        let since = *since;
+        let Miss::Version { since } = **cuda_miss else {
+            continue;
+        };
         let Some(older) = older_cuda_match(cx, gi, node, since) else {
             continue;
         };
