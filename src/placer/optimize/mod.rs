@@ -170,6 +170,18 @@ impl Pass {
             _ => return None,
         })
     }
+
+    /// The ops of the nodes a per-node pass can change anything from, when not every op:
+    /// its walk passes over the rest without reading them.
+    fn start_ops(self) -> Option<Vec<Sym>> {
+        let ops: &[&str] = match self {
+            Pass::Rules => rule_based_graph_transformer::RULE_OPS,
+            Pass::MatMulAdd => &["MatMul"],
+            Pass::ReshapeFusion => &["Reshape"],
+            _ => return None,
+        };
+        Some(ops.iter().map(|&op| Sym::new(op)).collect())
+    }
 }
 
 struct Optimizer<'t> {
@@ -204,6 +216,10 @@ struct Index {
     producer: Producers,
     uses: FxMap<Sym, Users>,
     outputs: HashSet<Sym>,
+    /// Each node's op, in node order (a node's op never changes; nodes appended since are
+    /// added by [`Index::ops_of`]): a pass that starts only from some ops reads this array,
+    /// not each node, to pass over the others.
+    ops: Vec<Sym>,
 }
 
 impl Index {
@@ -229,6 +245,7 @@ impl Index {
             producer,
             uses,
             outputs: session.graphs[gi].outputs.iter().copied().collect(),
+            ops: Vec::new(),
         };
         (idx, kahn, dfs)
     }
@@ -245,6 +262,15 @@ impl Index {
             || ort_topological_order_by(session, gi, &by),
         );
         (kahn, dfs)
+    }
+
+    /// The op of every node of graph `gi`, the nodes appended since the last call added.
+    fn ops_of(&mut self, session: &Session, gi: usize) -> &[Sym] {
+        let nodes = &session.graphs[gi].nodes;
+        let known = self.ops.len().min(nodes.len());
+        self.ops.truncate(known);
+        self.ops.extend(nodes[known..].iter().map(|n| n.op));
+        &self.ops
     }
 
     /// The live readers of each value of graph `gi`.
@@ -321,6 +347,39 @@ impl Index {
         users.all(|k| k == first).then_some(first)
     }
 
+    /// [`Index::sole_user`] when that node's op is `op`. Where no node the index lists for
+    /// `name` has that op (by [`Index::ops`]), no node is read: the sole reader, if any, is one
+    /// of them.
+    fn sole_user_of_op(&self, session: &Session, gi: usize, name: Sym, op: Sym) -> Option<usize> {
+        let listed = self.uses.get(&name)?;
+        if listed
+            .iter()
+            .all(|&k| self.ops.get(k).is_some_and(|&o| o != op))
+        {
+            return None;
+        }
+        self.sole_user(session, gi, name)
+            .filter(|&k| session.graphs[gi].nodes[k].op == op)
+    }
+
+    /// Whether live node `ni`, which reads `name`, is its only live reader: `sole_user(name) ==
+    /// Some(ni)`, without reading any node when the index lists `ni` alone (as it does for most
+    /// values of a chain).
+    fn only_reader(&self, session: &Session, gi: usize, name: Sym, ni: usize) -> bool {
+        let n = &session.graphs[gi].nodes[ni];
+        let listed_alone = self
+            .uses
+            .get(&name)
+            .is_some_and(|l| !l.is_empty() && l.iter().all(|&k| k == ni));
+        if listed_alone
+            && !n.removed
+            && (n.inputs.contains(&name) || n.implicit_inputs.contains(&name))
+        {
+            return true;
+        }
+        self.sole_user(session, gi, name) == Some(ni)
+    }
+
     /// The live producer of `name` in this graph.
     fn producer(&self, session: &Session, gi: usize, name: Sym) -> Option<usize> {
         self.producer
@@ -392,11 +451,27 @@ impl Optimizer<'_> {
         let incremental = session.graphs[gi].parent.is_none();
         // Built on first use: generated names are checked against every name of the graph.
         let mut names: Option<NameGen> = None;
-        let skip = pass == Pass::ReshapeFusion
-            && !session.graphs[gi]
-                .live_nodes()
-                .any(|(_, n)| n.op == Sym::RESHAPE || !n.subgraphs.is_empty());
-        let order: &[usize] = if skip { &[] } else { order };
+        // A pass that starts only from some ops walks only the nodes of those ops, found in the
+        // index's op array, where no node of the graph has subgraphs (their nodes are visited
+        // whatever their op).
+        idx.ops_of(session, gi);
+        let starts = pass.start_ops();
+        let has_subgraphs = session
+            .graphs
+            .iter()
+            .any(|g| g.parent.is_some_and(|(p, _)| p == gi));
+        let filtered: Vec<usize>;
+        let order: &[usize] = match starts {
+            Some(ops) if !has_subgraphs => {
+                filtered = order
+                    .iter()
+                    .copied()
+                    .filter(|&ni| idx.ops.get(ni).is_some_and(|op| ops.contains(op)))
+                    .collect();
+                &filtered
+            }
+            _ => order,
+        };
         // The walk's nodes are asked for ahead of it (an order jumps through the node array).
         const AHEAD: usize = 8;
         for (k, &ni) in order.iter().enumerate() {

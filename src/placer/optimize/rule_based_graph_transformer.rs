@@ -9,6 +9,25 @@
 
 use super::*;
 
+/// The ops that have rules: the rules' walk reads no other node.
+pub(super) const RULE_OPS: &[&str] = &[
+    "Identity",
+    "Unsqueeze",
+    "Dropout",
+    "Cast",
+    "Slice",
+    "Expand",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Where",
+    "Conv",
+    "Relu",
+    "Gemm",
+    "Pad",
+];
+
 impl Optimizer<'_> {
     pub(super) fn rules(
         &mut self,
@@ -19,24 +38,7 @@ impl Optimizer<'_> {
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         // Only these ops have rules: skip the rest before cloning names.
-        let has_rule = matches!(
-            node.op.as_str(),
-            "Identity"
-                | "Unsqueeze"
-                | "Dropout"
-                | "Cast"
-                | "Slice"
-                | "Expand"
-                | "Add"
-                | "Sub"
-                | "Mul"
-                | "Div"
-                | "Where"
-                | "Conv"
-                | "Relu"
-                | "Gemm"
-                | "Pad"
-        );
+        let has_rule = RULE_OPS.contains(&node.op.as_str());
         if node.domain != Sym::AI_ONNX || !has_rule {
             return false;
         }
