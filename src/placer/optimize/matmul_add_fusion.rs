@@ -12,6 +12,7 @@ impl Optimizer<'_> {
     /// then sits between two new Reshapes, `gemm_input_reshape` (to `[M, K]`) and
     /// `gemm_output_reshape` (back), each with a shape initializer and a new value, all named
     /// by `GenerateNodeName`/`GenerateNodeArgName`. At level 1 nothing is kept for attention.
+    /// `read_by_add` holds at least every value a live `Add` of the graph reads.
     pub(super) fn matmul_add_fusion(
         &mut self,
         session: &mut Session,
@@ -19,6 +20,7 @@ impl Optimizer<'_> {
         ni: usize,
         idx: &mut Index,
         names: &mut Option<NameGen>,
+        read_by_add: &HashSet<Sym>,
     ) -> bool {
         let mm = &session.graphs[gi].nodes[ni];
         if mm.op != "MatMul"
@@ -30,7 +32,7 @@ impl Optimizer<'_> {
             return false;
         }
         let out = mm.outputs[0];
-        if idx.outputs.contains(&out) {
+        if idx.outputs.contains(&out) || !read_by_add.contains(&out) {
             return false;
         }
         let Some(add) = idx.sole_user_of_op(session, gi, out, Sym::new("Add")) else {

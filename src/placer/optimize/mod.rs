@@ -273,6 +273,19 @@ impl Index {
         &self.ops
     }
 
+    /// Every value that a node of op `op` reads (removed nodes included), found from the op
+    /// array: only those nodes are read.
+    fn read_by_op(&self, session: &Session, gi: usize, op: Sym) -> HashSet<Sym> {
+        let g = &session.graphs[gi];
+        self.ops
+            .iter()
+            .enumerate()
+            .filter(|&(_, &o)| o == op)
+            .filter_map(|(k, _)| g.nodes.get(k))
+            .flat_map(|n| n.inputs.iter().chain(&n.implicit_inputs).copied())
+            .collect()
+    }
+
     /// The live readers of each value of graph `gi`.
     fn uses(session: &Session, gi: usize) -> FxMap<Sym, Users> {
         let g = &session.graphs[gi];
@@ -472,6 +485,14 @@ impl Optimizer<'_> {
             }
             _ => order,
         };
+        // MatMulAddFusion fuses a MatMul only into an `Add` that reads it, and makes no `Add`
+        // nor renames an input: the values the graph's Adds read, taken before the walk, rule
+        // out the other MatMuls without a look at their readers.
+        let read_by_add = if pass == Pass::MatMulAdd {
+            idx.read_by_op(session, gi, Sym::new("Add"))
+        } else {
+            HashSet::default()
+        };
         // The walk's nodes are asked for ahead of it (an order jumps through the node array).
         const AHEAD: usize = 8;
         for (k, &ni) in order.iter().enumerate() {
@@ -535,7 +556,9 @@ impl Optimizer<'_> {
                     }
                     d
                 }
-                Pass::MatMulAdd => self.matmul_add_fusion(session, gi, ni, &mut idx, &mut names),
+                Pass::MatMulAdd => {
+                    self.matmul_add_fusion(session, gi, ni, &mut idx, &mut names, &read_by_add)
+                }
                 Pass::Sharing
                 | Pass::Transpose
                 | Pass::DoubleQdq
