@@ -679,11 +679,7 @@ impl<'a> Builder<'a> {
                 let end = (chunk[0] + INPUT_CHECK_CHUNK).min(count);
                 for (ni, node) in nodes.iter().enumerate().take(end).skip(chunk[0]) {
                     for &i in node.inputs.iter().filter(|i| !i.is_empty()) {
-                        match own.get(&i) {
-                            Some(&p) => sorted &= p == NOT_A_NODE || (p as usize) < ni,
-                            None if outer.iter().any(|s| s.contains_key(&i)) => {}
-                            None => return None,
-                        }
+                        sorted &= read_in_order(own, outer, i, ni)?;
                     }
                 }
                 Some(sorted)
@@ -718,13 +714,8 @@ impl<'a> Builder<'a> {
                 if i.is_empty() {
                     continue;
                 }
-                // This graph's producer first (it shadows an enclosing graph's value).
                 let (own, outer) = self.scopes.split_last().ok_or(Declined)?;
-                match own.get(&i) {
-                    Some(&p) => sorted &= p == NOT_A_NODE || (p as usize) < ni,
-                    None if outer.iter().any(|s| s.contains_key(&i)) => {}
-                    None => return Err(Declined),
-                }
+                sorted &= read_in_order(own, outer, i, ni).ok_or(Declined)?;
             }
             while let Some((_, name, graphs)) = held.next_if(|(k, _, _)| *k == ni) {
                 for sub in graphs {
@@ -738,6 +729,22 @@ impl<'a> Builder<'a> {
             self.unsorted.push(gi);
         }
         Ok(())
+    }
+}
+
+/// Whether node `ni`'s input `i` is produced before it (true also for a graph input, an
+/// initializer or an enclosing graph's value), or `None` when no scope defines it. This graph's
+/// producer comes first: it shadows an enclosing graph's value.
+fn read_in_order(
+    own: &FxHashMap<Sym, u32>,
+    outer: &[FxHashMap<Sym, u32>],
+    i: Sym,
+    ni: usize,
+) -> Option<bool> {
+    match own.get(&i) {
+        Some(&p) => Some(p == NOT_A_NODE || (p as usize) < ni),
+        None if outer.iter().any(|s| s.contains_key(&i)) => Some(true),
+        None => None,
     }
 }
 

@@ -144,7 +144,7 @@ impl Optimizer<'_> {
         let node = &session.graphs[gi].nodes[ni];
         if let Some(&first) = node.inputs.first()
             && !first.is_empty()
-            && idx.only_reader(session, gi, first, ni)
+            && idx.sole_user(session, gi, first) == Some(ni)
         {
             seen.aside.insert(first, ni);
             return false;

@@ -35,13 +35,14 @@ impl Optimizer<'_> {
         if idx.outputs.contains(&out) || !read_by_add.contains(&out) {
             return false;
         }
-        let Some(add) = idx.sole_user_of_op(session, gi, out, Sym::new("Add")) else {
+        let Some(add) = idx.sole_user(session, gi, out) else {
             return false;
         };
         let an = &session.graphs[gi].nodes[add];
         let edges = an.inputs.iter().filter(|i| **i == out).count()
             + an.implicit_inputs.iter().filter(|i| **i == out).count();
         if edges != 1
+            || an.op != "Add"
             || an.domain != Sym::AI_ONNX
             || !matches!(an.since, Some(7 | 13 | 14))
             || an.inputs.len() != 2
@@ -202,9 +203,6 @@ impl Optimizer<'_> {
             }
             for i in n.inputs.iter().filter(|i| !i.is_empty()) {
                 idx.uses.entry(*i).or_default().push(k);
-            }
-            if idx.ops.len() == k {
-                idx.ops.push(n.op);
             }
             session.graphs[gi].nodes.push(n);
         }

@@ -264,13 +264,12 @@ impl Index {
         (kahn, dfs)
     }
 
-    /// The op of every node of graph `gi`, the nodes appended since the last call added.
-    fn ops_of(&mut self, session: &Session, gi: usize) -> &[Sym] {
+    /// Brings [`Index::ops`] up to graph `gi`: the nodes appended since the last call added.
+    fn ops_of(&mut self, session: &Session, gi: usize) {
         let nodes = &session.graphs[gi].nodes;
         let known = self.ops.len().min(nodes.len());
         self.ops.truncate(known);
         self.ops.extend(nodes[known..].iter().map(|n| n.op));
-        &self.ops
     }
 
     /// Every value that a node of op `op` reads (removed nodes included), found from the op
@@ -358,39 +357,6 @@ impl Index {
         let mut users = self.live_users(session, gi, name);
         let first = users.next()?;
         users.all(|k| k == first).then_some(first)
-    }
-
-    /// [`Index::sole_user`] when that node's op is `op`. Where no node the index lists for
-    /// `name` has that op (by [`Index::ops`]), no node is read: the sole reader, if any, is one
-    /// of them.
-    fn sole_user_of_op(&self, session: &Session, gi: usize, name: Sym, op: Sym) -> Option<usize> {
-        let listed = self.uses.get(&name)?;
-        if listed
-            .iter()
-            .all(|&k| self.ops.get(k).is_some_and(|&o| o != op))
-        {
-            return None;
-        }
-        self.sole_user(session, gi, name)
-            .filter(|&k| session.graphs[gi].nodes[k].op == op)
-    }
-
-    /// Whether live node `ni`, which reads `name`, is its only live reader: `sole_user(name) ==
-    /// Some(ni)`, without reading any node when the index lists `ni` alone (as it does for most
-    /// values of a chain).
-    fn only_reader(&self, session: &Session, gi: usize, name: Sym, ni: usize) -> bool {
-        let n = &session.graphs[gi].nodes[ni];
-        let listed_alone = self
-            .uses
-            .get(&name)
-            .is_some_and(|l| !l.is_empty() && l.iter().all(|&k| k == ni));
-        if listed_alone
-            && !n.removed
-            && (n.inputs.contains(&name) || n.implicit_inputs.contains(&name))
-        {
-            return true;
-        }
-        self.sole_user(session, gi, name) == Some(ni)
     }
 
     /// The live producer of `name` in this graph.
