@@ -92,98 +92,122 @@ fn host_args(n: &SNode) -> (&'static [usize], &'static [usize]) {
     }
 }
 
+/// The initializers graph `gi` reads on both sides (in the order provider nodes first read
+/// them) and the copies it needs, in ORT's order.
+///
+/// ORT collects four sets: values read and written on the provider side, values read and
+/// written on the host side (non-provider nodes, and the host-memory arguments of provider
+/// nodes), and plans from their intersections. Every question asked of the provider-side
+/// sets is about a value of a host-side set, so only the host-side sets are built whole (few
+/// values, where most nodes are on the provider); the provider side's reads and writes are
+/// listed as they are met and held against them afterwards. A million-node graph builds no
+/// set of a million values.
+fn plan(session: &Session, gi: usize) -> (Vec<Sym>, Vec<(Direction, Cause, Sym)>) {
+    let g = &session.graphs[gi];
+    let mut npi: HashSet<Sym> = HashSet::default();
+    let mut npo: HashSet<Sym> = HashSet::default();
+    // The provider side's reads (explicit inputs in device memory) and writes (outputs in
+    // device memory), in node order.
+    let mut device_reads: Vec<Sym> = Vec::with_capacity(g.values_estimate());
+    let mut device_writes: Vec<Sym> = Vec::with_capacity(g.nodes.len());
+    for (_, n) in g.live_nodes() {
+        if n.ep == Some(Ep::Cuda) {
+            let (cpu_in, cpu_out) = host_args(n);
+            for (i, name) in n.existing_inputs() {
+                if cpu_in.contains(&i) {
+                    npi.insert(name);
+                } else {
+                    device_reads.push(name);
+                }
+            }
+            for (o, name) in n.existing_outputs() {
+                if cpu_out.contains(&o) {
+                    npo.insert(name);
+                } else {
+                    device_writes.push(name);
+                }
+            }
+        } else {
+            npi.extend(n.existing_inputs().map(|(_, name)| name));
+            npo.extend(n.existing_outputs().map(|(_, name)| name));
+        }
+    }
+    // The provider side's reads of values the host side reads or writes: all that is asked of
+    // them.
+    let mut pi: HashSet<Sym> = device_reads
+        .iter()
+        .copied()
+        .filter(|v| npi.contains(v) || npo.contains(v))
+        .collect();
+    drop(device_reads);
+
+    // Initializers read on both sides: the provider side gets a duplicate (below), whose
+    // fresh name takes the initializer's place among the provider-side reads. A fresh name
+    // is read by no node on the host side, so for planning the copies the duplicate only
+    // removes the initializer from the provider side.
+    let shared: HashSet<Sym> = npi
+        .iter()
+        .copied()
+        .filter(|v| pi.contains(v) && session.initializer(gi, *v).is_some())
+        .collect();
+    let mut both: Vec<Sym> = Vec::new();
+    if !shared.is_empty() {
+        // In the order provider nodes first consume them (explicit inputs, then the values
+        // their subgraphs read).
+        let mut seen: HashSet<Sym> = HashSet::default();
+        for (_, n) in g.live_nodes().filter(|(_, n)| n.ep == Some(Ep::Cuda)) {
+            let consumed = n
+                .existing_inputs()
+                .map(|(_, name)| name)
+                .chain(n.implicit_inputs.iter().copied());
+            for name in consumed {
+                if shared.contains(&name) && seen.insert(name) {
+                    both.push(name);
+                }
+            }
+        }
+    }
+    for init in &both {
+        pi.remove(init);
+    }
+
+    let mut planned: Vec<(Direction, Cause, Sym)> = Vec::new();
+    for input in &g.inputs {
+        if pi.contains(input) && npi.contains(input) {
+            planned.push((Direction::FromHost, Cause::GraphInput, *input));
+        }
+    }
+    // Sorted by name (the texts: `Sym`'s order), as ORT walks its `std::set`s; the sets'
+    // own order never reaches the plan.
+    let mut host_outputs: Vec<Sym> = npo.iter().copied().filter(|v| pi.contains(v)).collect();
+    host_outputs.sort_unstable();
+    for v in host_outputs {
+        planned.push((Direction::FromHost, Cause::HostOutput, v));
+    }
+    let mut device_outputs: Vec<Sym> = device_writes
+        .into_iter()
+        .filter(|v| npi.contains(v))
+        .collect();
+    device_outputs.sort_unstable();
+    device_outputs.dedup();
+    for v in device_outputs {
+        planned.push((Direction::ToHost, Cause::DeviceOutput, v));
+    }
+    if let Some((pg, pn)) = g.parent {
+        for v in &session.graphs[pg].nodes[pn].implicit_inputs {
+            if pi.contains(v) && npi.contains(v) {
+                planned.push((Direction::FromHost, Cause::OuterScope, *v));
+            }
+        }
+    }
+    (both, planned)
+}
+
 fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
     // Which values are read and written on each side, as names borrowed from the graph: the
     // initializers read on both sides and the copies to plan are decided here, before the
     // graph is edited.
-    let (both, planned) = {
-        let g = &session.graphs[gi];
-        // Most values of a model are read and written on the provider side: sized once.
-        let mut pi: HashSet<Sym> =
-            HashSet::with_capacity_and_hasher(g.values_estimate(), Default::default());
-        let mut npi: HashSet<Sym> = HashSet::default();
-        let mut po: HashSet<Sym> =
-            HashSet::with_capacity_and_hasher(g.nodes.len(), Default::default());
-        let mut npo: HashSet<Sym> = HashSet::default();
-        let mut consumed_inits: Vec<Sym> = Vec::new();
-        let mut consumed_seen: HashSet<Sym> = HashSet::default();
-        for (_, n) in g.live_nodes() {
-            let provider = n.ep == Some(Ep::Cuda);
-            if provider {
-                let (cpu_in, cpu_out) = host_args(n);
-                for (i, name) in n.existing_inputs() {
-                    if !consumed_seen.contains(&name) && session.initializer(gi, name).is_some() {
-                        consumed_seen.insert(name);
-                        consumed_inits.push(name);
-                    }
-                    if cpu_in.contains(&i) {
-                        npi.insert(name);
-                    } else {
-                        pi.insert(name);
-                    }
-                }
-                for &name in &n.implicit_inputs {
-                    if !consumed_seen.contains(&name) && session.initializer(gi, name).is_some() {
-                        consumed_seen.insert(name);
-                        consumed_inits.push(name);
-                    }
-                }
-                for (o, name) in n.existing_outputs() {
-                    if cpu_out.contains(&o) {
-                        npo.insert(name);
-                    } else {
-                        po.insert(name);
-                    }
-                }
-            } else {
-                for (_, name) in n.existing_inputs() {
-                    npi.insert(name);
-                }
-                for (_, name) in n.existing_outputs() {
-                    npo.insert(name);
-                }
-            }
-        }
-
-        // Initializers read on both sides: the provider side gets a duplicate (below), whose
-        // fresh name takes the initializer's place among the provider-side reads. A fresh name
-        // is read by no node on the host side, so for planning the copies the duplicate only
-        // removes the initializer from the provider side.
-        let both: Vec<Sym> = consumed_inits
-            .into_iter()
-            .filter(|init| pi.contains(init) && npi.contains(init))
-            .collect();
-        for init in &both {
-            pi.remove(init);
-        }
-
-        let mut planned: Vec<(Direction, Cause, Sym)> = Vec::new();
-        for input in &g.inputs {
-            if pi.contains(input) && npi.contains(input) {
-                planned.push((Direction::FromHost, Cause::GraphInput, *input));
-            }
-        }
-        // Sorted by name (the texts: `Sym`'s order), as ORT walks its `std::set`s; the sets'
-        // own order never reaches the plan.
-        let mut host_outputs: Vec<Sym> = npo.iter().copied().filter(|v| pi.contains(v)).collect();
-        host_outputs.sort_unstable();
-        for v in host_outputs {
-            planned.push((Direction::FromHost, Cause::HostOutput, v));
-        }
-        let mut device_outputs: Vec<Sym> = po.iter().copied().filter(|v| npi.contains(v)).collect();
-        device_outputs.sort_unstable();
-        for v in device_outputs {
-            planned.push((Direction::ToHost, Cause::DeviceOutput, v));
-        }
-        if let Some((pg, pn)) = g.parent {
-            for v in &session.graphs[pg].nodes[pn].implicit_inputs {
-                if pi.contains(v) && npi.contains(v) {
-                    planned.push((Direction::FromHost, Cause::OuterScope, *v));
-                }
-            }
-        }
-        (both, planned)
-    };
+    let (both, planned) = plan(session, gi);
 
     // The name generator indexes every name of the graph: built only when a name is needed
     // (a duplicated initializer or a copy), from the graph as it stands here (nothing below

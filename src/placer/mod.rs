@@ -720,8 +720,9 @@ fn partition(
     let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
     let mut preferred: crate::sym::SymSet<(usize, usize)> = Default::default();
     // Partitioning assigns providers but never changes the graph: one order per graph serves
-    // every provider's pass. A large session's kernels are looked up on threads of their own,
-    // one per provider, while the orders are built here.
+    // every provider's pass. A large session's kernels are looked up ahead on threads of their
+    // own, each taking a part of a graph's nodes for one provider at a time, while another
+    // thread builds the orders.
     let shared: &Session = session;
     let order_all = || -> Vec<Vec<usize>> {
         (0..shared.graphs.len())
@@ -734,21 +735,16 @@ fn partition(
             (order_all(), options.eps.iter().map(|_| None).collect())
         } else {
             std::thread::scope(|scope| {
-                let threads: Vec<_> = options
-                    .eps
-                    .iter()
-                    .map(|&ep| {
-                        std::thread::Builder::new()
-                            .name("kernels".into())
-                            .spawn_scoped(scope, move || found_kernels(shared, table, ep))
-                            .ok()
-                    })
-                    .collect();
-                let orders = order_all();
-                let found = threads
-                    .into_iter()
-                    .map(|t| t.and_then(|t| t.join().ok()))
-                    .collect();
+                let orders = std::thread::Builder::new()
+                    .name("orders".into())
+                    .spawn_scoped(scope, order_all)
+                    .ok();
+                let found = found_kernels(shared, table, &options.eps);
+                let orders = match orders.map(|t| t.join()) {
+                    Some(Ok(orders)) => orders,
+                    // No thread to build them on: built here.
+                    _ => order_all(),
+                };
                 (orders, found)
             })
         };
@@ -858,35 +854,80 @@ fn partition(
     }
 }
 
-/// The sessions from which [`partition`] looks kernels up on threads of its own.
+/// The sessions from which [`partition`] looks kernels up on threads of their own.
 const PARALLEL_PARTITION_NODES: usize = 8192;
+
+/// The nodes one thread looks kernels up for at a time, ahead of [`partition`].
+const FOUND_CHUNK: usize = 16 * 1024;
 
 /// Per graph, per node: the kernel one provider's pass would find for it, looked up ahead
 /// (`None` for a removed or assigned node, and for a miss, which the pass looks up again to
 /// say why: a miss is rare, and keeping only kernels keeps the table at a pointer per node).
 type Found = Vec<Vec<Option<&'static KernelDef>>>;
 
-/// [`Found`] for provider `ep`: a lookup's answer depends on the node and the types it reads,
-/// never on the providers of other nodes, so it can be asked before the pass, in any order.
-fn found_kernels(session: &Session, table: &'static KernelTable, ep: Ep) -> Found {
-    let mut resolver = infer::Resolver::new(session, table);
-    let mut kernels = kernel::Kernels::new(table);
-    session
-        .graphs
-        .iter()
-        .enumerate()
-        .map(|(gi, g)| {
-            g.nodes
-                .iter()
-                .map(|node| {
-                    if node.removed || node.ep.is_some() {
-                        return None;
-                    }
-                    let resolved = resolver.resolve(node.domain, node.op).ok();
-                    let schema = resolved.as_ref().map(|r| r.schema);
-                    kernels.lookup(ep, session, gi, node, schema).ok()
+/// [`Found`] for each provider of `eps`, on up to [`crate::threads::threads`] threads, each
+/// taking the next part of a graph's nodes for one provider: a lookup's answer depends on the
+/// node and the types it reads, never on the providers of other nodes, so it can be asked
+/// before the pass, in any order.
+fn found_kernels(session: &Session, table: &'static KernelTable, eps: &[Ep]) -> Vec<Option<Found>> {
+    // (provider, graph, first node): every part of every graph, for each provider.
+    let parts: Vec<(usize, usize, usize)> = (0..eps.len())
+        .flat_map(|e| {
+            session.graphs.iter().enumerate().flat_map(move |(gi, g)| {
+                (0..g.nodes.len())
+                    .step_by(FOUND_CHUNK)
+                    .map(move |start| (e, gi, start))
+            })
+        })
+        .collect();
+    let answers =
+        crate::threads::map_chunks(&parts, 1, crate::threads::threads(), "kernels", |part| {
+            let mut resolver = infer::Resolver::new(session, table);
+            let mut kernels = kernel::Kernels::new(table);
+            part.iter()
+                .map(|&(e, gi, start)| {
+                    let nodes = &session.graphs[gi].nodes;
+                    let end = nodes.len().min(start + FOUND_CHUNK);
+                    nodes
+                        .get(start..end)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|node| {
+                            if node.removed || node.ep.is_some() {
+                                return None;
+                            }
+                            let resolved = resolver.resolve(node.domain, node.op).ok();
+                            let schema = resolved.as_ref().map(|r| r.schema);
+                            kernels.lookup(eps[e], session, gi, node, schema).ok()
+                        })
+                        .collect::<Vec<_>>()
                 })
+                .collect::<Vec<_>>()
+        });
+    // The parts come back in order: provider by provider, graph by graph, node by node.
+    let mut found: Vec<Found> = eps
+        .iter()
+        .map(|_| {
+            session
+                .graphs
+                .iter()
+                .map(|g| Vec::with_capacity(g.nodes.len()))
                 .collect()
+        })
+        .collect();
+    for (&(e, gi, _), answer) in parts.iter().zip(answers.into_iter().flatten()) {
+        found[e][gi].extend(answer);
+    }
+    // Every part comes back (`map_chunks` answers each chunk once); checked all the same,
+    // since a short table would misplace every later node's answer.
+    found
+        .into_iter()
+        .map(|f| {
+            let whole = f
+                .iter()
+                .zip(&session.graphs)
+                .all(|(kinds, g)| kinds.len() == g.nodes.len());
+            whole.then_some(f)
         })
         .collect()
 }
