@@ -198,48 +198,115 @@ impl Optimizer<'_> {
     /// Builds node `ni`'s key in `seen.key` (and its anchor); false for a node CSE never merges.
     fn cse_key(&self, session: &Session, gi: usize, ni: usize, seen: &mut Seen) -> bool {
         let node = &session.graphs[gi].nodes[ni];
-        // ORT's CSE never merges an ai.onnx DequantizeLinear: each QDQ node unit keeps its own
-        // (`EnsureUniqueDQForNodeUnit`; measured on tests/fixtures/realworld/qdq*).
-        let dq = node.domain == Sym::AI_ONNX && node.op == Sym::DEQUANTIZE_LINEAR;
-        if dq || !node.subgraphs.is_empty() || !is_deterministic(node.domain, node.op) {
-            return false;
-        }
-        // Names by their interned ids (equal ids, equal names), the counts first so that the
-        // fixed-width fields cannot run into the attributes. Sized once for the names and a few
-        // small attributes: the key is built for every node.
         let mut key = std::mem::take(&mut seen.key);
-        key.clear();
-        key.extend_from_slice(&node.domain.id().to_le_bytes());
-        key.extend_from_slice(&node.op.id().to_le_bytes());
-        key.extend_from_slice(&node.since.unwrap_or(-1).to_le_bytes());
-        key.extend_from_slice(&(node.outputs.len() as u64).to_le_bytes());
-        key.extend_from_slice(&(node.inputs.len() as u64).to_le_bytes());
-        for i in &node.inputs {
-            key.extend_from_slice(&i.id().to_le_bytes());
-        }
+        let keyed = node_key(self.table, node, &mut key);
         seen.anchor = node.inputs.iter().map(|i| i.id()).max().unwrap_or(0);
-        // Up to 1.24 a tensor attribute whose data is not in `raw_data` (e.g. `float_data`)
-        // never compares equal, so its node is never merged (oracle: ConstantOfShape with a
-        // `float_data` value merges from 1.25.1 on only).
-        if !self.table.release_at_least(1, 25)
-            && node.attrs.iter().any(|a| {
-                a.t.as_ref()
-                    .is_some_and(|t| t.raw_data.as_ref().is_none_or(|r| r.is_empty()))
-            })
-        {
-            seen.key = key;
-            return false;
-        }
-        let encoded = if node.attrs.len() < 2 {
-            node.attrs.iter().all(|a| encode_attr(a, &mut key))
-        } else {
-            let mut attrs: Vec<_> = node.attrs.iter().collect();
-            attrs.sort_by(|a, b| a.name().cmp(b.name()));
-            attrs.into_iter().all(|a| encode_attr(a, &mut key))
-        };
         seen.key = key;
-        encoded
+        keyed
     }
+}
+
+/// Builds `node`'s CSE key in `key`; false for a node CSE never merges.
+fn node_key(table: &crate::tables::KernelTable, node: &SNode, key: &mut Vec<u8>) -> bool {
+    // ORT's CSE never merges an ai.onnx DequantizeLinear: each QDQ node unit keeps its own
+    // (`EnsureUniqueDQForNodeUnit`; measured on tests/fixtures/realworld/qdq*).
+    let dq = node.domain == Sym::AI_ONNX && node.op == Sym::DEQUANTIZE_LINEAR;
+    if dq || !node.subgraphs.is_empty() || !is_deterministic(node.domain, node.op) {
+        return false;
+    }
+    // Names by their interned ids (equal ids, equal names), the counts first so that the
+    // fixed-width fields cannot run into the attributes.
+    key.clear();
+    key.extend_from_slice(&node.domain.id().to_le_bytes());
+    key.extend_from_slice(&node.op.id().to_le_bytes());
+    key.extend_from_slice(&node.since.unwrap_or(-1).to_le_bytes());
+    key.extend_from_slice(&(node.outputs.len() as u64).to_le_bytes());
+    key.extend_from_slice(&(node.inputs.len() as u64).to_le_bytes());
+    for i in &node.inputs {
+        key.extend_from_slice(&i.id().to_le_bytes());
+    }
+    // Up to 1.24 a tensor attribute whose data is not in `raw_data` (e.g. `float_data`)
+    // never compares equal, so its node is never merged (oracle: ConstantOfShape with a
+    // `float_data` value merges from 1.25.1 on only).
+    if !table.release_at_least(1, 25)
+        && node.attrs.iter().any(|a| {
+            a.t.as_ref()
+                .is_some_and(|t| t.raw_data.as_ref().is_none_or(|r| r.is_empty()))
+        })
+    {
+        return false;
+    }
+    if node.attrs.len() < 2 {
+        node.attrs.iter().all(|a| encode_attr(a, key))
+    } else {
+        let mut attrs: Vec<_> = node.attrs.iter().collect();
+        attrs.sort_by(|a, b| a.name().cmp(b.name()));
+        attrs.into_iter().all(|a| encode_attr(a, key))
+    }
+}
+
+/// Graphs from which CSE first asks, on threads, whether it can merge anything at all.
+pub(super) const PARALLEL_PROOF_NODES: usize = 32 * 1024;
+
+/// Whether CSE over graph `gi`, as it stands, would merge nothing: no two of the nodes it would
+/// record (live, keyed, not set aside) have keys of the same hash. A merge needs two nodes of
+/// one key, and a node set aside is the only reader of its first input, which any node of its
+/// key reads too; so where no merge happens, the nodes recorded are the only ones that could
+/// pair, and distinct hashes mean distinct keys. Two keys of one hash (equal, or a collision)
+/// answer false, and the walk decides.
+///
+/// The keys are hashed a part of the node array per thread, on up to
+/// [`crate::threads::threads`] threads, and the hashes checked a range of them per thread: a
+/// million-node graph whose walk would read each node in turn, missing the cache, is read in
+/// parallel. Only for a graph without subgraphs (the walk would visit theirs).
+pub(super) fn cannot_merge(
+    table: &crate::tables::KernelTable,
+    session: &Session,
+    gi: usize,
+    idx: &Index,
+) -> bool {
+    use std::hash::BuildHasher;
+    /// Hashes are sorted into this many ranges (by their top bits) for the check.
+    const RANGES: usize = 256;
+    const PART: usize = 16 * 1024;
+    let nodes = &session.graphs[gi].nodes;
+    let threads = crate::threads::threads();
+    let starts: Vec<usize> = (0..nodes.len()).step_by(PART).collect();
+    let parts: Vec<Vec<Vec<u64>>> = crate::threads::map_chunks(&starts, 1, threads, "cse", |s| {
+        let mut ranges: Vec<Vec<u64>> = vec![Vec::new(); RANGES];
+        let mut key = Vec::new();
+        for &start in s {
+            let end = nodes.len().min(start + PART);
+            for ni in start..end {
+                let node = &nodes[ni];
+                if node.removed {
+                    continue;
+                }
+                // Set aside by the walk (`Optimizer::cse`).
+                if let Some(&first) = node.inputs.first()
+                    && !first.is_empty()
+                    && idx.sole_user(session, gi, first) == Some(ni)
+                {
+                    continue;
+                }
+                if node_key(table, node, &mut key) {
+                    let h = rustc_hash::FxBuildHasher.hash_one(key.as_slice());
+                    ranges[(h >> 56) as usize % RANGES].push(h);
+                }
+            }
+        }
+        ranges
+    });
+    let all: Vec<usize> = (0..RANGES).collect();
+    crate::threads::map_chunks(&all, 16, threads, "cse", |rs| {
+        rs.iter().all(|&r| {
+            let mut hashes: Vec<u64> = parts.iter().flat_map(|p| p[r].iter().copied()).collect();
+            hashes.sort_unstable();
+            hashes.windows(2).all(|w| w[0] != w[1])
+        })
+    })
+    .into_iter()
+    .all(|distinct| distinct)
 }
 
 /// Appends an attribute's encoding and a separator to a CSE key; false if it cannot be encoded

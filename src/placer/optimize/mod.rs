@@ -486,6 +486,17 @@ impl Optimizer<'_> {
             }
             _ => order,
         };
+        // A large graph's CSE first asks, on threads, whether it can merge anything; where it
+        // cannot, its walk would change nothing, and is not made.
+        let order: &[usize] = if pass == Pass::Cse
+            && !has_subgraphs
+            && order.len() >= common_subexpression_elimination::PARALLEL_PROOF_NODES
+            && common_subexpression_elimination::cannot_merge(self.table, session, gi, &idx)
+        {
+            &[]
+        } else {
+            order
+        };
         // MatMulAddFusion fuses a MatMul only into an `Add` that reads it, and makes no `Add`
         // nor renames an input: the values the graph's Adds read, taken before the walk, rule
         // out the other MatMuls without a look at their readers.
@@ -887,6 +898,63 @@ mod tests {
         for t in registry::simulated(OptLevel::Basic) {
             assert!(Pass::of(t.name).is_some(), "{} has no pass", t.name);
         }
+    }
+
+    /// CSE's proof on threads that it can merge nothing answers as its walk does: true where
+    /// the walk merges nothing, false where it merges (a removed node and a node with an input
+    /// of its own pair with nothing).
+    #[test]
+    fn the_cse_proof_agrees_with_the_walk() {
+        let table = crate::tables::newest().table();
+        // Node k runs `ops[k]` on `x` (which several read) or, marked `!`, on its own input;
+        // `-` marks a removed node.
+        let graph = |ops: &[&str]| -> Session {
+            let nodes = ops
+                .iter()
+                .enumerate()
+                .map(|(k, op)| {
+                    let own = op.starts_with('!');
+                    let input = if own { format!("own{k}") } else { "x".into() };
+                    SNode {
+                        removed: op.starts_with('-'),
+                        ..SNode::plain(
+                            Sym::new(&format!("n{k}")),
+                            Sym::new(op.trim_start_matches(['!', '-'])),
+                            Sym::AI_ONNX,
+                            Some(14),
+                            vec![Sym::new(&input)],
+                            vec![Sym::new(&format!("y{k}"))],
+                        )
+                    }
+                })
+                .collect();
+            Session {
+                graphs: vec![crate::session::SGraph {
+                    nodes,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }
+        };
+        let mut outcomes = [false; 2];
+        for ops in [
+            &["Relu", "Sigmoid", "Neg"][..],
+            &["Relu", "Sigmoid", "Relu"],
+            &["Relu", "Sigmoid", "-Relu"],
+            &["!Relu", "!Relu", "Relu", "Neg"],
+            &["Relu", "Neg", "Neg", "Relu"],
+        ] {
+            let mut s = graph(ops);
+            let (idx, ..) = Index::with_orders(&s, 0);
+            let proof = common_subexpression_elimination::cannot_merge(table, &s, 0, &idx);
+            let removed = |s: &Session| s.graphs[0].nodes.iter().filter(|n| n.removed).count();
+            let before = removed(&s);
+            run(&mut s, table, OptLevel::Basic, Values::default(), false);
+            let merged = removed(&s) > before;
+            assert_eq!(proof, !merged, "{ops:?}");
+            outcomes[usize::from(merged)] = true;
+        }
+        assert_eq!(outcomes, [true, true], "cases with and without a merge");
     }
 
     #[test]
