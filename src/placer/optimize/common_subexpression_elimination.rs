@@ -277,8 +277,7 @@ pub(super) fn cannot_merge(
         let mut key = Vec::new();
         for &start in s {
             let end = nodes.len().min(start + PART);
-            for ni in start..end {
-                let node = &nodes[ni];
+            for (ni, node) in nodes.iter().enumerate().take(end).skip(start) {
                 if node.removed {
                     continue;
                 }
