@@ -2,6 +2,117 @@
 
 use super::*;
 
+/// What [`Optimizer::matmul_add_fusion`] fuses at a MatMul, found without a change to the
+/// graph: the Add, the MatMul's inputs, the bias, the element type and, for a first input of
+/// another rank than 2, the reshapes' `[M, K]` and output shape.
+pub(super) struct Plan {
+    add: usize,
+    a: Sym,
+    w: Sym,
+    bias: Sym,
+    elem: i32,
+    dim_n: Option<i64>,
+    reshape: Option<(i64, i64, Vec<i64>)>,
+}
+
+/// The fusion `MatMulAddFusion` makes at node `ni`, if any (see
+/// [`Optimizer::matmul_add_fusion`]); reads the graph only.
+pub(super) fn plan(
+    session: &Session,
+    gi: usize,
+    ni: usize,
+    idx: &Index,
+    read_by_add: &HashSet<Sym>,
+) -> Option<Plan> {
+    let mm = &session.graphs[gi].nodes[ni];
+    if mm.op != "MatMul"
+        || mm.domain != Sym::AI_ONNX
+        || !matches!(mm.since, Some(1 | 9 | 13))
+        || mm.inputs.len() != 2
+        || mm.outputs.len() != 1
+    {
+        return None;
+    }
+    let out = mm.outputs[0];
+    if idx.outputs.contains(&out) || !read_by_add.contains(&out) {
+        return None;
+    }
+    let Some(add) = idx.sole_user(session, gi, out) else {
+        return None;
+    };
+    let an = &session.graphs[gi].nodes[add];
+    let edges = an.inputs.iter().filter(|i| **i == out).count()
+        + an.implicit_inputs.iter().filter(|i| **i == out).count();
+    if edges != 1
+        || an.op != "Add"
+        || an.domain != Sym::AI_ONNX
+        || !matches!(an.since, Some(7 | 13 | 14))
+        || an.inputs.len() != 2
+        || an.outputs.len() != 1
+    {
+        return None;
+    }
+    let a = mm.inputs[0];
+    let w = mm.inputs[1];
+    let ty = session.type_of(gi, a);
+    let float_ok = matches!(ty, Some(Type::Tensor(e)) if *e == D::Float as i32 || *e == D::Float16 as i32 || *e == D::Bfloat16 as i32);
+    if !float_ok || session.type_of(gi, an.inputs[0]) != ty {
+        return None;
+    }
+    let elem = match ty {
+        Some(Type::Tensor(e)) => *e,
+        _ => return None,
+    };
+    // Shapes are read in place: most MatMuls of a model decline here.
+    let (Some(a_shape), Some(w_shape)) = (session.shape_of(gi, a), session.shape_of(gi, w)) else {
+        return None;
+    };
+    if w_shape.len() != 2 {
+        return None;
+    }
+    let need_reshape = a_shape.len() != 2;
+    let dim_n = w_shape[1];
+    let mut reshape: Option<(i64, i64, Vec<i64>)> = None;
+    if need_reshape {
+        let Some(dims) = a_shape.iter().copied().collect::<Option<Vec<i64>>>() else {
+            return None;
+        };
+        let (Some(k), Some(n)) = (w_shape[0], w_shape[1]) else {
+            return None;
+        };
+        let m: i64 = dims[..dims.len().saturating_sub(1)].iter().product();
+        let mut back = dims;
+        if let Some(last) = back.last_mut() {
+            *last = n;
+        }
+        reshape = Some((m, k, back));
+    }
+    let bias_idx = usize::from(an.inputs[0] == out);
+    let bias = an.inputs[bias_idx];
+    let Some(b_shape) = session.shape_of(gi, bias) else {
+        return None;
+    };
+    let eq = |x: Option<i64>, y: Option<i64>| x.is_some() && x == y;
+    let valid = (b_shape.len() == 1 && eq(b_shape[0], dim_n))
+        || (!need_reshape && b_shape.len() == 2 && b_shape[0] == Some(1) && eq(b_shape[1], dim_n))
+        || (!need_reshape
+            && b_shape.len() == 2
+            && eq(b_shape[0], a_shape[0])
+            && (b_shape[1] == Some(1) || eq(b_shape[1], dim_n)));
+    if !valid {
+        return None;
+    }
+    Some(Plan {
+        add,
+        a,
+        w,
+        bias,
+        elem,
+        dim_n,
+        reshape,
+    })
+}
+
 impl Optimizer<'_> {
     /// `MatMulAddFusion` (`core/optimizer/matmul_add_fusion.cc`, the same in 1.23–1.31 by the
     /// oracle): a float/float16/bfloat16 `MatMul` (since 1, 9, 13) whose only edge goes to an
@@ -22,90 +133,20 @@ impl Optimizer<'_> {
         names: &mut Option<NameGen>,
         read_by_add: &HashSet<Sym>,
     ) -> bool {
-        let mm = &session.graphs[gi].nodes[ni];
-        if mm.op != "MatMul"
-            || mm.domain != Sym::AI_ONNX
-            || !matches!(mm.since, Some(1 | 9 | 13))
-            || mm.inputs.len() != 2
-            || mm.outputs.len() != 1
-        {
-            return false;
-        }
-        let out = mm.outputs[0];
-        if idx.outputs.contains(&out) || !read_by_add.contains(&out) {
-            return false;
-        }
-        let Some(add) = idx.sole_user(session, gi, out) else {
-            return false;
-        };
-        let an = &session.graphs[gi].nodes[add];
-        let edges = an.inputs.iter().filter(|i| **i == out).count()
-            + an.implicit_inputs.iter().filter(|i| **i == out).count();
-        if edges != 1
-            || an.op != "Add"
-            || an.domain != Sym::AI_ONNX
-            || !matches!(an.since, Some(7 | 13 | 14))
-            || an.inputs.len() != 2
-            || an.outputs.len() != 1
-        {
-            return false;
-        }
-        let a = mm.inputs[0];
-        let w = mm.inputs[1];
-        let ty = session.type_of(gi, a);
-        let float_ok = matches!(ty, Some(Type::Tensor(e)) if *e == D::Float as i32 || *e == D::Float16 as i32 || *e == D::Bfloat16 as i32);
-        if !float_ok || session.type_of(gi, an.inputs[0]) != ty {
-            return false;
-        }
-        let elem = match ty {
-            Some(Type::Tensor(e)) => *e,
-            _ => return false,
-        };
-        // Shapes are read in place: most MatMuls of a model decline here.
-        let (Some(a_shape), Some(w_shape)) = (session.shape_of(gi, a), session.shape_of(gi, w))
+        let Some(Plan {
+            add,
+            a,
+            w,
+            bias,
+            elem,
+            dim_n,
+            reshape,
+        }) = plan(session, gi, ni, idx, read_by_add)
         else {
             return false;
         };
-        if w_shape.len() != 2 {
-            return false;
-        }
-        let need_reshape = a_shape.len() != 2;
-        let dim_n = w_shape[1];
-        let mut reshape: Option<(i64, i64, Vec<i64>)> = None;
-        if need_reshape {
-            let Some(dims) = a_shape.iter().copied().collect::<Option<Vec<i64>>>() else {
-                return false;
-            };
-            let (Some(k), Some(n)) = (w_shape[0], w_shape[1]) else {
-                return false;
-            };
-            let m: i64 = dims[..dims.len().saturating_sub(1)].iter().product();
-            let mut back = dims;
-            if let Some(last) = back.last_mut() {
-                *last = n;
-            }
-            reshape = Some((m, k, back));
-        }
-        let bias_idx = usize::from(an.inputs[0] == out);
-        let bias = an.inputs[bias_idx];
-        let Some(b_shape) = session.shape_of(gi, bias) else {
-            return false;
-        };
-        let eq = |x: Option<i64>, y: Option<i64>| x.is_some() && x == y;
-        let valid = (b_shape.len() == 1 && eq(b_shape[0], dim_n))
-            || (!need_reshape
-                && b_shape.len() == 2
-                && b_shape[0] == Some(1)
-                && eq(b_shape[1], dim_n))
-            || (!need_reshape
-                && b_shape.len() == 2
-                && eq(b_shape[0], a_shape[0])
-                && (b_shape[1] == Some(1) || eq(b_shape[1], dim_n)));
-        if !valid {
-            return false;
-        }
-        let add_out = an.outputs[0];
-        let mm_name = mm.name;
+        let add_out = session.graphs[gi].nodes[add].outputs[0];
+        let mm_name = session.graphs[gi].nodes[ni].name;
         let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
         let reshape_since =
             infer::resolve_schema(self.table, &self.versions, Sym::AI_ONNX, Sym::RESHAPE)

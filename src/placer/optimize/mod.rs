@@ -370,6 +370,17 @@ impl Index {
 /// Main graphs from which a folding pass takes its nodes' keys on threads ahead of its walk.
 const PARALLEL_KEY_NODES: usize = 32 * 1024;
 
+/// Whether `test` holds for any node of `nodes`, asked a part of them per thread on up to
+/// [`crate::threads::threads`] threads (every part is asked: the answer is the same whatever
+/// the threads).
+fn any_on_threads(nodes: &[usize], test: impl Fn(usize) -> bool + Sync) -> bool {
+    crate::threads::map_chunks(nodes, 4096, crate::threads::threads(), "any", |part| {
+        part.iter().any(|&ni| test(ni))
+    })
+    .into_iter()
+    .any(|found| found)
+}
+
 /// A key of [`fold_keys`]: a removed node.
 const REMOVED_KEY: u64 = 2;
 
@@ -512,6 +523,19 @@ impl Optimizer<'_> {
             fold_keys(session, gi)
         } else {
             Vec::new()
+        };
+        // A large graph's MatMulAddFusion first looks, on threads, for a MatMul it would fuse;
+        // where there is none, its walk would change nothing, and is not made.
+        let order: &[usize] = if pass == Pass::MatMulAdd
+            && !has_subgraphs
+            && session.graphs[gi].nodes.len() >= PARALLEL_KEY_NODES
+            && !any_on_threads(order, |ni| {
+                !session.graphs[gi].nodes[ni].removed
+                    && matmul_add_fusion::plan(session, gi, ni, &idx, &read_by_add).is_some()
+            }) {
+            &[]
+        } else {
+            order
         };
         // The walk's nodes are asked for ahead of it (an order jumps through the node array).
         const AHEAD: usize = 8;
