@@ -37,9 +37,7 @@ pub(super) fn plan(
     if idx.outputs.contains(&out) || !read_by_add.contains(&out) {
         return None;
     }
-    let Some(add) = idx.sole_user(session, gi, out) else {
-        return None;
-    };
+    let add = idx.sole_user(session, gi, out)?;
     let an = &session.graphs[gi].nodes[add];
     let edges = an.inputs.iter().filter(|i| **i == out).count()
         + an.implicit_inputs.iter().filter(|i| **i == out).count();
@@ -74,9 +72,7 @@ pub(super) fn plan(
     let dim_n = w_shape[1];
     let mut reshape: Option<(i64, i64, Vec<i64>)> = None;
     if need_reshape {
-        let Some(dims) = a_shape.iter().copied().collect::<Option<Vec<i64>>>() else {
-            return None;
-        };
+        let dims = a_shape.iter().copied().collect::<Option<Vec<i64>>>()?;
         let (Some(k), Some(n)) = (w_shape[0], w_shape[1]) else {
             return None;
         };
@@ -89,9 +85,7 @@ pub(super) fn plan(
     }
     let bias_idx = usize::from(an.inputs[0] == out);
     let bias = an.inputs[bias_idx];
-    let Some(b_shape) = session.shape_of(gi, bias) else {
-        return None;
-    };
+    let b_shape = session.shape_of(gi, bias)?;
     let eq = |x: Option<i64>, y: Option<i64>| x.is_some() && x == y;
     let valid = (b_shape.len() == 1 && eq(b_shape[0], dim_n))
         || (!need_reshape && b_shape.len() == 2 && b_shape[0] == Some(1) && eq(b_shape[1], dim_n))
