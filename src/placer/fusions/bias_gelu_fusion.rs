@@ -6,7 +6,7 @@ impl Fuser {
     /// `Add(x, bias)` (1-D bias over the last dim) → `Gelu` → `BiasGelu`, named `BiasGelu`.
     pub(super) fn bias_gelu(&mut self, session: &mut Session) {
         let g = self.gi;
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["Add"]) {
             let n = &session.graphs[g].nodes[ni];
             if n.removed
                 || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))

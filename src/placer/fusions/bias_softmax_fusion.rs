@@ -52,7 +52,7 @@ impl Fuser {
     /// `Softmax(Add(input, bias))` on CUDA → `BiasSoftmax` (named `BiasSoftmax`), when the
     /// bias broadcasts over leading dims only and the Softmax reduces the trailing dims.
     pub(super) fn bias_softmax(&mut self, session: &mut Session) {
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["Add"]) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed
                 || n.ep != Some(Ep::Cuda)

@@ -20,7 +20,7 @@ const ACTIVATIONS: &[(&str, &[i64])] = &[
 
 impl Fuser {
     pub(super) fn conv_activation(&mut self, session: &mut Session) {
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["Conv"]) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed
                 || !is_op(n, "Conv", &[1, 11])

@@ -207,7 +207,7 @@ impl Fuser {
     /// node's provider.
     pub(super) fn fast_gelu(&mut self, session: &mut Session) {
         let g = self.gi;
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["Mul", "Pow"]) {
             let n = &session.graphs[g].nodes[ni];
             if n.removed || !(n.op == "Mul" || n.op == "Pow") {
                 continue;

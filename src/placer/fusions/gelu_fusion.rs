@@ -21,7 +21,7 @@ impl Fuser {
     /// (com.microsoft, named `Gelu`).
     pub(super) fn gelu(&mut self, session: &mut Session) {
         let g = self.gi;
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["Div", "Mul"]) {
             let n = &session.graphs[g].nodes[ni];
             if n.removed
                 || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))

@@ -24,7 +24,7 @@ const ACTIVATIONS: &[(&str, &[i64])] = &[
 
 impl Fuser {
     pub(super) fn gemm_activation(&mut self, session: &mut Session) {
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["Gemm"]) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed
                 || !is_op(n, "Gemm", &[7, 9, 11, 13])

@@ -12,7 +12,7 @@ use super::*;
 impl Fuser {
     pub(super) fn matmul_nbits_bias(&mut self, session: &mut Session) {
         let g = self.gi;
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["MatMulNBits"]) {
             let n = &session.graphs[g].nodes[ni];
             let ep_ok = match n.ep {
                 Some(Ep::Cpu) => true,

@@ -61,7 +61,7 @@ impl Fuser {
         if near.is_empty() {
             return;
         }
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["MatMul", "FusedMatMul"]) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) || !near.contains(&ni) {
                 continue;

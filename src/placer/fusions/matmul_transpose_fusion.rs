@@ -6,7 +6,7 @@ impl Fuser {
     /// A `Transpose` of the last two dims feeding `MatMul`/`FusedMatMul` → `FusedMatMul` with
     /// `transA`/`transB`, named `<matmul>/MatmulTransposeFusion/`.
     pub(super) fn matmul_transpose(&mut self, session: &mut Session) {
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["MatMul", "FusedMatMul"]) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) || n.inputs.len() < 2 {
                 continue;

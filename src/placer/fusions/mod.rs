@@ -144,6 +144,10 @@ struct Fuser {
     fused: usize,
     /// Live nodes per op type: a pass whose ops are absent is skipped.
     ops: HashMap<Sym, usize>,
+    /// Each registered node's op, by node index (the empty name for a node never registered,
+    /// a removed one): a pass that starts only from some ops reads this, not the nodes, to
+    /// pass over the others ([`Fuser::pass_order_of`]). A node's op never changes in place.
+    node_ops: Vec<Sym>,
     /// Declared symbolic dims (`dim_param`) per value of the main graph.
     params: HashMap<Sym, Vec<Option<Sym>>>,
     /// Symbolic dims found so far by [`Fuser::dim_symbol`], per (value, dim).
@@ -235,6 +239,7 @@ impl Fuser {
             counter: g.name_counter,
             fused: 0,
             ops: HashMap::default(),
+            node_ops: Vec::with_capacity(g.nodes.len()),
             params: HashMap::default(),
             symbols: std::cell::RefCell::new(HashMap::default()),
         };
@@ -285,6 +290,10 @@ impl Fuser {
             *names.entry(n.name).or_default() += 1;
         }
         *self.ops.entry(n.op).or_default() += 1;
+        if self.node_ops.len() <= ni {
+            self.node_ops.resize(ni + 1, Sym::EMPTY);
+        }
+        self.node_ops[ni] = n.op;
     }
 
     fn has(&self, op: &str) -> bool {
@@ -313,21 +322,33 @@ impl Fuser {
 
     /// The order of one pass: the nodes that exist when it starts.
     fn pass_order(&self, session: &Session) -> Vec<usize> {
+        self.pass_order_where(session, |_| true)
+    }
+
+    /// [`Fuser::pass_order`] for a pass that starts only from nodes of `ops` (it passes over
+    /// every other node without a change): those nodes only, in the same order, found from
+    /// the op array rather than by reading each node.
+    fn pass_order_of(&self, session: &Session, ops: &[&str]) -> Vec<usize> {
+        // An op never interned is no node's.
+        let ops: Vec<Sym> = ops.iter().filter_map(|op| Sym::get(op)).collect();
+        self.pass_order_where(session, |ni| {
+            self.node_ops.get(ni).is_some_and(|op| ops.contains(op))
+        })
+    }
+
+    /// The live nodes of the pass order that `keep` keeps (asked before the node is read).
+    fn pass_order_where(&self, session: &Session, keep: impl Fn(usize) -> bool) -> Vec<usize> {
         let g = &session.graphs[self.gi];
+        let live = |ni: usize| keep(ni) && !g.nodes[ni].removed;
         if self.after.is_empty() {
-            return self
-                .order
-                .iter()
-                .copied()
-                .filter(|&ni| !g.nodes[ni].removed)
-                .collect();
+            return self.order.iter().copied().filter(|&ni| live(ni)).collect();
         }
         let mut out = Vec::with_capacity(self.order.len());
         let mut stack: Vec<usize> = Vec::new();
         for &root in &self.order {
             stack.push(root);
             while let Some(ni) = stack.pop() {
-                if !g.nodes[ni].removed {
+                if live(ni) {
                     out.push(ni);
                 }
                 if let Some(next) = self.after.get(&ni) {

@@ -16,7 +16,7 @@ impl Fuser {
         let is_add = |n: &SNode| {
             n.domain == Sym::AI_ONNX && n.op == "Add" && matches!(n.since, Some(7 | 13 | 14))
         };
-        for ni in self.pass_order(session) {
+        for ni in self.pass_order_of(session, &["SkipLayerNormalization", "LayerNormalization"]) {
             let ln = &session.graphs[g].nodes[ni];
             if ln.op == "SkipLayerNormalization" && ln.domain == MS && self.since_1_25 {
                 self.skip_layer_norm_bias(session, ni);
