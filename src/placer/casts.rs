@@ -61,7 +61,7 @@ pub fn run(session: &mut Session, table: &KernelTable) -> Vec<(usize, usize)> {
     let any_unassigned = session
         .graphs
         .iter()
-        .any(|g| g.live_nodes().any(|(_, n)| n.ep.is_none()));
+        .any(|g| g.any_live_node(|n| n.ep.is_none()));
     if any_unassigned {
         let mut updates: HashMap<Sym, Sym> = HashMap::default();
         let versions = crate::infer::domain_versions(session, table);

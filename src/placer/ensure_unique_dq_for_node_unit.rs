@@ -28,7 +28,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     }
     // Nothing to do in a graph without a DequantizeLinear or a subgraph: skipped before its
     // order is built.
-    if !session.graphs[gi].live_nodes().any(|(_, n)| {
+    if !session.graphs[gi].any_live_node(|n| {
         !n.subgraphs.is_empty()
             || (n.op == Sym::DEQUANTIZE_LINEAR
                 && matches!(n.domain.as_str(), "ai.onnx" | "com.microsoft"))

@@ -31,7 +31,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     let gi = 0;
     // Only a Cast reading a float16 initializer is a candidate: a graph without one is skipped
     // before its order and edges are built.
-    let candidate = session.graphs[gi].live_nodes().any(|(_, n)| {
+    let candidate = session.graphs[gi].any_live_node(|n| {
         n.op == Sym::CAST
             && n.inputs.first().is_some_and(|x| {
                 session.graphs[gi]

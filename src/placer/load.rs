@@ -15,7 +15,7 @@ use crate::sym::Sym;
 pub fn concat_rank_conflict(session: &Session) -> Option<((usize, usize), String)> {
     for gi in 0..session.graphs.len() {
         // The order only decides which conflict comes first: built when there is one.
-        if !(0..session.graphs[gi].nodes.len()).any(|ni| conflict(session, gi, ni).is_some()) {
+        if !session.graphs[gi].any_live_node(|n| ranks_conflict(session, gi, n).is_some()) {
             continue;
         }
         for ni in crate::infer::topological_order(session, gi) {
@@ -30,7 +30,28 @@ pub fn concat_rank_conflict(session: &Session) -> Option<((usize, usize), String
 /// Node `ni`'s Concat rank conflict, if it is a Concat with one.
 fn conflict(session: &Session, gi: usize, ni: usize) -> Option<((usize, usize), String)> {
     let n = session.graphs[gi].nodes.get(ni)?;
-    if n.removed || n.op != "Concat" || n.domain != Sym::AI_ONNX {
+    if n.removed {
+        return None;
+    }
+    let (i, r, rank) = ranks_conflict(session, gi, n)?;
+    Some((
+        (gi, ni),
+        format!(
+            "load: Node ({}) Op (Concat) [ShapeInferenceError] All inputs to Concat must have \
+             same rank. Input {i} has rank {r} != {rank}",
+            n.name
+        ),
+    ))
+}
+
+/// Node `n`'s Concat rank conflict, if it is a Concat with one: the input, its rank and the
+/// first input's.
+fn ranks_conflict(
+    session: &Session,
+    gi: usize,
+    n: &crate::session::SNode,
+) -> Option<(usize, usize, usize)> {
+    if n.op != "Concat" || n.domain != Sym::AI_ONNX {
         return None;
     }
     let ranks: Vec<usize> = n
@@ -44,12 +65,5 @@ fn conflict(session: &Session, gi: usize, ni: usize) -> Option<((usize, usize), 
         .collect::<Option<_>>()?;
     let &rank = ranks.first()?;
     let (i, r) = ranks.iter().enumerate().find(|(_, r)| **r != rank)?;
-    Some((
-        (gi, ni),
-        format!(
-            "load: Node ({}) Op (Concat) [ShapeInferenceError] All inputs to Concat must have \
-             same rank. Input {i} has rank {r} != {rank}",
-            n.name
-        ),
-    ))
+    Some((i, *r, rank))
 }

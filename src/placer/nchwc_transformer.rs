@@ -142,7 +142,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
     let mut changed = false;
     for gi in 0..session.graphs.len() {
         let g = &session.graphs[gi];
-        if !g.live_nodes().any(|(_, n)| {
+        if !g.any_live_node(|n| {
             n.ep == Some(Ep::Cpu)
                 && matches!(
                     n.op.as_str(),

@@ -161,6 +161,12 @@ impl SNode {
     }
 }
 
+/// Graphs from which [`SGraph::any_live_node`] and [`Session::live_ops`] scan a part of the
+/// nodes per thread.
+const PARALLEL_SCAN_NODES: usize = 64 * 1024;
+/// The nodes one thread scans at a time.
+const SCAN_PART: usize = 16 * 1024;
+
 /// A graph of the session: the main graph or a subgraph.
 #[derive(Debug, Clone, Default)]
 pub struct SGraph {
@@ -220,6 +226,31 @@ impl SGraph {
 
     pub fn live_nodes(&self) -> impl Iterator<Item = (usize, &SNode)> {
         self.nodes.iter().enumerate().filter(|(_, n)| !n.removed)
+    }
+
+    /// Whether `test` holds for a live node. A large graph's nodes are asked a part per thread
+    /// (the parts not begun once one part found one are passed over): a scan of a million
+    /// nodes that finds nothing reads each node, missing the cache, and the scans of what a
+    /// graph holds (an op, a Concat of mixed ranks) are many.
+    pub fn any_live_node(&self, test: impl Fn(&SNode) -> bool + Sync) -> bool {
+        if self.nodes.len() < PARALLEL_SCAN_NODES {
+            return self.live_nodes().any(|(_, n)| test(n));
+        }
+        let found = std::sync::atomic::AtomicBool::new(false);
+        crate::threads::map_chunks(
+            &self.nodes,
+            SCAN_PART,
+            crate::threads::threads(),
+            "scan",
+            |part| {
+                if !found.load(std::sync::atomic::Ordering::Relaxed)
+                    && part.iter().any(|n| !n.removed && test(n))
+                {
+                    found.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            },
+        );
+        found.into_inner()
     }
 
     /// A digest of the first `upto` nodes: what a transformation can change in place.
@@ -567,7 +598,7 @@ impl Session {
     pub fn has_live_op(&self, ops: &[Sym]) -> bool {
         self.graphs
             .iter()
-            .any(|g| g.live_nodes().any(|(_, n)| ops.contains(&n.op)))
+            .any(|g| g.any_live_node(|n| ops.contains(&n.op)))
     }
 
     /// Asks for node `ni` of graph `gi` (its first two cache lines) and, with `inputs`, the
@@ -602,6 +633,40 @@ impl Session {
         let mut found = [false; N];
         let mut left = N;
         for g in &self.graphs {
+            if g.nodes.len() >= PARALLEL_SCAN_NODES {
+                // A part of the nodes per thread, each part's finds joined.
+                let all = std::sync::atomic::AtomicBool::new(false);
+                let parts = crate::threads::map_chunks(
+                    &g.nodes,
+                    SCAN_PART,
+                    crate::threads::threads(),
+                    "scan",
+                    |part| {
+                        let mut mine = [false; N];
+                        if !all.load(std::sync::atomic::Ordering::Relaxed) {
+                            for n in part.iter().filter(|n| !n.removed) {
+                                for (k, op) in ops.iter().enumerate() {
+                                    mine[k] |= n.op == *op;
+                                }
+                            }
+                            if mine.iter().all(|&f| f) {
+                                all.store(true, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        }
+                        mine
+                    },
+                );
+                for part in parts {
+                    for (k, f) in part.into_iter().enumerate() {
+                        found[k] |= f;
+                    }
+                }
+                left = found.iter().filter(|&&f| !f).count();
+                if left == 0 {
+                    return found;
+                }
+                continue;
+            }
             for (_, n) in g.live_nodes() {
                 for (k, op) in ops.iter().enumerate() {
                     if !found[k] && n.op == *op {
@@ -918,4 +983,44 @@ pub fn int_values(t: &TensorProto) -> Option<Vec<i64>> {
         return Some(t.int32_data.iter().map(|&v| i64::from(v)).collect());
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A large graph's scans, a part of the nodes per thread, answer as a walk: an op found
+    /// wherever its one live node is, never on a removed node.
+    #[test]
+    fn scans_on_threads_answer_as_a_walk() {
+        let n = PARALLEL_SCAN_NODES + 3 * SCAN_PART + 11;
+        let (relu, neg, abs) = (Sym::new("Relu"), Sym::new("Neg"), Sym::new("Abs"));
+        for (at, removed) in [(0, false), (n - 1, false), (SCAN_PART + 7, false), (5, true)] {
+            let nodes = (0..n)
+                .map(|k| SNode {
+                    removed: k == at && removed,
+                    ..SNode::plain(
+                        Sym::new(&format!("scan{k}")),
+                        if k == at { neg } else { relu },
+                        Sym::AI_ONNX,
+                        Some(14),
+                        vec![],
+                        vec![],
+                    )
+                })
+                .collect();
+            let session = Session {
+                graphs: vec![SGraph {
+                    nodes,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            let g = &session.graphs[0];
+            assert_eq!(g.any_live_node(|n| n.op == neg), !removed, "at {at}");
+            assert!(!g.any_live_node(|n| n.op == abs));
+            assert_eq!(session.live_ops([relu, neg, abs]), [true, !removed, false]);
+            assert_eq!(session.has_live_op(&[abs, neg]), !removed);
+        }
+    }
 }

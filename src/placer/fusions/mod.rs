@@ -78,12 +78,10 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
     for gi in 0..session.graphs.len() {
         // Every fusion starts from one of these ops; most graphs can be skipped at once.
         let g = &session.graphs[gi];
-        if !g.live_nodes().any(|(_, n)| triggers.contains(&n.op)) {
+        if !g.any_live_node(|n| triggers.contains(&n.op)) {
             continue;
         }
-        let layer_norms = g
-            .live_nodes()
-            .any(|(_, n)| n.op == layer_norm || n.op == reduce_mean);
+        let layer_norms = g.any_live_node(|n| n.op == layer_norm || n.op == reduce_mean);
         let mut f = Fuser::new(session, gi);
         f.since_1_25 = table.release_at_least(1, 25);
         f.since_1_28 = table.release_at_least(1, 28);

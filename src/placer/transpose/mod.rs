@@ -243,11 +243,7 @@ pub fn run_cpu(session: &mut Session, table: &KernelTable, level: crate::placer:
 /// 8-bit `MaxPool`s become `NhwcMaxPool`.
 pub fn run_cpu_graph(session: &mut Session, gi: usize, table: &KernelTable) -> bool {
     let cpu = crate::tables::Ep::Cpu;
-    if gi >= session.graphs.len()
-        || !session.graphs[gi]
-            .live_nodes()
-            .any(|(_, n)| n.ep == Some(cpu))
-    {
+    if gi >= session.graphs.len() || !session.graphs[gi].any_live_node(|n| n.ep == Some(cpu)) {
         return false;
     }
     let versions = infer::domain_versions(session, table);
