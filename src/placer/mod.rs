@@ -228,7 +228,13 @@ fn place_built(
 ) -> Placement {
     match admit(&session, header, table) {
         Err(fail) => refused(fail, table, options),
-        Ok(()) => place_session(session, header.local_functions.clone(), table, options),
+        Ok(()) => place_session(
+            session,
+            header.local_functions.clone(),
+            header.main_sorted,
+            table,
+            options,
+        ),
     }
 }
 
@@ -278,13 +284,18 @@ fn admit(session: &Session, header: &Header, table: &'static KernelTable) -> Res
 fn place_session(
     mut session: Session,
     local_functions: Vec<(Sym, Sym)>,
+    main_sorted: bool,
     table: &'static KernelTable,
     options: &Options,
 ) -> Placement {
     let mut placement = empty_placement(table, options);
-    // The main graph's Kahn order, for type and shape inference (neither changes an edge).
+    // The main graph's Kahn order, for type and shape inference (neither changes an edge): its
+    // live nodes in index order where the build found every node after those it reads
+    // (`Header::main_sorted`), as the order would come out.
     let order = if session.graphs.is_empty() {
         Vec::new()
+    } else if main_sorted {
+        session.graphs[0].live_nodes().map(|(i, _)| i).collect()
     } else {
         crate::session::order::topological_order(&session, 0)
     };

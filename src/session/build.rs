@@ -56,6 +56,11 @@ pub struct Header {
     pub nodes: usize,
     /// Subgraphs (graph attributes) of every graph.
     pub subgraphs: usize,
+    /// The main graph as loaded lists every node after the nodes whose outputs it reads
+    /// (explicitly or through its subgraphs): its Kahn order is then its live nodes in index
+    /// order ([`crate::session::order::topological_order`]), known without building it. False
+    /// where not known (a model decoded whole).
+    pub main_sorted: bool,
 }
 
 impl Header {
@@ -97,6 +102,7 @@ impl Header {
                 .collect(),
             nodes: 0,
             subgraphs: 0,
+            main_sorted: false,
         }
     }
 }
@@ -182,8 +188,12 @@ pub fn from_bytes(path: &Path, bytes: &Bytes) -> R<Built> {
                     .any(|v| producer.get(v).is_some_and(|&p| p >= ni))
             })
         };
-        if (b.unsorted.contains(&gi) || reads_ahead()) && has_cycle(&session.graphs[gi]) {
+        let unsorted = b.unsorted.contains(&gi) || reads_ahead();
+        if unsorted && has_cycle(&session.graphs[gi]) {
             return Err(Declined);
+        }
+        if gi == 0 {
+            header.main_sorted = !unsorted;
         }
     }
     for g in &mut session.graphs {

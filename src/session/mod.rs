@@ -995,7 +995,12 @@ mod tests {
     fn scans_on_threads_answer_as_a_walk() {
         let n = PARALLEL_SCAN_NODES + 3 * SCAN_PART + 11;
         let (relu, neg, abs) = (Sym::new("Relu"), Sym::new("Neg"), Sym::new("Abs"));
-        for (at, removed) in [(0, false), (n - 1, false), (SCAN_PART + 7, false), (5, true)] {
+        for (at, removed) in [
+            (0, false),
+            (n - 1, false),
+            (SCAN_PART + 7, false),
+            (5, true),
+        ] {
             let nodes = (0..n)
                 .map(|k| SNode {
                     removed: k == at && removed,

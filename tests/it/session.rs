@@ -144,6 +144,7 @@ fn session_from_the_file_is_the_decoded_one() {
     use onnx_lint::session::build::{Header, from_file};
     let mut dirs = vec![crate::support::repo().join("tests/fixtures")];
     let (mut checked, mut refused, mut declined) = (0usize, 0usize, 0usize);
+    let (mut sorted, mut unsorted) = (0usize, 0usize);
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -178,9 +179,31 @@ fn session_from_the_file_is_the_decoded_one() {
                 "{}: the session built from the file differs",
                 path.display()
             );
+            // What only the build knows: whether the main graph is in order, and then its Kahn
+            // order is its live nodes in index order.
+            let main_sorted = built.header.main_sorted;
+            if !built.session.graphs.is_empty() {
+                let kahn = onnx_lint::session::order::topological_order(&built.session, 0);
+                let index: Vec<usize> = built.session.graphs[0]
+                    .live_nodes()
+                    .map(|(i, _)| i)
+                    .collect();
+                if main_sorted {
+                    assert_eq!(kahn, index, "{}: sorted, another order", path.display());
+                    sorted += 1;
+                } else if kahn != index {
+                    unsorted += 1;
+                }
+            }
             assert_eq!(
                 format!("{:?}", Header::of_model(&model)),
-                format!("{:?}", built.header),
+                format!(
+                    "{:?}",
+                    Header {
+                        main_sorted: false,
+                        ..built.header
+                    }
+                ),
                 "{}: the header differs",
                 path.display()
             );
@@ -188,7 +211,13 @@ fn session_from_the_file_is_the_decoded_one() {
         }
     }
     eprintln!(
-        "fast path: {checked} identical, {declined} declined, {refused} refused by the loader"
+        "fast path: {checked} identical, {declined} declined, {refused} refused by the loader; \
+         {sorted} main graphs in order, {unsorted} out of order"
+    );
+    assert!(sorted >= 100, "only {sorted} main graphs in order");
+    assert!(
+        unsorted >= 1,
+        "no main graph out of order: the order's other case is not met"
     );
     assert!(checked >= 300, "only {checked} fixture models compared");
     assert!(declined <= checked / 50, "{declined} declined of {checked}");
