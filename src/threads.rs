@@ -1,5 +1,7 @@
-//! Work spread over a few scoped threads, for the readers of very large models (the census, the
-//! session builder, the interner's table): a million-node model spends most of a second on work whose parts are
+//! Work spread over a few scoped threads, for very large models: the readers (the census, the
+//! session builder, the interner's table) and the steps that only read the session graph (its
+//! scans and load checks, kernel lookups ahead of partitioning, the optimiser's proofs that a
+//! walk would change nothing): a million-node model spends seconds on work whose parts are
 //! independent. The answer never depends on how many threads ran: each thread takes its share
 //! itself (the next chunk of a shared counter), so a thread the system will not give leaves its
 //! share to the others, the calling thread at least, and nothing panics for want of one.
