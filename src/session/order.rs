@@ -129,14 +129,25 @@ pub fn topological_order_by(
     producer: &dyn Fn(Sym) -> Option<usize>,
 ) -> Vec<usize> {
     let g = &session.graphs[gi];
+    // Where every node's producers come before it, the lowest-index-first order is the index
+    // order (exporters write sorted graphs; most graphs are until a fusion appends): asked first,
+    // stopping at the first node that reads ahead, before any edge is listed. (A removed
+    // producer, which a stale index may give, holds its reader back: not sorted.)
+    let sorted = g.live_nodes().all(|(i, n)| {
+        n.inputs
+            .iter()
+            .chain(&n.implicit_inputs)
+            .filter_map(|v| producer(*v))
+            .all(|p| p == i || (p < i && !g.nodes[p].removed))
+    });
+    if sorted {
+        return g.live_nodes().map(|(i, _)| i).collect();
+    }
     // Edges producer -> user, deduplicated per user, as a flat adjacency list (CSR): users of
     // `d` are `users[start[d]..start[d + 1]]`, in ascending order (the order the users were met).
     let mut indegree = vec![0u32; g.nodes.len()];
     let mut edges: Vec<(usize, usize)> = Vec::with_capacity(g.nodes.len() * 2);
     let mut deps: Vec<usize> = Vec::new();
-    // Whether every node's producers come before it: then the lowest-index-first order is the
-    // index order (exporters write sorted graphs; most graphs are until a fusion appends).
-    let mut sorted = true;
     for (i, n) in g.live_nodes() {
         deps.clear();
         deps.extend(
@@ -148,15 +159,10 @@ pub fn topological_order_by(
         );
         deps.sort_unstable();
         deps.dedup();
-        // (A removed producer, which a stale index may give, holds its reader back: not sorted.)
-        sorted &= deps.iter().all(|&d| d < i && !g.nodes[d].removed);
         for &d in &deps {
             indegree[i] += 1;
             edges.push((d, i));
         }
-    }
-    if sorted {
-        return g.live_nodes().map(|(i, _)| i).collect();
     }
     let mut start = vec![0usize; g.nodes.len() + 1];
     for &(d, _) in &edges {
