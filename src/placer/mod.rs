@@ -449,7 +449,16 @@ fn place_session(
         nchwc_transformer::run(&mut session, table, options.level, options.nchwc_block);
         nhwc_transformer::run(&mut session, table, options.level);
     }
-    let unassigned = unassigned_nodes(&session).min();
+    // Asked of each graph first (a large one's nodes on threads): nearly always none.
+    let unassigned = if session
+        .graphs
+        .iter()
+        .any(|g| g.any_live_node(|n| n.ep.is_none()))
+    {
+        unassigned_nodes(&session).min()
+    } else {
+        None
+    };
     if let Some((gi, ni)) = unassigned {
         let n = &session.graphs[gi].nodes[ni];
         placement.outcome = Outcome::NoKernel(no_kernel_message(table, n));
@@ -483,18 +492,22 @@ fn place_session(
 /// fails after the copies are inserted: the CUDA `BatchNormalization` kernel refuses
 /// `training_mode = 1` from opset 14 on (`core/providers/cuda/nn/batch_norm.h`).
 fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
-    for (gi, g) in session.graphs.iter().enumerate() {
-        for (ni, n) in g.live_nodes() {
-            let training = n
-                .attrs
+    let refused = |n: &SNode| {
+        n.op == "BatchNormalization"
+            && n.domain == Sym::AI_ONNX
+            && n.ep == Some(Ep::Cuda)
+            && n.since.is_some_and(|v| v >= 14)
+            && n.attrs
                 .iter()
-                .any(|a| a.name() == "training_mode" && a.i() == 1);
-            if n.op == "BatchNormalization"
-                && n.domain == Sym::AI_ONNX
-                && n.ep == Some(Ep::Cuda)
-                && n.since.is_some_and(|v| v >= 14)
-                && training
-            {
+                .any(|a| a.name() == "training_mode" && a.i() == 1)
+    };
+    for (gi, g) in session.graphs.iter().enumerate() {
+        // Asked of the whole graph first (a large one's nodes on threads): nearly always none.
+        if !g.any_live_node(refused) {
+            continue;
+        }
+        for (ni, n) in g.live_nodes() {
+            if refused(n) {
                 return Some((
                     (gi, ni),
                     format!(
