@@ -1072,13 +1072,7 @@ mod tests {
                 )
             })
             .collect();
-        Session {
-            graphs: vec![crate::session::SGraph {
-                nodes,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }
+        Session::of_nodes(nodes)
     }
 
     /// A large graph's load check, run a chunk per thread, finds the fault one walk finds: the

@@ -986,6 +986,20 @@ pub fn int_values(t: &TensorProto) -> Option<Vec<i64>> {
 }
 
 #[cfg(test)]
+impl Session {
+    /// A session of one main graph holding `nodes` and nothing else (for tests).
+    pub(crate) fn of_nodes(nodes: Vec<SNode>) -> Session {
+        Session {
+            graphs: vec![SGraph {
+                nodes,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -1014,13 +1028,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let session = Session {
-                graphs: vec![SGraph {
-                    nodes,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            };
+            let session = Session::of_nodes(nodes);
             let g = &session.graphs[0];
             assert_eq!(g.any_live_node(|n| n.op == neg), !removed, "at {at}");
             assert!(!g.any_live_node(|n| n.op == abs));

@@ -952,13 +952,7 @@ mod tests {
                     }
                 })
                 .collect();
-            Session {
-                graphs: vec![crate::session::SGraph {
-                    nodes,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }
+            Session::of_nodes(nodes)
         };
         let mut outcomes = [false; 2];
         for ops in [
