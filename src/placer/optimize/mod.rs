@@ -367,8 +367,9 @@ impl Index {
     }
 }
 
-/// Main graphs from which a folding pass takes its nodes' keys on threads ahead of its walk.
-const PARALLEL_KEY_NODES: usize = 32 * 1024;
+/// Graphs from which a pass reads its nodes on threads ahead of its walk (folding's keys,
+/// MatMulAddFusion's plans).
+const PARALLEL_AHEAD_NODES: usize = 32 * 1024;
 
 /// Whether `test` holds for any node of `nodes`, asked a part of them per thread on up to
 /// [`crate::threads::threads`] threads (every part is asked: the answer is the same whatever
@@ -519,7 +520,7 @@ impl Optimizer<'_> {
         // A large main graph's folding keys, taken on threads before the walk: a node unchanged
         // since folding last declined it is passed over without being read. They hold until
         // the walk changes the graph; from there on each node's key is taken as it is met.
-        let keys = if pass == Pass::Fold && incremental && order.len() >= PARALLEL_KEY_NODES {
+        let keys = if pass == Pass::Fold && incremental && order.len() >= PARALLEL_AHEAD_NODES {
             fold_keys(session, gi)
         } else {
             Vec::new()
@@ -528,7 +529,7 @@ impl Optimizer<'_> {
         // where there is none, its walk would change nothing, and is not made.
         let order: &[usize] = if pass == Pass::MatMulAdd
             && !has_subgraphs
-            && session.graphs[gi].nodes.len() >= PARALLEL_KEY_NODES
+            && session.graphs[gi].nodes.len() >= PARALLEL_AHEAD_NODES
             && !any_on_threads(order, |ni| {
                 !session.graphs[gi].nodes[ni].removed
                     && matmul_add_fusion::plan(session, gi, ni, &idx, &read_by_add).is_some()
