@@ -35,24 +35,21 @@ impl Optimizer<'_> {
         if candidates.len() < 2 {
             return false;
         }
-        // Who reads each candidate, from the index's consumer lists (kept up to date by every
-        // edit): (read by a live node, read by one through a subgraph). The merges are applied
-        // in one pass at the end, so the pass stays linear when one node reads many
-        // initializers (a `Sum` of 80,000 equal constants).
+        // Who reads each candidate, from one scan of the graph: (read by a live node, read by
+        // one through a subgraph). The merges are applied in one pass at the end, so the pass
+        // stays linear when one node reads many initializers (a `Sum` of 80,000 equal constants).
         let mut reads: FxMap<Sym, (bool, bool)> =
             FxMap::with_capacity_and_hasher(candidates.len(), Default::default());
-        for &c in &candidates {
-            let mut read = (false, false);
-            for k in idx.live_users(session, gi, c) {
-                let n = &g.nodes[k];
-                if n.implicit_inputs.contains(&c) {
-                    read = (true, true);
-                    break;
+        for (_, n) in g.live_nodes() {
+            for i in n.inputs.iter() {
+                if candidates.contains(i) {
+                    reads.entry(*i).or_default().0 = true;
                 }
-                read.0 = true;
             }
-            if read.0 {
-                reads.insert(c, read);
+            for i in &n.implicit_inputs {
+                if candidates.contains(i) {
+                    *reads.entry(*i).or_default() = (true, true);
+                }
             }
         }
         // The candidates read by the graph's own nodes only, grouped by type, shape and value
