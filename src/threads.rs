@@ -75,6 +75,25 @@ pub fn map_chunks<I: Sync, T: Send>(
     all.into_iter().map(|(_, t)| t).collect()
 }
 
+/// Whether `test` holds for any of `items`, asked `part` items at a time on up to `threads`
+/// threads; the parts not begun once one part found one are passed over. The answer is the
+/// same whatever the threads.
+pub fn any<I: Sync>(
+    items: &[I],
+    part: usize,
+    threads: usize,
+    name: &str,
+    test: impl Fn(&I) -> bool + Sync,
+) -> bool {
+    let found = std::sync::atomic::AtomicBool::new(false);
+    map_chunks(items, part, threads, name, |p| {
+        if !found.load(Ordering::Relaxed) && p.iter().any(&test) {
+            found.store(true, Ordering::Relaxed);
+        }
+    });
+    found.into_inner()
+}
+
 /// Vectors of at least this many bytes have their pages faulted in by [`fault_in`].
 pub const FAULT_IN_BYTES: usize = 16 << 20;
 
@@ -135,6 +154,18 @@ mod tests {
             assert_eq!(sums.iter().sum::<usize>(), (0..1000).sum::<usize>());
         }
         assert!(map_chunks(&items[..0], 64, 4, "test", |c| c.len()).is_empty());
+    }
+
+    #[test]
+    fn any_finds_an_item_in_any_part_whatever_the_threads() {
+        let items: Vec<usize> = (0..1000).collect();
+        for threads in [1, 2, 5] {
+            for at in [0, 63, 64, 999] {
+                assert!(any(&items, 64, threads, "test", |&i| i == at));
+            }
+            assert!(!any(&items, 64, threads, "test", |&i| i == 1000));
+        }
+        assert!(!any(&items[..0], 64, 4, "test", |_| true));
     }
 
     #[test]

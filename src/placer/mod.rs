@@ -766,8 +766,10 @@ fn partition(
                 let found = found_kernels(shared, table, &options.eps);
                 let orders = match orders.map(|t| t.join()) {
                     Some(Ok(orders)) => orders,
+                    // A bug of the order itself, not of the input: it would panic here too.
+                    Some(Err(panic)) => std::panic::resume_unwind(panic),
                     // No thread to build them on: built here.
-                    _ => order_all(),
+                    None => order_all(),
                 };
                 (orders, found)
             })

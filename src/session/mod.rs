@@ -236,21 +236,13 @@ impl SGraph {
         if self.nodes.len() < PARALLEL_SCAN_NODES {
             return self.live_nodes().any(|(_, n)| test(n));
         }
-        let found = std::sync::atomic::AtomicBool::new(false);
-        crate::threads::map_chunks(
+        crate::threads::any(
             &self.nodes,
             SCAN_PART,
             crate::threads::threads(),
             "scan",
-            |part| {
-                if !found.load(std::sync::atomic::Ordering::Relaxed)
-                    && part.iter().any(|n| !n.removed && test(n))
-                {
-                    found.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-            },
-        );
-        found.into_inner()
+            |n| !n.removed && test(n),
+        )
     }
 
     /// A digest of the first `upto` nodes: what a transformation can change in place.

@@ -371,17 +371,6 @@ impl Index {
 /// MatMulAddFusion's plans).
 const PARALLEL_AHEAD_NODES: usize = 32 * 1024;
 
-/// Whether `test` holds for any node of `nodes`, asked a part of them per thread on up to
-/// [`crate::threads::threads`] threads (every part is asked: the answer is the same whatever
-/// the threads).
-fn any_on_threads(nodes: &[usize], test: impl Fn(usize) -> bool + Sync) -> bool {
-    crate::threads::map_chunks(nodes, 4096, crate::threads::threads(), "any", |part| {
-        part.iter().any(|&ni| test(ni))
-    })
-    .into_iter()
-    .any(|found| found)
-}
-
 /// A key of [`fold_keys`]: a removed node.
 const REMOVED_KEY: u64 = 2;
 
@@ -530,10 +519,16 @@ impl Optimizer<'_> {
         let order: &[usize] = if pass == Pass::MatMulAdd
             && !has_subgraphs
             && session.graphs[gi].nodes.len() >= PARALLEL_AHEAD_NODES
-            && !any_on_threads(order, |ni| {
-                !session.graphs[gi].nodes[ni].removed
-                    && matmul_add_fusion::plan(session, gi, ni, &idx, &read_by_add).is_some()
-            }) {
+            && !crate::threads::any(
+                order,
+                4096,
+                crate::threads::threads(),
+                "matmul-add",
+                |&ni| {
+                    !session.graphs[gi].nodes[ni].removed
+                        && matmul_add_fusion::plan(session, gi, ni, &idx, &read_by_add).is_some()
+                },
+            ) {
             &[]
         } else {
             order
