@@ -687,8 +687,9 @@ mod tests {
 /// is its id modulo the table's size. A model's values are interned in file order and visited
 /// in about that order, so lookups walk the table (and its page-table entries) instead of
 /// jumping through it, and the ids of one model, dense, tile the table with no two in one home
-/// bucket until they wrap around it. A `(usize, usize)` key (a node's graph and index) hashes
-/// the same way to the node's index, offset by a multiple of the graph's. Any other key is
+/// bucket until they wrap around it. A node's key (`session::NodeRef`, hashed as its graph's and
+/// its own index, two `usize`s) hashes the same way to the node's index, offset by a multiple of
+/// the graph's. Any other key is
 /// hashed by `FxHasher`.
 ///
 /// No model can make a map slow past its size: `n` keys share a home bucket only if their ids

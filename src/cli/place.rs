@@ -146,7 +146,7 @@ pub fn placement_human(model: &str, p: &Placement) -> String {
     for (gi, g) in p.session.graphs.iter().enumerate() {
         let (mut cuda, mut cpu, mut inserted) = (0, 0, 0);
         for (ni, n) in g.live_nodes() {
-            match (n.ep, p.decisions.get(&(gi, ni))) {
+            match (n.ep, p.decisions.get(crate::session::NodeRef::new(gi, ni))) {
                 (_, Some(Decision::Inserted)) => inserted += 1,
                 (Some(Ep::Cuda), _) => cuda += 1,
                 (Some(Ep::Cpu), _) => cpu += 1,

@@ -29,7 +29,7 @@ impl Values {
             if let Some(i) = session.graphs[g].initializers.get(&name) {
                 break i;
             }
-            g = session.graphs[g].parent?.0;
+            g = session.graphs[g].parent?.graph();
         };
         if init.overridable {
             return None;

@@ -193,8 +193,8 @@ fn plan(session: &Session, gi: usize) -> (Vec<Sym>, Vec<(Direction, Cause, Sym)>
     for v in device_outputs {
         planned.push((Direction::ToHost, Cause::DeviceOutput, v));
     }
-    if let Some((pg, pn)) = g.parent {
-        for v in &session.graphs[pg].nodes[pn].implicit_inputs {
+    if let Some(p) = g.parent {
+        for v in &session.graphs[p.graph()].nodes[p.node()].implicit_inputs {
             if pi.contains(v) && npi.contains(v) {
                 planned.push((Direction::FromHost, Cause::OuterScope, *v));
             }

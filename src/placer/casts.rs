@@ -7,7 +7,7 @@ use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::session::{NameGen, SGraph, SNode, Session};
+use crate::session::{NameGen, NodeRef, SGraph, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
@@ -50,9 +50,9 @@ fn edges(g: &SGraph) -> Edges {
     }
 }
 
-/// Runs both transformers over the main graph and every subgraph. Returns the nodes (graph,
-/// node) that were moved to the CPU in float32.
-pub fn run(session: &mut Session, table: &KernelTable) -> Vec<(usize, usize)> {
+/// Runs both transformers over the main graph and every subgraph. Returns the nodes that were
+/// moved to the CPU in float32.
+pub fn run(session: &mut Session, table: &KernelTable) -> Vec<NodeRef> {
     let mut moved = Vec::new();
     if session.graphs.is_empty() {
         return moved;
@@ -114,7 +114,7 @@ fn insert_casts(
     cx: &Cx<'_>,
     gi: usize,
     updates: &mut HashMap<Sym, Sym>,
-    moved: &mut Vec<(usize, usize)>,
+    moved: &mut Vec<NodeRef>,
 ) {
     force_single_node_fp32(session, cx, gi);
     // One name generator per graph: building it reads every name of the graph.
@@ -161,7 +161,7 @@ fn insert_casts(
                     *name = new;
                 }
             }
-            moved.push((gi, ni));
+            moved.push(NodeRef::new(gi, ni));
         }
         let subs: Vec<usize> = session.graphs[gi].nodes[ni]
             .subgraphs
@@ -230,7 +230,10 @@ fn force_single_node_fp32(session: &mut Session, cx: &Cx<'_>, gi: usize) {
     let indices: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
     for ni in indices {
         if isolated_fp16_node_on_cpu(session, cx, gi, ni, &e, &graph_outputs) {
-            session.graphs[gi].nodes[ni].ep = None;
+            // Unassigned, it is bound to no kernel either (it is assigned again, in float32).
+            let node = &mut session.graphs[gi].nodes[ni];
+            node.ep = None;
+            node.kernel = None;
         }
     }
 }

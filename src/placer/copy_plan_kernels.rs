@@ -23,7 +23,7 @@ use super::{Miss, lookup};
 pub(super) fn missing_provider_kernel(
     session: &Session,
     table: &'static KernelTable,
-) -> Option<((usize, usize), String)> {
+) -> Option<(crate::session::NodeRef, String)> {
     let versions = infer::domain_versions(session, table);
     for (gi, g) in session.graphs.iter().enumerate() {
         for (ni, n) in g.live_nodes() {
@@ -39,7 +39,7 @@ pub(super) fn missing_provider_kernel(
                 lookup(table, Ep::Cuda, session, gi, &probe, Some(schema))
             {
                 return Some((
-                    (gi, ni),
+                    crate::session::NodeRef::new(gi, ni),
                     format!(
                         "init: Exception during initialization: transformer_memcpy.cc \
                              TransformerMemcpyImpl::ProcessInitializers: status.IsOK() was false. \

@@ -1,35 +1,29 @@
-//! Why each node landed where it did: one [`Decision`] per node, kept beside the session graph
-//! (which holds the assignment itself, `SNode::ep` and `SNode::kernel`) for the rules and the
-//! output to explain it.
+//! Why each node landed where it did: one [`Decision`] per node, kept beside the session graph,
+//! which holds the assignment itself (`SNode::ep`, the provider, and `SNode::kernel`, the
+//! release's kernel row the node is bound to) once: a decision names no provider's kernel that
+//! the node runs with, only the reason it runs there (and, for a node CUDA gave up, what CUDA
+//! would have run it with or why it could not).
 
 use super::Miss;
-use crate::session::Session;
+use crate::session::{NodeRef, Session};
 use crate::tables::KernelDef;
 
-/// Why a node landed where it did. Kernels are rows of the release's table, referenced, never
-/// copied; the misses, rare, are boxed, so that a decision is four words (a million-node
-/// session keeps a million of them).
+/// Why a node landed where it did. The node's provider and bound kernel are on the node; a
+/// decision holds only what explains them. Kernels are rows of the release's table,
+/// referenced, never copied; the misses, rare, are boxed, so that a decision is three words (a
+/// million-node session keeps a million of them).
 #[derive(Debug, Clone)]
 pub enum Decision {
-    /// CUDA took it with this registration.
-    Cuda(&'static KernelDef),
-    /// CUDA had a kernel, the shape-subgraph pass moved it to CPU.
-    CpuPreferred {
-        cuda: &'static KernelDef,
-        cpu: Option<&'static KernelDef>,
-    },
+    /// CUDA took it.
+    Cuda,
+    /// CUDA had a kernel (`cuda`), the shape-subgraph pass moved the node to CPU.
+    CpuPreferred { cuda: &'static KernelDef },
     /// CUDA's lookup failed (`cuda_miss`); the CPU kernel took it.
-    CpuFallback {
-        cuda_miss: Box<Miss>,
-        cpu: &'static KernelDef,
-    },
+    CpuFallback { cuda_miss: Box<Miss> },
     /// CUDA had a kernel but rejected the node (attributes it does not support).
-    CpuUnsupported {
-        reason: String,
-        cpu: &'static KernelDef,
-    },
+    CpuUnsupported { reason: Box<str> },
     /// The provider list was CPU only.
-    Cpu(&'static KernelDef),
+    Cpu,
     /// Inserted by ORT (Memcpy nodes).
     Inserted,
     /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
@@ -64,18 +58,19 @@ impl Decisions {
         }
     }
 
-    /// The decision on node `ni` of graph `gi`.
-    pub fn get(&self, &(gi, ni): &(usize, usize)) -> Option<&Decision> {
-        self.graphs.get(gi)?.get(ni)?.as_ref()
+    /// The decision on node `at`.
+    pub fn get(&self, at: NodeRef) -> Option<&Decision> {
+        self.graphs.get(at.graph())?.get(at.node())?.as_ref()
     }
 
-    /// Whether node `ni` of graph `gi` has a decision.
-    pub fn contains_key(&self, key: &(usize, usize)) -> bool {
-        self.get(key).is_some()
+    /// Whether node `at` has a decision.
+    pub fn contains_key(&self, at: NodeRef) -> bool {
+        self.get(at).is_some()
     }
 
-    /// Records `decision` on node `ni` of graph `gi`, returning the one it replaces.
-    pub fn insert(&mut self, (gi, ni): (usize, usize), decision: Decision) -> Option<Decision> {
+    /// Records `decision` on node `at`, returning the one it replaces.
+    pub fn insert(&mut self, at: NodeRef, decision: Decision) -> Option<Decision> {
+        let (gi, ni) = (at.graph(), at.node());
         if self.graphs.len() <= gi {
             self.graphs.resize_with(gi + 1, Vec::new);
         }
@@ -86,9 +81,9 @@ impl Decisions {
         slots[ni].replace(decision)
     }
 
-    /// Takes the decision on node `ni` of graph `gi` away.
-    pub fn remove(&mut self, &(gi, ni): &(usize, usize)) -> Option<Decision> {
-        self.graphs.get_mut(gi)?.get_mut(ni)?.take()
+    /// Takes the decision on node `at` away.
+    pub fn remove(&mut self, at: NodeRef) -> Option<Decision> {
+        self.graphs.get_mut(at.graph())?.get_mut(at.node())?.take()
     }
 }
 
@@ -97,23 +92,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_decision_is_four_words() {
-        assert!(std::mem::size_of::<Option<Decision>>() <= 4 * std::mem::size_of::<usize>());
+    fn a_decision_is_three_words() {
+        assert!(std::mem::size_of::<Option<Decision>>() <= 3 * std::mem::size_of::<usize>());
     }
 
     #[test]
     fn decisions_behave_as_a_map_by_graph_and_node() {
         let mut d = Decisions::default();
-        assert!(d.get(&(3, 7)).is_none());
-        assert!(d.remove(&(3, 7)).is_none());
-        assert!(d.insert((3, 7), Decision::Inserted).is_none());
-        assert!(d.contains_key(&(3, 7)));
-        assert!(!d.contains_key(&(3, 6)) && !d.contains_key(&(2, 7)));
+        let at = |g, n| NodeRef::new(g, n);
+        assert!(d.get(at(3, 7)).is_none());
+        assert!(d.remove(at(3, 7)).is_none());
+        assert!(d.insert(at(3, 7), Decision::Inserted).is_none());
+        assert!(d.contains_key(at(3, 7)));
+        assert!(!d.contains_key(at(3, 6)) && !d.contains_key(at(2, 7)));
         assert!(matches!(
-            d.insert((3, 7), Decision::Inserted),
+            d.insert(at(3, 7), Decision::Cuda),
             Some(Decision::Inserted)
         ));
-        assert!(matches!(d.remove(&(3, 7)), Some(Decision::Inserted)));
-        assert!(!d.contains_key(&(3, 7)));
+        assert!(matches!(d.remove(at(3, 7)), Some(Decision::Cuda)));
+        assert!(!d.contains_key(at(3, 7)));
     }
 }

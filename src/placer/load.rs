@@ -12,7 +12,7 @@ use crate::sym::Sym;
 /// visits them) with its load error; measured with onnxruntime 1.31.1 (CPU):
 /// `Node (cat) Op (Concat) [ShapeInferenceError] All inputs to Concat must have same rank.
 /// Input 1 has rank 1 != 2`.
-pub fn concat_rank_conflict(session: &Session) -> Option<((usize, usize), String)> {
+pub fn concat_rank_conflict(session: &Session) -> Option<(crate::session::NodeRef, String)> {
     for gi in 0..session.graphs.len() {
         // The order only decides which conflict comes first: built when there is one.
         if !session.graphs[gi].any_live_node(|n| ranks_conflict(session, gi, n).is_some()) {
@@ -28,14 +28,14 @@ pub fn concat_rank_conflict(session: &Session) -> Option<((usize, usize), String
 }
 
 /// Node `ni`'s Concat rank conflict, if it is a Concat with one.
-fn conflict(session: &Session, gi: usize, ni: usize) -> Option<((usize, usize), String)> {
+fn conflict(session: &Session, gi: usize, ni: usize) -> Option<(crate::session::NodeRef, String)> {
     let n = session.graphs[gi].nodes.get(ni)?;
     if n.removed {
         return None;
     }
     let (i, r, rank) = ranks_conflict(session, gi, n)?;
     Some((
-        (gi, ni),
+        crate::session::NodeRef::new(gi, ni),
         format!(
             "load: Node ({}) Op (Concat) [ShapeInferenceError] All inputs to Concat must have \
              same rank. Input {i} has rank {r} != {rank}",

@@ -44,7 +44,7 @@ use crate::infer::{self, SchemaError};
 use crate::memcpy::{self, Copy};
 use crate::model::Model;
 use crate::session::build::Header;
-use crate::session::{SNode, Session};
+use crate::session::{NodeRef, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelDef, KernelTable};
 
@@ -145,8 +145,8 @@ pub struct Placement {
     pub decisions: Decisions,
     /// Copies in ORT's insertion (and log) order.
     pub copies: Vec<Copy>,
-    /// The node (graph, node) a load or kernel-initialisation failure names, when it names one.
-    pub failed_node: Option<(usize, usize)>,
+    /// The node a load or kernel-initialisation failure names, when it names one.
+    pub failed_node: Option<NodeRef>,
 }
 
 impl Placement {
@@ -355,12 +355,12 @@ fn place_session(
     // Partition; inline function nodes nobody took; repeat while anything was inlined.
     for _round in 0..MAX_INLINE_ROUNDS {
         partition(&mut session, table, options, &mut placement.decisions);
-        let unassigned: Vec<(usize, usize)> = unassigned_nodes(&session).collect();
+        let unassigned: Vec<NodeRef> = unassigned_nodes(&session).collect();
         let mut inlined = false;
         let mut inliner = functions::Inliner::default();
-        for (gi, ni) in unassigned {
-            if inliner.inline(&mut session, table, gi, ni) {
-                placement.decisions.remove(&(gi, ni));
+        for at in unassigned {
+            if inliner.inline(&mut session, table, at.graph(), at.node()) {
+                placement.decisions.remove(at);
                 inlined = true;
             }
         }
@@ -431,7 +431,7 @@ fn place_session(
         if let Some(Decision::Unassigned {
             cuda_miss,
             cpu_miss,
-        }) = placement.decisions.remove(&key)
+        }) = placement.decisions.remove(key)
         {
             placement.decisions.insert(
                 key,
@@ -459,8 +459,8 @@ fn place_session(
     } else {
         None
     };
-    if let Some((gi, ni)) = unassigned {
-        let n = &session.graphs[gi].nodes[ni];
+    if let Some(at) = unassigned {
+        let n = &session.graphs[at.graph()].nodes[at.node()];
         placement.outcome = Outcome::NoKernel(no_kernel_message(table, n));
     }
     if options.eps.first() == Some(&Ep::Cuda)
@@ -475,7 +475,7 @@ fn place_session(
         for c in &placement.copies {
             placement
                 .decisions
-                .insert((c.graph, c.node), Decision::Inserted);
+                .insert(NodeRef::new(c.graph, c.node), Decision::Inserted);
         }
     }
     if placement.outcome == Outcome::Ok
@@ -491,7 +491,7 @@ fn place_session(
 /// A kernel whose constructor rejects its node once placement is done, so that session creation
 /// fails after the copies are inserted: the CUDA `BatchNormalization` kernel refuses
 /// `training_mode = 1` from opset 14 on (`core/providers/cuda/nn/batch_norm.h`).
-fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
+fn kernel_init_failure(session: &Session) -> Option<(NodeRef, String)> {
     let refused = |n: &SNode| {
         n.op == "BatchNormalization"
             && n.domain == Sym::AI_ONNX
@@ -509,7 +509,7 @@ fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
         for (ni, n) in g.live_nodes() {
             if refused(n) {
                 return Some((
-                    (gi, ni),
+                    NodeRef::new(gi, ni),
                     format!(
                         "init: Exception during initialization: CUDA BatchNormalization({}) node '{}': \
                      !(is_training_mode_ && opset >= 14) was false. Training mode does not support \
@@ -526,7 +526,7 @@ fn kernel_init_failure(session: &Session) -> Option<((usize, usize), String)> {
 
 /// The first live node whose inputs bind a type parameter to two types (ORT's type check, which
 /// runs at load and again on every function body it inlines).
-fn first_type_conflict(session: &Session, table: &KernelTable) -> Option<((usize, usize), String)> {
+fn first_type_conflict(session: &Session, table: &KernelTable) -> Option<(NodeRef, String)> {
     let versions = infer::domain_versions(session, table);
     (0..session.graphs.len()).find_map(|gi| {
         first_in_graph(
@@ -553,13 +553,13 @@ fn first_in_graph<S, T: Send>(
     gi: usize,
     state: impl Fn() -> S + Sync,
     check: impl Fn(&mut S, usize) -> Option<T> + Sync,
-) -> Option<((usize, usize), T)> {
+) -> Option<(NodeRef, T)> {
     let g = &session.graphs[gi];
     let walk = |from: usize, to: usize| {
         let mut st = state();
         (from..to)
             .filter(|&ni| !g.nodes[ni].removed)
-            .find_map(|ni| check(&mut st, ni).map(|t| ((gi, ni), t)))
+            .find_map(|ni| check(&mut st, ni).map(|t| (NodeRef::new(gi, ni), t)))
     };
     let threads = crate::threads::threads();
     if g.nodes.len() < PARALLEL_CHECK_NODES || threads < 2 {
@@ -599,7 +599,7 @@ fn shape_inference_failure(n: &SNode, table: &KernelTable) -> Option<String> {
 /// ORT's load-time check of every node's attributes against its schema (ONNX's
 /// `OpSchema::Verify`, run by `Graph::Resolve`): the first node with an attribute its schema does
 /// not declare, or without a required one, fails the load.
-fn check_attributes(session: &Session, table: &KernelTable) -> Option<((usize, usize), String)> {
+fn check_attributes(session: &Session, table: &KernelTable) -> Option<(NodeRef, String)> {
     let attributes = crate::tables::attributes_of(&table.release().ort);
     (0..session.graphs.len()).find_map(|gi| {
         first_in_graph(
@@ -688,7 +688,10 @@ fn bind_fused_kernels(
     for gi in 0..session.graphs.len() {
         for ni in 0..session.graphs[gi].nodes.len() {
             let node = &session.graphs[gi].nodes[ni];
-            if node.removed || node.ep != Some(Ep::Cuda) || decisions.contains_key(&(gi, ni)) {
+            if node.removed
+                || node.ep != Some(Ep::Cuda)
+                || decisions.contains_key(NodeRef::new(gi, ni))
+            {
                 continue;
             }
             let Ok(schema) = infer::resolve_schema(table, &versions, node.domain, node.op) else {
@@ -698,18 +701,18 @@ fn bind_fused_kernels(
             let node = &session.graphs[gi].nodes[ni];
             if let Ok(kd) = lookup(table, Ep::Cuda, session, gi, node, Some(schema)) {
                 session.graphs[gi].nodes[ni].kernel = Some(kd);
-                decisions.insert((gi, ni), Decision::Cuda(kd));
+                decisions.insert(NodeRef::new(gi, ni), Decision::Cuda);
             }
         }
     }
 }
 
-/// Live nodes (graph, node) that no provider has taken.
-fn unassigned_nodes(session: &Session) -> impl Iterator<Item = (usize, usize)> + '_ {
+/// Live nodes that no provider has taken.
+fn unassigned_nodes(session: &Session) -> impl Iterator<Item = NodeRef> + '_ {
     session.graphs.iter().enumerate().flat_map(|(gi, g)| {
         g.live_nodes()
             .filter(|(_, n)| n.ep.is_none())
-            .map(move |(ni, _)| (gi, ni))
+            .map(move |(ni, _)| NodeRef::new(gi, ni))
     })
 }
 
@@ -739,10 +742,10 @@ fn partition(
     let mut resolver = infer::Resolver::new(session, table);
     let mut kernels = kernel::Kernels::new(table);
     decisions.reserve(session);
-    let mut cuda_miss: HashMap<(usize, usize), Miss> = HashMap::default();
-    let mut cuda_kernel: HashMap<(usize, usize), &'static KernelDef> = HashMap::default();
-    let mut unsupported: HashMap<(usize, usize), String> = HashMap::default();
-    let mut preferred: crate::sym::SymSet<(usize, usize)> = Default::default();
+    let mut cuda_miss: HashMap<NodeRef, Miss> = HashMap::default();
+    let mut cuda_kernel: HashMap<NodeRef, &'static KernelDef> = HashMap::default();
+    let mut unsupported: HashMap<NodeRef, String> = HashMap::default();
+    let mut preferred: crate::sym::SymSet<NodeRef> = Default::default();
     // Partitioning assigns providers but never changes the graph: one order per graph serves
     // every provider's pass. A large session's kernels are looked up ahead on threads of their
     // own, each taking a part of a graph's nodes for one provider at a time, while another
@@ -804,13 +807,13 @@ fn partition(
                         }
                         match kernel_of(session, &mut kernels, &mut resolver, gi, ni) {
                             Err(m) => {
-                                cuda_miss.insert((gi, ni), m);
+                                cuda_miss.insert(NodeRef::new(gi, ni), m);
                             }
                             Ok(kd) => {
                                 if let Some(reason) =
                                     cuda_rejects(node, session.opsets.get(&Sym::AI_ONNX).copied())
                                 {
-                                    unsupported.insert((gi, ni), reason);
+                                    unsupported.insert(NodeRef::new(gi, ni), reason);
                                 } else {
                                     tentative.push((ni, kd));
                                 }
@@ -820,13 +823,14 @@ fn partition(
                     let cpu =
                         cpu_preferred::cpu_preferred_nodes(session, gi, &orders[gi], &tentative);
                     for (ni, kd) in tentative {
+                        let at = NodeRef::new(gi, ni);
                         if cpu.contains(&ni) {
-                            preferred.insert((gi, ni));
-                            cuda_kernel.insert((gi, ni), kd);
+                            preferred.insert(at);
+                            cuda_kernel.insert(at, kd);
                         } else {
                             session.graphs[gi].nodes[ni].ep = Some(Ep::Cuda);
                             session.graphs[gi].nodes[ni].kernel = Some(kd);
-                            decisions.insert((gi, ni), Decision::Cuda(kd));
+                            decisions.insert(at, Decision::Cuda);
                         }
                     }
                 }
@@ -836,42 +840,41 @@ fn partition(
                         if node.ep.is_some() {
                             continue;
                         }
-                        let key = (gi, ni);
-                        let decision = match kernel_of(session, &mut kernels, &mut resolver, gi, ni)
-                        {
-                            Ok(kd) => {
-                                let cpu = kd;
-                                if let Some(cuda) = cuda_kernel
-                                    .remove(&key)
-                                    .filter(|_| preferred.contains(&key))
-                                {
-                                    Decision::CpuPreferred {
-                                        cuda,
-                                        cpu: Some(cpu),
-                                    }
-                                } else if let Some(reason) = unsupported.remove(&key) {
-                                    Decision::CpuUnsupported { reason, cpu }
-                                } else if let Some(m) = cuda_miss.remove(&key) {
-                                    Decision::CpuFallback {
-                                        cuda_miss: Box::new(m),
-                                        cpu,
-                                    }
-                                } else {
-                                    Decision::Cpu(cpu)
+                        let key = NodeRef::new(gi, ni);
+                        let (decision, cpu) =
+                            match kernel_of(session, &mut kernels, &mut resolver, gi, ni) {
+                                Ok(cpu) => {
+                                    let why = if let Some(cuda) = cuda_kernel
+                                        .remove(&key)
+                                        .filter(|_| preferred.contains(&key))
+                                    {
+                                        Decision::CpuPreferred { cuda }
+                                    } else if let Some(reason) = unsupported.remove(&key) {
+                                        Decision::CpuUnsupported {
+                                            reason: reason.into(),
+                                        }
+                                    } else if let Some(m) = cuda_miss.remove(&key) {
+                                        Decision::CpuFallback {
+                                            cuda_miss: Box::new(m),
+                                        }
+                                    } else {
+                                        Decision::Cpu
+                                    };
+                                    (why, cpu)
                                 }
-                            }
-                            Err(cpu_miss) => {
-                                decisions.insert(
-                                    key,
-                                    Decision::Unassigned {
-                                        cuda_miss: cuda_miss.get(&key).cloned().map(Box::new),
-                                        cpu_miss: Box::new(cpu_miss),
-                                    },
-                                );
-                                continue;
-                            }
-                        };
+                                Err(cpu_miss) => {
+                                    decisions.insert(
+                                        key,
+                                        Decision::Unassigned {
+                                            cuda_miss: cuda_miss.get(&key).cloned().map(Box::new),
+                                            cpu_miss: Box::new(cpu_miss),
+                                        },
+                                    );
+                                    continue;
+                                }
+                            };
                         session.graphs[gi].nodes[ni].ep = Some(Ep::Cpu);
+                        session.graphs[gi].nodes[ni].kernel = Some(cpu);
                         decisions.insert(key, decision);
                     }
                 }
@@ -1100,8 +1103,8 @@ mod tests {
                 |_, ni| faulty.contains(&ni).then(|| format!("fault at {ni}")),
             );
             assert_eq!(
-                found.map(|((gi, ni), _)| (gi, ni)),
-                one_walk.map(|k| (0, k))
+                found.map(|(at, _)| at),
+                one_walk.map(|k| NodeRef::new(0, k))
             );
             // One state per chunk: the graph was checked a chunk at a time (in one walk where
             // the machine gives no second thread).

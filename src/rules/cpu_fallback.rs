@@ -38,7 +38,11 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
     let ort = &cx.table.release().ort;
     for (gi, ni, node) in nodes(cx.session()) {
         let since = node.since.unwrap_or(0);
-        let (message, evidence, help) = match cx.placement.decisions.get(&(gi, ni)) {
+        let (message, evidence, help) = match cx
+            .placement
+            .decisions
+            .get(crate::session::NodeRef::new(gi, ni))
+        {
             Some(Decision::CpuFallback { cuda_miss, .. }) => match &**cuda_miss {
                 Miss::Version { since } if older_cuda_match(cx, gi, node, *since).is_some() => {
                     continue;
@@ -84,7 +88,11 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let mut f = cx.node_finding(&RULE, gi, ni, message);
         f.cause = format!("{}-{since}", node.op);
         f.evidence.push(evidence);
-        let fixed_in = match cx.placement.decisions.get(&(gi, ni)) {
+        let fixed_in = match cx
+            .placement
+            .decisions
+            .get(crate::session::NodeRef::new(gi, ni))
+        {
             Some(Decision::CpuFallback { .. }) => first_release_with_kernel(cx, gi, node),
             _ => None,
         };
@@ -94,7 +102,9 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 node.op
             ),
             None if matches!(
-                cx.placement.decisions.get(&(gi, ni)),
+                cx.placement
+                    .decisions
+                    .get(crate::session::NodeRef::new(gi, ni)),
                 Some(Decision::CpuFallback { .. })
             ) =>
             {

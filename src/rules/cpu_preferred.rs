@@ -35,7 +35,10 @@ declare_rule! {
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     for (gi, ni, node) in nodes(cx.session()) {
-        let Some(Decision::CpuPreferred { cuda, .. }) = cx.placement.decisions.get(&(gi, ni))
+        let Some(Decision::CpuPreferred { cuda, .. }) = cx
+            .placement
+            .decisions
+            .get(crate::session::NodeRef::new(gi, ni))
         else {
             continue;
         };

@@ -175,7 +175,11 @@ fn bytes(cx: &Context, gi: usize, value: Sym) -> Option<u64> {
 fn reason(cx: &Context, gi: usize, ni: usize) -> String {
     let node = &cx.session().graphs[gi].nodes[ni];
     let since = node.since.map(|s| format!("-{s}")).unwrap_or_default();
-    match cx.placement.decisions.get(&(gi, ni)) {
+    match cx
+        .placement
+        .decisions
+        .get(crate::session::NodeRef::new(gi, ni))
+    {
         Some(Decision::CpuFallback { cuda_miss, .. })
             if matches!(**cuda_miss, Miss::Version { .. }) =>
         {
@@ -192,11 +196,14 @@ fn reason(cx: &Context, gi: usize, ni: usize) -> String {
         }
         Some(Decision::CpuPreferred { .. }) => "shape computation moved to CPU".to_string(),
         Some(Decision::Fp32OnCpu { .. }) => format!("{}{since} run in float32 on CPU", node.op),
-        Some(Decision::Cuda(k)) => format!(
-            "host-memory argument of CUDA {} ({})",
-            node.op,
-            k.range_label()
-        ),
+        Some(Decision::Cuda) => match node.kernel {
+            Some(k) => format!(
+                "host-memory argument of CUDA {} ({})",
+                node.op,
+                k.range_label()
+            ),
+            None => format!("host-memory argument of CUDA {}", node.op),
+        },
         _ => format!("{}{since} on CPU", node.op),
     }
 }
@@ -204,7 +211,11 @@ fn reason(cx: &Context, gi: usize, ni: usize) -> String {
 /// The finding on the host-side node that causes a copy: `OL101 (registration-gap) on `n``.
 fn linked_finding(cx: &Context, gi: usize, ni: usize) -> Option<String> {
     let node = &cx.session().graphs[gi].nodes[ni];
-    let code = match cx.placement.decisions.get(&(gi, ni))? {
+    let code = match cx
+        .placement
+        .decisions
+        .get(crate::session::NodeRef::new(gi, ni))?
+    {
         Decision::CpuFallback { cuda_miss, .. }
             if matches!(**cuda_miss, Miss::Version { since }
                 if crate::rules::registration_gap::older_cuda_match(cx, gi, node, since).is_some()) =>

@@ -44,7 +44,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             .trim_start_matches("init: ")
             .to_string();
         let mut f = match cx.placement.failed_node {
-            Some((gi, ni)) => cx.node_finding(&RULE, gi, ni, message),
+            Some(at) => cx.node_finding(&RULE, at.graph(), at.node(), message),
             None => {
                 let mut f = Finding::new(RULE.code, RULE.name, RULE.default, message);
                 f.graph = cx.model.main_graph().name.clone();
@@ -95,7 +95,10 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let Some(Decision::Unassigned {
             cuda_miss,
             cpu_miss,
-        }) = cx.placement.decisions.get(&(gi, ni))
+        }) = cx
+            .placement
+            .decisions
+            .get(crate::session::NodeRef::new(gi, ni))
         else {
             continue;
         };

@@ -101,7 +101,10 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
     let mut whole_model: Option<Option<&str>> = None;
     let mut lowerings: HashMap<(String, i64), Lowering> = HashMap::default();
     for (gi, ni, node) in nodes(cx.session()) {
-        let Some(Decision::CpuFallback { cuda_miss, .. }) = cx.placement.decisions.get(&(gi, ni))
+        let Some(Decision::CpuFallback { cuda_miss, .. }) = cx
+            .placement
+            .decisions
+            .get(crate::session::NodeRef::new(gi, ni))
         else {
             continue;
         };

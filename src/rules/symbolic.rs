@@ -254,7 +254,11 @@ impl Shapes {
 pub fn infer(model: &Model, s: &Session) -> Shapes {
     let mut out = Shapes {
         graphs: vec![HashMap::default(); s.graphs.len()],
-        parents: s.graphs.iter().map(|g| g.parent.map(|p| p.0)).collect(),
+        parents: s
+            .graphs
+            .iter()
+            .map(|g| g.parent.map(|p| p.graph()))
+            .collect(),
     };
     // Declared dims of the main graph's inputs.
     let mut declared: HashMap<Sym, Vec<Dim>> = HashMap::default();

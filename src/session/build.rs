@@ -19,8 +19,8 @@ use bytes::Bytes;
 use crate::sym::Sym;
 
 use super::{
-    Init, SGraph, SNode, Session, Type, constant_tensor_of, dim_params_of, init_boxed, init_of,
-    init_owning, shape_of,
+    Init, NodeRef, SGraph, SNode, Session, Type, constant_tensor_of, dim_params_of, init_boxed,
+    init_of, init_owning, shape_of,
 };
 use crate::model::proto::attribute_proto::AttributeType;
 use crate::model::proto::{AttributeProto, TensorProto};
@@ -483,8 +483,8 @@ fn read_nodes_on<'a>(slices: &[&'a [u8]], path: &Path, parsers: usize) -> R<Vec<
 
 impl<'a> Builder<'a> {
     /// Builds graph `bytes` (its subgraphs after it, in the model's order) and returns its
-    /// index; `parent` is the (graph, node) that holds it.
-    fn graph(&mut self, bytes: &'a [u8], parent: Option<(usize, usize)>) -> R<usize> {
+    /// index; `parent` is the node that holds it.
+    fn graph(&mut self, bytes: &'a [u8], parent: Option<NodeRef>) -> R<usize> {
         let gi = self.session.graphs.len();
         self.session.graphs.push(SGraph::default());
         let g = GraphView::parse(bytes)?;
@@ -730,7 +730,7 @@ impl<'a> Builder<'a> {
             while let Some((_, name, graphs)) = held.next_if(|(k, _, _)| *k == ni) {
                 for sub in graphs {
                     self.subgraphs += 1;
-                    let sg = self.graph(sub, Some((gi, ni)))?;
+                    let sg = self.graph(sub, Some(NodeRef::new(gi, ni)))?;
                     self.session.graphs[gi].nodes[ni].subgraphs.push((name, sg));
                 }
             }

@@ -30,6 +30,44 @@ use crate::model::{Model, NodeId, normalize_domain};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelDef};
 
+/// A node of the session: the graph it belongs to (an index into [`Session::graphs`]) and its
+/// place in that graph's node arena ([`SGraph::nodes`], where removed nodes keep their place).
+/// Four bytes each: a session holds fewer than 2^32 graphs and nodes per graph (a node takes
+/// over a hundred bytes, and ORT's own `NodeIndex` is no wider in practice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NodeRef {
+    graph: u32,
+    node: u32,
+}
+
+impl NodeRef {
+    /// Node `node` of graph `graph`.
+    pub fn new(graph: usize, node: usize) -> NodeRef {
+        debug_assert!(u32::try_from(graph).is_ok() && u32::try_from(node).is_ok());
+        NodeRef {
+            graph: graph as u32,
+            node: node as u32,
+        }
+    }
+    /// Its graph's index in [`Session::graphs`].
+    pub fn graph(self) -> usize {
+        self.graph as usize
+    }
+    /// Its index in its graph's [`SGraph::nodes`].
+    pub fn node(self) -> usize {
+        self.node as usize
+    }
+}
+
+/// Hashed as the pair of indices `(graph, node)`: a [`crate::sym::SymMap`] places a node's key
+/// by its index, offset per graph, so that maps filled and read in node order walk their table.
+impl std::hash::Hash for NodeRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.graph());
+        state.write_usize(self.node());
+    }
+}
+
 /// An initializer: a constant (or overridable) tensor.
 #[derive(Debug, Clone)]
 pub struct Init {
@@ -69,8 +107,11 @@ pub struct SNode {
     /// Outer-scope values read by the subgraphs, in first-use order.
     pub implicit_inputs: Vec<Sym>,
     pub ep: Option<Ep>,
-    /// The kernel registration the node is bound to on the CUDA provider (its host-memory
-    /// arguments decide copies): a row of the release's table, never a copy of it.
+    /// The kernel registration the node is bound to on its provider `ep` (on CUDA, its
+    /// host-memory arguments decide copies): a row of the release's table, never a copy of it.
+    /// With `ep`, the node's assignment, kept here only (the placer's decisions explain it).
+    /// `None` where no lookup bound one (a node a transformer made after partitioning on the
+    /// CPU, a Memcpy node).
     pub kernel: Option<&'static KernelDef>,
     /// The node of the user's model it comes from (inserted nodes have none).
     pub origin: Option<NodeId>,
@@ -171,8 +212,8 @@ const SCAN_PART: usize = 16 * 1024;
 #[derive(Debug, Clone, Default)]
 pub struct SGraph {
     pub name: Sym,
-    /// (graph, node) holding this subgraph.
-    pub parent: Option<(usize, usize)>,
+    /// The node holding this subgraph.
+    pub parent: Option<NodeRef>,
     pub nodes: Vec<SNode>,
     /// ORT's `GetInputs()`: declared inputs that are not initializers (main graph), or the
     /// formal inputs (subgraph).
@@ -415,7 +456,7 @@ impl Session {
     ) -> SGraph {
         let parent = model.graph(gid).parent.as_ref().map(|(nid, _)| {
             let n = model.node(*nid);
-            (n.graph.0 as usize, n.index as usize)
+            NodeRef::new(n.graph.0 as usize, n.index as usize)
         });
         let g = src.proto();
         let ir4 = self.ir_version >= 4;
@@ -681,7 +722,7 @@ impl Session {
             if let Some(i) = self.graphs[g].initializers.get(&name) {
                 return Some(i);
             }
-            g = self.graphs[g].parent?.0;
+            g = self.graphs[g].parent?.graph();
         }
     }
 
@@ -692,7 +733,7 @@ impl Session {
             if let Some(t) = self.graphs[g].types.get(&name) {
                 return Some(t);
             }
-            g = self.graphs[g].parent?.0;
+            g = self.graphs[g].parent?.graph();
         }
     }
 
@@ -703,7 +744,7 @@ impl Session {
             if let Some(t) = self.graphs[g].shapes.get(&name) {
                 return Some(t);
             }
-            g = self.graphs[g].parent?.0;
+            g = self.graphs[g].parent?.graph();
         }
     }
 }
@@ -994,6 +1035,25 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node's key is its graph and index, orders as the pair does and hashes as it does (so
+    /// that a `SymMap` keyed by nodes walks its table in node order).
+    #[test]
+    fn a_node_ref_is_its_graph_and_index() {
+        use std::hash::BuildHasher;
+        let at = NodeRef::new(3, 70_000);
+        assert_eq!((at.graph(), at.node()), (3, 70_000));
+        assert!(NodeRef::new(0, 9) < NodeRef::new(1, 0));
+        assert!(NodeRef::new(1, 2) < NodeRef::new(1, 3));
+        let sym = crate::sym::BuildSymHasher;
+        for (g, n) in [(0usize, 0usize), (0, 41), (2, 7), (5, 1 << 20)] {
+            assert_eq!(
+                sym.hash_one(NodeRef::new(g, n)),
+                sym.hash_one((g, n)),
+                "({g}, {n})"
+            );
+        }
+    }
 
     /// A large graph's scans, a part of the nodes per thread, answer as a walk: an op found
     /// wherever its one live node is, never on a removed node.

@@ -59,8 +59,10 @@ impl Predicted {
                         op: n.op.to_string(),
                         name: n.name.to_string(),
                         ep: ep.name().to_string(),
-                        inserted: matches!(p.decisions.get(&(gi, ni)), Some(Decision::Inserted))
-                            || is_memcpy(&n.op),
+                        inserted: matches!(
+                            p.decisions.get(crate::session::NodeRef::new(gi, ni)),
+                            Some(Decision::Inserted)
+                        ) || is_memcpy(&n.op),
                     });
                 }
             }

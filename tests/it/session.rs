@@ -55,8 +55,8 @@ fn concat_inputs_of_different_rank_fail_the_load() {
             ),
             "level {level:?}"
         );
-        let (gi, ni) = p.failed_node.unwrap();
-        assert_eq!(p.session.graphs[gi].nodes[ni].name, "cat");
+        let at = p.failed_node.unwrap();
+        assert_eq!(p.session.graphs[at.graph()].nodes[at.node()].name, "cat");
     }
     // With a scalar index the ranks agree and the session is created.
     let fixed = CONCAT_RANKS.replace("int64[1] idx0 = {0}", "int64 idx0 = {0}");

@@ -234,7 +234,7 @@ fn fused_squeeze_without_a_cuda_kernel_fails_copy_planning() {
     }
     assert!(p.copies.is_empty(), "no copy is added before the failure");
     let at = p.failed_node.expect("the failing node");
-    assert_eq!(p.session.graphs[at.0].nodes[at.1].op, "Squeeze");
+    assert_eq!(p.session.graphs[at.graph()].nodes[at.node()].op, "Squeeze");
     // The fusion did run, on CUDA.
     assert!(
         p.session.graphs[0]

@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 use crate::infer::{self, Type};
 use crate::model::normalize_domain;
 use crate::model::proto::{AttributeProto, FunctionProto, GraphProto, NodeProto};
-use crate::session::{self, SGraph, SNode, Session};
+use crate::session::{self, NodeRef, SGraph, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::KernelTable;
 
@@ -650,7 +650,7 @@ fn add_node(
         removed: false,
     });
     for (attr, g) in graphs {
-        let sg = add_graph(session, (gi, new_ni), g, origin);
+        let sg = add_graph(session, NodeRef::new(gi, new_ni), g, origin);
         session.graphs[gi].nodes[new_ni].subgraphs.push((attr, sg));
     }
 }
@@ -658,7 +658,7 @@ fn add_node(
 /// Adds a subgraph held by node `parent`; returns its index.
 fn add_graph(
     session: &mut Session,
-    parent: (usize, usize),
+    parent: NodeRef,
     g: GraphProto,
     origin: Option<crate::model::NodeId>,
 ) -> usize {

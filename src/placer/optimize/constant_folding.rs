@@ -297,7 +297,7 @@ impl Optimizer<'_> {
             n.implicit_inputs = n.implicit_inputs.iter().map(map).collect();
             let new_index = session.graphs[gi].nodes.len();
             for (_, s) in &n.subgraphs {
-                session.graphs[*s].parent = Some((gi, new_index));
+                session.graphs[*s].parent = Some(crate::session::NodeRef::new(gi, new_index));
                 for &(from, to) in &renames {
                     Self::rename_in_subgraph(session, *s, from, to);
                 }

@@ -474,7 +474,7 @@ impl Optimizer<'_> {
         let has_subgraphs = session
             .graphs
             .iter()
-            .any(|g| g.parent.is_some_and(|(p, _)| p == gi));
+            .any(|g| g.parent.is_some_and(|p| p.graph() == gi));
         let filtered: Vec<usize>;
         let order: &[usize] = match starts {
             Some(ops) if !has_subgraphs => {
