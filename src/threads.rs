@@ -15,11 +15,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub const MAX_THREADS: usize = 8;
 
 /// The threads a step may take on this machine: its parallelism, at most [`MAX_THREADS`] (1
-/// where the system does not say).
+/// where the system does not say). Asked of the system once per process: on Linux the answer
+/// reads the process's cgroup files (several opens and reads per call, slow in a sandbox such
+/// as gVisor), and the steps ask it often (every load check, whatever the graph's size).
 pub fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_THREADS)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_THREADS)
+    })
 }
 
 /// Runs `work` on this thread and on up to `threads - 1` scoped threads named `name`, and

@@ -288,18 +288,14 @@ impl SGraph {
 
     /// A digest of the first `upto` nodes: what a transformation can change in place.
     fn structure_digest(&self, upto: usize) -> u64 {
-        use prost::Message;
         use std::hash::{Hash, Hasher};
         let mut h = rustc_hash::FxHasher::default();
-        // One buffer for every attribute's encoding (it hashes as the encoded `Vec` would).
+        // One buffer for the encoding of every attribute that holds a message.
         let mut buf = Vec::new();
         for n in self.nodes.iter().take(upto) {
             (&n.name, &n.op, &n.domain, &n.inputs, &n.outputs, n.removed).hash(&mut h);
             for a in &n.attrs {
-                buf.clear();
-                // Encoding into a `Vec` cannot fail (it grows).
-                let _ = a.encode(&mut buf);
-                buf.as_slice().hash(&mut h);
+                hash_attribute(a, &mut h, &mut buf);
             }
             for (attr, sg) in &n.subgraphs {
                 (attr, sg).hash(&mut h);
@@ -318,6 +314,46 @@ impl SGraph {
     pub fn changed_since_load(&self) -> bool {
         let (count, digest) = self.loaded;
         self.nodes.len() != count || self.structure_digest(count) != digest
+    }
+}
+
+/// Hashes all of attribute `a` into `h`: its plain fields as they are (an attribute of numbers
+/// or strings, nearly every one, is hashed without encoding it), and one that holds a message
+/// (a tensor, a graph, a type) by its encoding, into `buf`. Two attributes that differ in any
+/// field hash apart, but for collisions.
+fn hash_attribute(a: &AttributeProto, h: &mut rustc_hash::FxHasher, buf: &mut Vec<u8>) {
+    use prost::Message;
+    use std::hash::Hash;
+    let plain = a.t.is_none()
+        && a.g.is_none()
+        && a.sparse_tensor.is_none()
+        && a.tp.is_none()
+        && a.tensors.is_empty()
+        && a.graphs.is_empty()
+        && a.sparse_tensors.is_empty()
+        && a.type_protos.is_empty();
+    if plain {
+        (
+            &a.name,
+            &a.ref_attr_name,
+            &a.doc_string,
+            a.r#type,
+            a.f.map(f32::to_bits),
+            a.i,
+            &a.s,
+            &a.ints,
+            &a.strings,
+        )
+            .hash(h);
+        a.floats.len().hash(h);
+        for f in &a.floats {
+            f.to_bits().hash(h);
+        }
+    } else {
+        buf.clear();
+        // Encoding into a `Vec` cannot fail (it grows).
+        let _ = a.encode(buf);
+        buf.as_slice().hash(h);
     }
 }
 
