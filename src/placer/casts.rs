@@ -206,14 +206,14 @@ fn add_cast(
         since: None,
         inputs: vec![input],
         outputs: vec![output],
-        attrs: vec![crate::model::proto::AttributeProto {
+        attrs: thin_vec::thin_vec![crate::model::proto::AttributeProto {
             name: Some("to".into()),
             i: Some(i64::from(to)),
             r#type: Some(crate::model::proto::attribute_proto::AttributeType::Int as i32),
             ..Default::default()
         }],
-        subgraphs: Vec::new(),
-        implicit_inputs: Vec::new(),
+        subgraphs: thin_vec::ThinVec::new(),
+        implicit_inputs: thin_vec::ThinVec::new(),
         ep: Some(Ep::Cpu),
         kernel: None,
         origin: None,

@@ -105,8 +105,8 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
             g.nodes.push(SNode {
                 name,
                 outputs: vec![value],
-                implicit_inputs: Vec::new(),
-                subgraphs: Vec::new(),
+                implicit_inputs: thin_vec::ThinVec::new(),
+                subgraphs: thin_vec::ThinVec::new(),
                 ep: None,
                 origin: None,
                 removed: false,

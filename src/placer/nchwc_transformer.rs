@@ -384,9 +384,9 @@ impl Impl<'_> {
             since: Some(1),
             inputs,
             outputs,
-            attrs: Vec::new(),
-            subgraphs: Vec::new(),
-            implicit_inputs: Vec::new(),
+            attrs: thin_vec::ThinVec::new(),
+            subgraphs: thin_vec::ThinVec::new(),
+            implicit_inputs: thin_vec::ThinVec::new(),
             ep: Some(Ep::Cpu),
             kernel: None,
             origin: None,
@@ -419,7 +419,7 @@ impl Impl<'_> {
                 let mut node = Self::new_node(name, "ReorderInput", NCHWC, vec![source], vec![v]);
                 node.origin = session.graphs[self.gi].nodes[ni].origin;
                 if let Some(t) = folded {
-                    node.attrs = vec![int_attr("channels_last", 1)];
+                    node.attrs = thin_vec::thin_vec![int_attr("channels_last", 1)];
                     self.removed.push(t);
                 }
                 self.add_node(session, node);
@@ -1000,7 +1000,7 @@ impl Impl<'_> {
             vec![a.value, scale, bias],
             n.outputs.clone(),
         );
-        node.attrs = vec![int_attr("group", aligned(a.channels, self.block))];
+        node.attrs = thin_vec::thin_vec![int_attr("group", aligned(a.channels, self.block))];
         node.origin = n.origin;
         let new = self.add_node(session, node);
         if let Some(x) = self.arg_mut(n.inputs[0]) {
@@ -1039,7 +1039,7 @@ impl Impl<'_> {
         let scale = self.names.value("mul_scale");
         let name = self.names.node(&format!("{y}_mul_nchwc"));
         let mut node = Self::new_node(name, "Conv", NCHWC, vec![a.value, scale], n.outputs.clone());
-        node.attrs = vec![int_attr("group", aligned(a.channels, self.block))];
+        node.attrs = thin_vec::thin_vec![int_attr("group", aligned(a.channels, self.block))];
         node.origin = n.origin;
         let new = self.add_node(session, node);
         if let Some(x) = self.arg_mut(*x) {
@@ -1067,7 +1067,7 @@ impl Impl<'_> {
             vec![a.value],
             n.outputs.clone(),
         );
-        node.attrs = vec![
+        node.attrs = thin_vec::thin_vec![
             int_attr("channels", a.channels),
             int_attr("channels_last", 1),
         ];
@@ -1127,7 +1127,7 @@ impl Impl<'_> {
         };
         let name = self.names.node(&format!("{y}_nchwc"));
         let mut node = Self::new_node(name, "Upsample", NCHWC, vec![a.value], n.outputs.clone());
-        node.attrs = vec![AttributeProto {
+        node.attrs = thin_vec::thin_vec![AttributeProto {
             name: Some("scales".into()),
             r#type: Some(AttributeType::Ints as i32),
             ints,
@@ -1156,7 +1156,7 @@ impl Impl<'_> {
             let origin = session.graphs[self.gi].nodes[a.node].origin;
             let mut node =
                 Self::new_node(name, "ReorderOutput", NCHWC, vec![a.value], vec![original]);
-            node.attrs = vec![int_attr("channels", a.channels)];
+            node.attrs = thin_vec::thin_vec![int_attr("channels", a.channels)];
             node.origin = origin;
             self.add_node(session, node);
         }

@@ -229,7 +229,7 @@ struct Read<'a> {
     inputs: Vec<Sym>,
     outputs: Vec<Sym>,
     /// Its attributes but the graph-valued ones (the session node's).
-    attrs: Vec<AttributeProto>,
+    attrs: super::ThinVec<AttributeProto>,
     /// Its graph attributes: name and graphs, in order.
     graphs: Vec<(&'a str, Vec<&'a [u8]>)>,
     /// A `Constant` of the ONNX domain whose value becomes an initializer: that initializer.
@@ -268,7 +268,7 @@ impl<'a> Read<'a> {
         } else {
             None
         };
-        let mut attrs = Vec::with_capacity(attributes.len());
+        let mut attrs = super::ThinVec::with_capacity(attributes.len());
         let mut graphs = Vec::new();
         for a in attributes {
             match a {
@@ -657,8 +657,8 @@ impl<'a> Builder<'a> {
                 inputs: n.inputs,
                 outputs: n.outputs,
                 attrs: n.attrs,
-                subgraphs: Vec::new(),
-                implicit_inputs: Vec::new(),
+                subgraphs: thin_vec::ThinVec::new(),
+                implicit_inputs: thin_vec::ThinVec::new(),
                 ep: None,
                 kernel: None,
                 origin: Some(NodeId(first_node + i as u32)),
@@ -897,7 +897,7 @@ mod tests {
             [r.name, r.op, r.domain].map(|s| s.as_str().to_string()),
             all(&r.inputs),
             all(&r.outputs),
-            r.attrs.clone(),
+            r.attrs.to_vec(),
             r.graphs
                 .iter()
                 .map(|(name, g)| (name.to_string(), g.len()))

@@ -18,6 +18,7 @@ pub mod order;
 pub mod types;
 
 pub use names::NameGen;
+pub use thin_vec::ThinVec;
 pub use types::Type;
 
 use crate::sym::SymMap as HashMap;
@@ -101,11 +102,11 @@ pub struct SNode {
     pub inputs: Vec<Sym>,
     pub outputs: Vec<Sym>,
     /// Attributes except graph-valued ones (those are `subgraphs`).
-    pub attrs: Vec<AttributeProto>,
+    pub attrs: ThinVec<AttributeProto>,
     /// Subgraphs (indices into `Session::graphs`) with their attribute names.
-    pub subgraphs: Vec<(Sym, usize)>,
+    pub subgraphs: ThinVec<(Sym, usize)>,
     /// Outer-scope values read by the subgraphs, in first-use order.
-    pub implicit_inputs: Vec<Sym>,
+    pub implicit_inputs: ThinVec<Sym>,
     pub ep: Option<Ep>,
     /// The kernel registration the node is bound to on its provider `ep` (on CUDA, its
     /// host-memory arguments decide copies): a row of the release's table, never a copy of it.
@@ -135,9 +136,9 @@ impl SNode {
             since,
             inputs,
             outputs,
-            attrs: Vec::new(),
-            subgraphs: Vec::new(),
-            implicit_inputs: Vec::new(),
+            attrs: thin_vec::ThinVec::new(),
+            subgraphs: thin_vec::ThinVec::new(),
+            implicit_inputs: thin_vec::ThinVec::new(),
             ep: None,
             kernel: None,
             origin: None,
@@ -589,9 +590,9 @@ impl Session {
                 since: None,
                 inputs: parts.inputs,
                 outputs: parts.outputs,
-                attrs: parts.attrs,
-                subgraphs: Vec::new(),
-                implicit_inputs: Vec::new(),
+                attrs: parts.attrs.into(),
+                subgraphs: thin_vec::ThinVec::new(),
+                implicit_inputs: thin_vec::ThinVec::new(),
                 ep: None,
                 kernel: None,
                 origin,
@@ -616,7 +617,7 @@ impl Session {
         for ni in 0..self.graphs[gi].nodes.len() {
             if self.graphs[gi].nodes[ni].removed || self.graphs[gi].nodes[ni].subgraphs.is_empty() {
                 if !self.graphs[gi].nodes[ni].removed {
-                    self.graphs[gi].nodes[ni].implicit_inputs = Vec::new();
+                    self.graphs[gi].nodes[ni].implicit_inputs = thin_vec::ThinVec::new();
                 }
                 continue;
             }
@@ -625,7 +626,7 @@ impl Session {
                 .iter()
                 .map(|(_, s)| *s)
                 .collect();
-            let mut implicit = Vec::new();
+            let mut implicit = ThinVec::new();
             for sg in subs {
                 for name in self.compute_implicit_inputs(sg) {
                     if !implicit.contains(&name) {
@@ -1071,6 +1072,13 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node is small: a million-node graph's nodes are walked by every scan and pass. The
+    /// attributes, subgraphs and implicit inputs, absent from most nodes, are a pointer each.
+    #[test]
+    fn a_node_is_at_most_fifteen_words() {
+        assert!(std::mem::size_of::<SNode>() <= 15 * std::mem::size_of::<usize>());
+    }
 
     /// A node's key is its graph and index, orders as the pair does and hashes as it does (so
     /// that a `SymMap` keyed by nodes walks its table in node order).

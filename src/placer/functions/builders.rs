@@ -1325,7 +1325,7 @@ mod tests {
             names.push(name);
         }
         g.nodes.push(SNode {
-            attrs,
+            attrs: attrs.into(),
             ..SNode::plain(
                 Sym::EMPTY,
                 Sym::new(op),

@@ -641,9 +641,9 @@ fn add_node(
         since: None,
         inputs,
         outputs,
-        attrs,
-        subgraphs: Vec::new(),
-        implicit_inputs: Vec::new(),
+        attrs: attrs.into(),
+        subgraphs: thin_vec::ThinVec::new(),
+        implicit_inputs: thin_vec::ThinVec::new(),
         ep: None,
         kernel: None,
         origin,
@@ -722,7 +722,7 @@ pub(crate) fn graph_proto(session: &Session, sg: usize) -> GraphProto {
     };
     let mut nodes = Vec::new();
     for (_, n) in g.live_nodes() {
-        let mut attrs = n.attrs.clone();
+        let mut attrs = n.attrs.to_vec();
         for (a, s) in &n.subgraphs {
             attrs.push(AttributeProto {
                 name: Some(a.to_string()),

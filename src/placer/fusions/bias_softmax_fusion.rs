@@ -113,7 +113,8 @@ impl Fuser {
             let mut node = fused_node(s, "BiasSoftmax");
             node.inputs = n.inputs.clone();
             node.outputs = vec![s.outputs.first().cloned().unwrap_or_default()];
-            node.attrs = vec![int_attr("axis", axis), int_attr("is_inner_broadcast", 0)];
+            node.attrs =
+                thin_vec::thin_vec![int_attr("axis", axis), int_attr("is_inner_broadcast", 0)];
             node.name = self.node_name(session, "BiasSoftmax");
             self.fuse(session, &[ni, sm], ni, node);
         }

@@ -198,9 +198,9 @@ impl Fuser {
                 since: Some(13),
                 inputs: vec![arg, axes],
                 outputs: vec![out],
-                attrs: Vec::new(),
-                subgraphs: Vec::new(),
-                implicit_inputs: Vec::new(),
+                attrs: thin_vec::ThinVec::new(),
+                subgraphs: thin_vec::ThinVec::new(),
+                implicit_inputs: thin_vec::ThinVec::new(),
                 ep,
                 kernel: None,
                 origin: g.nodes[c].origin,
@@ -218,7 +218,7 @@ impl Fuser {
         split.name = name;
         split.inputs = vec![v, splits_name];
         split.outputs = split_outputs;
-        split.attrs = vec![int_attr("axis", plan.axis)];
+        split.attrs = thin_vec::thin_vec![int_attr("axis", plan.axis)];
         for (name, dims) in new_values {
             let gm = &mut session.graphs[self.gi];
             if let Some(t) = &value_type {
@@ -292,17 +292,17 @@ impl Fuser {
                     inputs,
                     outputs: vec![outs[i]],
                     attrs: if self.opset >= 13 {
-                        Vec::new()
+                        thin_vec::ThinVec::new()
                     } else {
-                        vec![AttributeProto {
+                        thin_vec::thin_vec![AttributeProto {
                             name: Some("axes".to_string()),
                             r#type: Some(AttributeType::Ints as i32),
                             ints: vec![0],
                             ..Default::default()
                         }]
                     },
-                    subgraphs: Vec::new(),
-                    implicit_inputs: Vec::new(),
+                    subgraphs: thin_vec::ThinVec::new(),
+                    implicit_inputs: thin_vec::ThinVec::new(),
                     ep: range_ep,
                     kernel: None,
                     origin,

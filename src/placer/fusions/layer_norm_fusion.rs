@@ -208,7 +208,7 @@ impl Fuser {
         node.since = Some(if self.opset >= 17 { 17 } else { 1 });
         node.inputs = vec![x_in, scale, bias];
         node.outputs = vec![*ln.outputs.first()?];
-        node.attrs = vec![int_attr("axis", axes[0]), float_attr("epsilon")];
+        node.attrs = thin_vec::thin_vec![int_attr("axis", axes[0]), float_attr("epsilon")];
         let base = format!("{}/LayerNormFusion/", mul.name);
         node.name = self.node_name(session, &base);
         Some((fused, node))
@@ -346,7 +346,7 @@ impl Fuser {
         node.since = Some(1);
         node.inputs = vec![x_in, scale];
         node.outputs = vec![*mul.outputs.first()?];
-        node.attrs = vec![int_attr("axis", axes[0]), float_attr("epsilon")];
+        node.attrs = thin_vec::thin_vec![int_attr("axis", axes[0]), float_attr("epsilon")];
         let base = format!("{}/SimplifiedLayerNormFusion/", mul.name);
         node.name = self.node_name(session, &base);
         Some((fused, node))

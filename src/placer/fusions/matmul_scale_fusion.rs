@@ -113,7 +113,7 @@ impl Fuser {
             if n.op == "FusedMatMul" {
                 node.attrs = n.attrs.clone();
             } else {
-                node.attrs = vec![float_attr("alpha")];
+                node.attrs = thin_vec::thin_vec![float_attr("alpha")];
             }
             for (slot, _, other) in &leading {
                 node.inputs[*slot] = *other;

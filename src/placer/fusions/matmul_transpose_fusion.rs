@@ -41,7 +41,7 @@ impl Fuser {
             let mut attrs = if n.op == "FusedMatMul" {
                 n.attrs.clone()
             } else {
-                Vec::new()
+                thin_vec::ThinVec::new()
             };
             for (slot, key) in [(0, "transA"), (1, "transB")] {
                 let flip = trans[slot].is_some();

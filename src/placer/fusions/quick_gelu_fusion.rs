@@ -76,7 +76,7 @@ impl Fuser {
             let mut node = fused_node(mn, "QuickGelu");
             node.inputs = vec![input];
             node.outputs = vec![mn.outputs.first().cloned().unwrap_or_default()];
-            node.attrs = vec![float_attr("alpha")];
+            node.attrs = thin_vec::thin_vec![float_attr("alpha")];
             node.name = self.node_name(session, &format!("{}/QuickGeluFusion/", mn.name));
             self.fuse(session, &fused, ni, node);
         }
