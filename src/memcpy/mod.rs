@@ -7,7 +7,7 @@
 
 use crate::sym::SymSet as HashSet;
 
-use crate::session::{NameGen, SNode, Session};
+use crate::session::{EdgeEnd, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::Ep;
 
@@ -217,7 +217,7 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
     if !both.is_empty() {
         let names = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
         let wanted: HashSet<Sym> = both.iter().copied().collect();
-        let mut uses: crate::sym::SymMap<Sym, Vec<(usize, usize)>> = Default::default();
+        let mut uses: crate::sym::SymMap<Sym, Vec<EdgeEnd>> = Default::default();
         for (ni, n) in session.graphs[gi].live_nodes() {
             if n.ep != Some(Ep::Cuda) {
                 continue;
@@ -225,7 +225,7 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
             let cpu_in = host_args(n).0;
             for (i, name) in n.inputs.iter().enumerate() {
                 if wanted.contains(name) && !cpu_in.contains(&i) {
-                    uses.entry(*name).or_default().push((ni, i));
+                    uses.entry(*name).or_default().push(EdgeEnd::new(ni, i));
                 }
             }
         }
@@ -238,7 +238,7 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
                 }
                 g.initializers.insert(dup, tensor);
             }
-            for &(ni, i) in uses.get(&init).map(Vec::as_slice).unwrap_or(&[]) {
+            for &EdgeEnd { node: ni, arg: i } in uses.get(&init).map(Vec::as_slice).unwrap_or(&[]) {
                 session.graphs[gi].nodes[ni].inputs[i] = dup;
             }
         }
@@ -246,8 +246,8 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
 
     // Where each value is read in device memory by a provider node, and which provider node
     // writes it in device memory: the uses a copy takes over.
-    let mut device_reads: crate::sym::SymMap<Sym, Vec<(usize, usize)>> = Default::default();
-    let mut device_writes: crate::sym::SymMap<Sym, Vec<(usize, usize)>> = Default::default();
+    let mut device_reads: crate::sym::SymMap<Sym, Vec<EdgeEnd>> = Default::default();
+    let mut device_writes: crate::sym::SymMap<Sym, Vec<EdgeEnd>> = Default::default();
     if !planned.is_empty() {
         let wanted: HashSet<Sym> = planned.iter().map(|(_, _, v)| *v).collect();
         for (ni, n) in session.graphs[gi].live_nodes() {
@@ -257,12 +257,18 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
             let (cpu_in, cpu_out) = host_args(n);
             for (i, name) in n.inputs.iter().enumerate() {
                 if wanted.contains(name) && !cpu_in.contains(&i) {
-                    device_reads.entry(*name).or_default().push((ni, i));
+                    device_reads
+                        .entry(*name)
+                        .or_default()
+                        .push(EdgeEnd::new(ni, i));
                 }
             }
             for (o, name) in n.outputs.iter().enumerate() {
                 if wanted.contains(name) && !cpu_out.contains(&o) {
-                    device_writes.entry(*name).or_default().push((ni, o));
+                    device_writes
+                        .entry(*name)
+                        .or_default()
+                        .push(EdgeEnd::new(ni, o));
                 }
             }
         }
@@ -277,11 +283,15 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
         let new_value = names.value(&format!("{value}_CUDAExecutionProvider"));
         // Device-memory reads of the value now read the copy (FromHost) or the CUDA producer's
         // renamed output (ToHost); a ToHost copy produces the original name on the host.
-        for &(ni, i) in device_reads.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
+        for &EdgeEnd { node: ni, arg: i } in
+            device_reads.get(&value).map(Vec::as_slice).unwrap_or(&[])
+        {
             session.graphs[gi].nodes[ni].inputs[i] = new_value;
         }
         if direction == Direction::ToHost {
-            for &(ni, o) in device_writes.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
+            for &EdgeEnd { node: ni, arg: o } in
+                device_writes.get(&value).map(Vec::as_slice).unwrap_or(&[])
+            {
                 session.graphs[gi].nodes[ni].outputs[o] = new_value;
             }
         }

@@ -7,7 +7,7 @@ use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::session::{NameGen, NodeRef, SGraph, SNode, Session};
+use crate::session::{EdgeEnd, NameGen, NodeRef, SGraph, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
@@ -21,12 +21,12 @@ fn is_fp16(g: &Session, gi: usize, name: Sym) -> bool {
 /// Producer node of each value of a graph, and the consumers (node, input index) of each value.
 struct Edges {
     producer: HashMap<Sym, usize>,
-    consumers: HashMap<Sym, Vec<(usize, usize)>>,
+    consumers: HashMap<Sym, Vec<EdgeEnd>>,
 }
 
 fn edges(g: &SGraph) -> Edges {
     let mut producer = HashMap::default();
-    let mut consumers: HashMap<Sym, Vec<(usize, usize)>> = HashMap::default();
+    let mut consumers: HashMap<Sym, Vec<EdgeEnd>> = HashMap::default();
     for (i, n) in g.live_nodes() {
         for o in n.outputs.iter().filter(|o| !o.is_empty()) {
             producer.insert(*o, i);
@@ -35,12 +35,15 @@ fn edges(g: &SGraph) -> Edges {
     for (i, n) in g.live_nodes() {
         for (k, name) in n.inputs.iter().enumerate() {
             if !name.is_empty() && producer.contains_key(name) {
-                consumers.entry(*name).or_default().push((i, k));
+                consumers.entry(*name).or_default().push(EdgeEnd::new(i, k));
             }
         }
         for name in &n.implicit_inputs {
             if producer.contains_key(name) {
-                consumers.entry(*name).or_default().push((i, usize::MAX));
+                consumers
+                    .entry(*name)
+                    .or_default()
+                    .push(EdgeEnd::new(i, usize::MAX));
             }
         }
     }
@@ -337,7 +340,7 @@ fn isolated_fp16_node_on_cpu(
     }
     for &k in &fp16_outputs {
         let consumers = e.consumers.get(&node.outputs[k]);
-        for &(c, _) in consumers.into_iter().flatten() {
+        for &EdgeEnd { node: c, .. } in consumers.into_iter().flatten() {
             if !needs_input_cast(session, gi, &g.nodes[c]) {
                 return false;
             }
@@ -454,15 +457,15 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
 }
 
 /// The live consumers (node, input position; `usize::MAX` for an implicit input) of `value`.
-fn live_consumers(session: &Session, gi: usize, e: &Edges, value: Sym) -> Vec<(usize, usize)> {
+fn live_consumers(session: &Session, gi: usize, e: &Edges, value: Sym) -> Vec<EdgeEnd> {
     let g = &session.graphs[gi];
-    let mut out: Vec<(usize, usize)> = e
+    let mut out: Vec<EdgeEnd> = e
         .consumers
         .get(&value)
         .map(|l| {
             l.iter()
                 .copied()
-                .filter(|&(c, _)| g.nodes.get(c).is_some_and(|n| !n.removed))
+                .filter(|&EdgeEnd { node: c, .. }| g.nodes.get(c).is_some_and(|n| !n.removed))
                 .collect()
         })
         .unwrap_or_default();
@@ -497,7 +500,7 @@ fn remove_around(
     // first Cast then stays, whatever else happens around it.
     let mut pinned = false;
     let ep = node.ep;
-    for &(c, _) in &children {
+    for &EdgeEnd { node: c, .. } in &children {
         let child = &session.graphs[gi].nodes[c];
         if child.op != Sym::CAST {
             continue;
@@ -554,7 +557,7 @@ fn replace_input(session: &mut Session, gi: usize, e: &mut Edges, from: Sym, to:
     if readers.is_empty() {
         return;
     }
-    for &(c, k) in &readers {
+    for &EdgeEnd { node: c, arg: k } in &readers {
         let Some(n) = session.graphs[gi].nodes.get_mut(c) else {
             continue;
         };

@@ -14,6 +14,7 @@
 //! both from the graph's name generator (`..._token_<k>` once the name is taken).
 
 use crate::placer::ir::{NameGen, SNode, Session};
+use crate::session::EdgeEnd;
 use crate::sym::Sym;
 
 /// Subgraph nesting this pass follows; deeper graphs (only a hostile model has them) are left
@@ -61,12 +62,12 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         let produces_output = g.outputs.contains(&out);
         // ORT's output edges of DQ output 0: (consumer index, input position), explicit inputs
         // first by position; a subgraph's use is an edge past the explicit inputs.
-        let mut edges: Vec<(usize, usize)> = Vec::new();
+        let mut edges: Vec<EdgeEnd> = Vec::new();
         let mut subgraph_consumer = false;
         for (ci, c) in g.live_nodes() {
             for (pos, input) in c.inputs.iter().enumerate() {
                 if *input == out {
-                    edges.push((ci, pos));
+                    edges.push(EdgeEnd::new(ci, pos));
                 }
             }
             if c.implicit_inputs.contains(&out) {
@@ -78,13 +79,13 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
             continue;
         }
         let reuse = !subgraph_consumer && !produces_output;
-        let to_copy: Vec<(usize, usize)> = edges.into_iter().skip(usize::from(reuse)).collect();
+        let to_copy: Vec<EdgeEnd> = edges.into_iter().skip(usize::from(reuse)).collect();
         if to_copy.is_empty() {
             continue;
         }
         let dq = session.graphs[gi].nodes[ni].clone();
         let gen_ = names.get_or_insert_with(|| NameGen::new(&session.graphs[gi]));
-        for (ci, pos) in to_copy {
+        for EdgeEnd { node: ci, arg: pos } in to_copy {
             let value = gen_.value(&format!("{out}/duplicated"));
             let name = gen_.node(&format!("{}/duplicated", dq.name));
             let g = &mut session.graphs[gi];

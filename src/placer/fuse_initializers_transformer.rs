@@ -52,13 +52,19 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         .filter(|o| !o.is_empty())
         .collect();
     // Reading slots per value (ORT's output edges).
-    let mut reads: crate::sym::SymMap<Sym, Vec<(usize, usize)>> = Default::default();
+    let mut reads: crate::sym::SymMap<Sym, Vec<crate::session::EdgeEnd>> = Default::default();
     for (ni, n) in g.live_nodes() {
         for (k, i) in n.inputs.iter().enumerate().filter(|(_, i)| !i.is_empty()) {
-            reads.entry(*i).or_default().push((ni, k));
+            reads
+                .entry(*i)
+                .or_default()
+                .push(crate::session::EdgeEnd::new(ni, k));
         }
         for i in &n.implicit_inputs {
-            reads.entry(*i).or_default().push((ni, usize::MAX));
+            reads
+                .entry(*i)
+                .or_default()
+                .push(crate::session::EdgeEnd::new(ni, usize::MAX));
         }
     }
     let mut fused: Vec<(usize, usize, usize)> = Vec::new();
@@ -79,7 +85,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         if consumers.len() != 1 || outputs.contains(y) {
             continue;
         }
-        let (c, slot) = consumers[0];
+        let crate::session::EdgeEnd { node: c, arg: slot } = consumers[0];
         let fp16 = g
             .initializers
             .get(x)

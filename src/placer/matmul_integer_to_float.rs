@@ -25,6 +25,7 @@
 
 use crate::placer::OptLevel;
 use crate::placer::qdq_transformer::{Edges, walk};
+use crate::session::EdgeEnd;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
 use crate::tables::Ep;
@@ -60,7 +61,7 @@ fn run_at(session: &mut Session, fusion: Fusion) -> bool {
 /// `FirstParentByType`: the producer, of type `op`, of the first input that has one.
 fn first_parent(session: &Session, gi: usize, e: &Edges, n: &SNode, op: &str) -> Option<usize> {
     n.existing_inputs()
-        .filter_map(|(_, i)| e.producer.get(&i).map(|&(p, _)| p))
+        .filter_map(|(_, i)| e.producer.get(&i).map(|p| p.node))
         .find(|&p| session.graphs[gi].nodes[p].op == op)
 }
 
@@ -123,9 +124,10 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
         return false;
     }
     // The bias Add, when the Mul feeds only it.
-    let mut add: Option<(usize, usize)> = None;
+    // The Add and the position of its bias input.
+    let mut add: Option<EdgeEnd> = None;
     if output_edges(e, m, 1)
-        && let Some(&(a, _)) = m
+        && let Some(&EdgeEnd { node: a, .. }) = m
             .outputs
             .first()
             .and_then(|o| e.consumers.get(o))
@@ -144,7 +146,10 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
         };
         // The released builds take the bias from either input (measured: `quantize_dynamic`
         // writes `Add(bias, x)` for the torch exports of `tests/fixtures/realworld/qdyn.*`).
-        add = [1, 0].into_iter().find(|&k| bias_shaped(k)).map(|k| (a, k));
+        add = [1, 0]
+            .into_iter()
+            .find(|&k| bias_shaped(k))
+            .map(|k| EdgeEnd::new(a, k));
     }
     let mut inputs = vec![
         mi.inputs.first().cloned().unwrap_or_default(),
@@ -155,7 +160,7 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
         mi.inputs.get(3).cloned().unwrap_or_default(),
     ];
     let outputs = match add {
-        Some((a, k)) => {
+        Some(EdgeEnd { node: a, arg: k }) => {
             inputs.push(g.nodes[a].inputs[k]);
             g.nodes[a].outputs.clone()
         }
@@ -171,7 +176,7 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
         Some(cast),
         Some(right),
         Some(mul),
-        add.map(|(a, _)| a),
+        add.map(|a| a.node),
     ]
     .into_iter()
     .flatten()
@@ -195,7 +200,7 @@ fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usiz
     }
     let at = |k: usize| n.inputs.get(k).cloned().unwrap_or_default();
     // `GetInputNode(node, 0)`: the producer of `A`, whatever its type.
-    let Some(&(dql, _)) = n.inputs.first().and_then(|a| e.producer.get(a)) else {
+    let Some(&EdgeEnd { node: dql, .. }) = n.inputs.first().and_then(|a| e.producer.get(a)) else {
         return false;
     };
     let q = &g.nodes[dql];

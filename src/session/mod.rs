@@ -69,6 +69,22 @@ impl std::hash::Hash for NodeRef {
     }
 }
 
+/// One end of an edge inside a graph, as ORT's `Node::EdgeEnd` holds it: a node (its index in
+/// the graph's [`SGraph::nodes`]) and the position of the input or output there. Orders by
+/// node, then position: ORT's edge order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EdgeEnd {
+    pub node: usize,
+    pub arg: usize,
+}
+
+impl EdgeEnd {
+    /// Argument `arg` of node `node`.
+    pub fn new(node: usize, arg: usize) -> EdgeEnd {
+        EdgeEnd { node, arg }
+    }
+}
+
 /// An initializer: a constant (or overridable) tensor.
 #[derive(Debug, Clone)]
 pub struct Init {

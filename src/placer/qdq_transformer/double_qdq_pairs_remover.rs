@@ -16,6 +16,7 @@
 
 use super::{Edges, is_qdq_pair_supported};
 use crate::model::DataType as D;
+use crate::session::EdgeEnd;
 use crate::session::Session;
 use crate::sym::Sym;
 
@@ -67,12 +68,12 @@ fn removable(
         return None;
     }
     let out = me.outputs.first()?;
-    let &(child, _) = e.consumers.get(out)?.first()?;
+    let &EdgeEnd { node: child, .. } = e.consumers.get(out)?.first()?;
     let c = &g.nodes[child];
     if c.op != Sym::QUANTIZE_LINEAR || e.node_output_edges(c) == 0 || e.produces_graph_output(c) {
         return None;
     }
-    let (parent, _) = *e.producer.get(me.inputs.first()?)?;
+    let EdgeEnd { node: parent, .. } = *e.producer.get(me.inputs.first()?)?;
     let p = &g.nodes[parent];
     if e.node_output_edges(p) != 1 || p.op != Sym::QUANTIZE_LINEAR || e.produces_graph_output(p) {
         return None;
@@ -84,7 +85,11 @@ fn removable(
         return None;
     }
     let mut grandchildren = Vec::with_capacity(readers.len());
-    for &(grandchild, slot) in readers {
+    for &EdgeEnd {
+        node: grandchild,
+        arg: slot,
+    } in readers
+    {
         let gc = &g.nodes[grandchild];
         if gc.op != Sym::DEQUANTIZE_LINEAR
             || slot != 0

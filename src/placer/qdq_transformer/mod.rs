@@ -20,7 +20,7 @@ pub mod where_dummy_dq;
 use crate::sym::{SymMap as FxHashMap, SymSet as FxHashSet};
 
 use crate::infer::eval::Tensor;
-use crate::session::{SNode, Session};
+use crate::session::{EdgeEnd, SNode, Session};
 use crate::sym::Sym;
 
 /// Subgraph nesting the QDQ transformers follow; deeper graphs (only a hostile model has them)
@@ -140,8 +140,8 @@ pub(crate) fn zero_point_elem(session: &Session, gi: usize, n: &SNode) -> Option
 /// consumers' (node, input slot) in ORT's edge order (consumer index, then slot), plus the
 /// nodes whose subgraphs read it.
 pub(crate) struct Edges {
-    pub producer: FxHashMap<Sym, (usize, usize)>,
-    pub consumers: FxHashMap<Sym, Vec<(usize, usize)>>,
+    pub producer: FxHashMap<Sym, EdgeEnd>,
+    pub consumers: FxHashMap<Sym, Vec<EdgeEnd>>,
     pub implicit: FxHashMap<Sym, Vec<usize>>,
     pub outputs: FxHashSet<Sym>,
 }
@@ -157,10 +157,13 @@ impl Edges {
         };
         for (ni, n) in g.live_nodes() {
             for (slot, o) in n.existing_outputs() {
-                e.producer.insert(o, (ni, slot));
+                e.producer.insert(o, EdgeEnd::new(ni, slot));
             }
             for (slot, i) in n.existing_inputs() {
-                e.consumers.entry(i).or_default().push((ni, slot));
+                e.consumers
+                    .entry(i)
+                    .or_default()
+                    .push(EdgeEnd::new(ni, slot));
             }
             for &i in &n.implicit_inputs {
                 e.implicit.entry(i).or_default().push(ni);
@@ -172,13 +175,13 @@ impl Edges {
     /// Forgets node `ni` (as it is now): before a pass edits or removes it.
     pub fn remove_node(&mut self, ni: usize, n: &SNode) {
         for (_, o) in n.existing_outputs() {
-            if self.producer.get(&o).is_some_and(|&(p, _)| p == ni) {
+            if self.producer.get(&o).is_some_and(|p| p.node == ni) {
                 self.producer.remove(&o);
             }
         }
         for (slot, i) in n.existing_inputs() {
             if let Some(c) = self.consumers.get_mut(&i) {
-                c.retain(|&e| e != (ni, slot));
+                c.retain(|&e| e != EdgeEnd::new(ni, slot));
             }
         }
         for i in &n.implicit_inputs {
@@ -195,12 +198,13 @@ impl Edges {
             return;
         }
         for (slot, o) in n.existing_outputs() {
-            self.producer.insert(o, (ni, slot));
+            self.producer.insert(o, EdgeEnd::new(ni, slot));
         }
         for (slot, i) in n.existing_inputs() {
+            let end = EdgeEnd::new(ni, slot);
             let c = self.consumers.entry(i).or_default();
-            let at = c.partition_point(|&e| e < (ni, slot));
-            c.insert(at, (ni, slot));
+            let at = c.partition_point(|&e| e < end);
+            c.insert(at, end);
         }
         for &i in &n.implicit_inputs {
             let v = self.implicit.entry(i).or_default();
@@ -292,6 +296,7 @@ g (float[4] A) => (float[4] Y)
         e.add_node(1, &g.nodes[1]);
         assert_eq!(sorted(&e), sorted(&built));
         let b = crate::sym::Sym::new("b");
-        assert_eq!(e.consumers[&b], vec![(1, 0), (1, 1), (2, 1)]);
+        let end = crate::session::EdgeEnd::new;
+        assert_eq!(e.consumers[&b], vec![end(1, 0), end(1, 1), end(2, 1)]);
     }
 }

@@ -12,6 +12,7 @@
 
 use super::{Edges, is_dq, is_q, is_qdq_pair_supported, walk};
 use crate::placer::OptLevel;
+use crate::session::EdgeEnd;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
 
@@ -46,7 +47,7 @@ fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
     let Some(out) = dq.outputs.first() else {
         return false;
     };
-    let Some(&(second, _)) = e.consumers.get(out).and_then(|c| c.first()) else {
+    let Some(&EdgeEnd { node: second, .. }) = e.consumers.get(out).and_then(|c| c.first()) else {
         return false;
     };
     let q = &g.nodes[second];
@@ -68,13 +69,15 @@ fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
     let dq_is_copy = dq.inputs.first().is_some_and(|v| {
         e.consumers.get(v).is_some_and(|cs| {
             cs.iter()
-                .any(|&(c, _)| c != first && g.nodes.get(c).is_some_and(is_dq))
+                .any(|&EdgeEnd { node: c, .. }| c != first && g.nodes.get(c).is_some_and(is_dq))
         })
     });
     if dq_is_copy
         && let Some(readers) = e.consumers.get(&q_out)
-        && let Some(&(first_reader, _)) = readers.first()
-        && readers.iter().any(|&(c, _)| c != first_reader)
+        && let Some(&EdgeEnd {
+            node: first_reader, ..
+        }) = readers.first()
+        && readers.iter().any(|r| r.node != first_reader)
     {
         return false;
     }
@@ -86,12 +89,12 @@ fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
     let readers = e.consumers.get(&q_out).cloned().unwrap_or_default();
     let g = &mut session.graphs[gi];
     if !produces_output {
-        for (c, slot) in readers {
+        for EdgeEnd { node: c, arg: slot } in readers {
             if let Some(i) = g.nodes.get_mut(c).and_then(|n| n.inputs.get_mut(slot)) {
                 *i = src_value;
             }
         }
-    } else if let Some((s, slot)) = src {
+    } else if let Some(EdgeEnd { node: s, arg: slot }) = src {
         if let Some(o) = g.nodes.get_mut(s).and_then(|n| n.outputs.get_mut(slot)) {
             *o = q_out;
         }

@@ -23,15 +23,15 @@
 use super::{Edges, MAX_DEPTH, constant_scalar_scale_and_zp, is_dq, is_q, zero_point_elem};
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::session::{NameGen, SNode, Session};
+use crate::session::{EdgeEnd, NameGen, SNode, Session};
 use crate::sym::Sym;
 
 /// One edge of the graph as ORT's `ExtendedGraphEdge`: from a node's output slot or a graph
 /// input/initializer (`src: None`), to a node's input slot or a graph output (`dst: None`).
 #[derive(Debug, Clone)]
 struct Edge {
-    src: Option<(usize, usize)>,
-    dst: Option<(usize, usize)>,
+    src: Option<EdgeEnd>,
+    dst: Option<EdgeEnd>,
     arg: Sym,
 }
 
@@ -81,7 +81,7 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
             if steps > budget {
                 break;
             }
-            if let Some((src, _)) = cur.src
+            if let Some(EdgeEnd { node: src, .. }) = cur.src
                 && is_dq(&session.graphs[gi].nodes[src])
             {
                 break;
@@ -110,7 +110,7 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
             if group.is_empty()
                 || group
                     .iter()
-                    .any(|e| e.dst.is_some_and(|(n, _)| is_q(&g.nodes[n])))
+                    .any(|e| e.dst.is_some_and(|d| is_q(&g.nodes[d.node])))
             {
                 continue;
             }
@@ -185,13 +185,13 @@ impl Propagation {
             Some(&src) => (!self.edges.outputs.contains(&arg) && self.edges.edge_count(arg) == 1)
                 .then_some(Edge {
                     src: Some(src),
-                    dst: Some((ni, 0)),
+                    dst: Some(EdgeEnd::new(ni, 0)),
                     arg,
                 }),
             None => {
                 (g.inputs.contains(&arg) || g.initializers.contains_key(&arg)).then_some(Edge {
                     src: None,
-                    dst: Some((ni, 0)),
+                    dst: Some(EdgeEnd::new(ni, 0)),
                     arg,
                 })
             }
@@ -200,7 +200,7 @@ impl Propagation {
 
     /// `GetPreviousPropagationEdge`.
     fn previous_propagation_edge(&self, session: &Session, edge: &Edge) -> Option<Edge> {
-        let (src, _) = edge.src?;
+        let EdgeEnd { node: src, .. } = edge.src?;
         if !can_propagate(&session.graphs[self.gi].nodes[src]) {
             return None;
         }
@@ -225,14 +225,14 @@ impl Propagation {
             .into_iter()
             .flatten()
             .map(|&dst| Edge {
-                src: Some((ni, 0)),
+                src: Some(EdgeEnd::new(ni, 0)),
                 dst: Some(dst),
                 arg: *arg,
             })
             .collect();
         if self.edges.outputs.contains(arg) {
             out.push(Edge {
-                src: Some((ni, 0)),
+                src: Some(EdgeEnd::new(ni, 0)),
                 dst: None,
                 arg: *arg,
             });
@@ -249,7 +249,7 @@ impl Propagation {
     /// `GetNextPropagationEdges`: past the destination of `edge` when it can propagate, its
     /// output edges.
     fn next_propagation_edges(&self, session: &Session, edge: &Edge) -> Vec<Edge> {
-        let Some((dst, _)) = edge.dst else {
+        let Some(EdgeEnd { node: dst, .. }) = edge.dst else {
             return Vec::new();
         };
         if !can_propagate(&session.graphs[self.gi].nodes[dst]) {
@@ -301,7 +301,10 @@ impl Propagation {
             qdq_inputs(pre_q),
             q_to_dq,
         ));
-        if let Some((src, slot)) = first.src
+        if let Some(EdgeEnd {
+            node: src,
+            arg: slot,
+        }) = first.src
             && let Some(o) = g.nodes.get_mut(src).and_then(|n| n.outputs.get_mut(slot))
         {
             *o = pre_q;
@@ -323,7 +326,10 @@ impl Propagation {
                 qdq_inputs(q_to_dq),
                 post_dq,
             ));
-            if let Some((dst, slot)) = e.dst
+            if let Some(EdgeEnd {
+                node: dst,
+                arg: slot,
+            }) = e.dst
                 && let Some(i) = g.nodes.get_mut(dst).and_then(|n| n.inputs.get_mut(slot))
             {
                 *i = post_dq;

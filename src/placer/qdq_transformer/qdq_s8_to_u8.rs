@@ -17,6 +17,7 @@ use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::OptLevel;
 use crate::placer::qdq_transformer::{Edges, is_dq, is_q, walk};
+use crate::session::EdgeEnd;
 use crate::session::{Init, NameGen, Session};
 use crate::sym::Sym;
 use crate::tables::Ep;
@@ -42,7 +43,7 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize)
     if e.produces_graph_output(n) || e.node_output_edges(n) != 1 {
         return false;
     }
-    let Some(&(dq, _)) = n
+    let Some(&EdgeEnd { node: dq, .. }) = n
         .outputs
         .first()
         .and_then(|o| e.consumers.get(o))

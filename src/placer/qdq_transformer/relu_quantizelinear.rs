@@ -14,6 +14,7 @@ use crate::infer::eval::Tensor;
 use crate::model::DataType as D;
 use crate::placer::OptLevel;
 use crate::placer::qdq_transformer::{Edges, is_q, walk};
+use crate::session::EdgeEnd;
 use crate::session::Session;
 use crate::sym::Sym;
 use crate::tables::Ep;
@@ -47,7 +48,7 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize)
     let (Some(x), Some(y)) = (n.inputs.first().cloned(), n.outputs.first().cloned()) else {
         return false;
     };
-    let Some(&(q, _)) = e.consumers.get(&y).and_then(|c| c.first()) else {
+    let Some(&EdgeEnd { node: q, .. }) = e.consumers.get(&y).and_then(|c| c.first()) else {
         return false;
     };
     let qn = &session.graphs[gi].nodes[q];

@@ -13,6 +13,7 @@
 use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, TensorProto, attribute_proto::AttributeType};
 use crate::placer::qdq_transformer::Edges;
+use crate::session::EdgeEnd;
 use crate::session::{Init, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::Ep;
@@ -337,9 +338,9 @@ fn kept_members(
                 }
                 e.outputs.contains(&o)
                     || e.implicit.get(&o).is_some_and(|v| !v.is_empty())
-                    || e.consumers
-                        .get(&o)
-                        .is_some_and(|c| c.iter().any(|(n, _)| !members.contains(n)))
+                    || e.consumers.get(&o).is_some_and(|c| {
+                        c.iter().any(|EdgeEnd { node: n, .. }| !members.contains(n))
+                    })
             })
         })
         .collect()

@@ -33,6 +33,7 @@
 use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::placer::qdq_transformer::{Edges, constant_scalar_scale_and_zp, is_qdq_pair_supported};
+use crate::session::EdgeEnd;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
 use crate::tables::KernelTable;
@@ -171,7 +172,7 @@ const INT8: Option<i32> = Some(D::Int8 as i32);
 fn dq_parents(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> {
     let g = &session.graphs[gi];
     n.existing_inputs()
-        .filter_map(|(_, i)| e.producer.get(&i).map(|&(p, _)| p))
+        .filter_map(|(_, i)| e.producer.get(&i).map(|p| p.node))
         .filter(|&p| g.nodes[p].op == Sym::DEQUANTIZE_LINEAR && !g.nodes[p].removed)
         .collect()
 }
@@ -181,7 +182,7 @@ fn q_children(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> 
     let g = &session.graphs[gi];
     n.existing_outputs()
         .flat_map(|(_, o)| e.consumers.get(&o).into_iter().flatten())
-        .map(|&(c, _)| c)
+        .map(|&EdgeEnd { node: c, .. }| c)
         .filter(|&c| g.nodes[c].op == Sym::QUANTIZE_LINEAR && !g.nodes[c].removed)
         .collect()
 }
@@ -205,7 +206,7 @@ fn can_create_node_group(
         let to_target = n.existing_outputs().any(|(_, o)| {
             e.consumers
                 .get(&o)
-                .is_some_and(|c| c.iter().any(|&(ni, _)| ni == target))
+                .is_some_and(|c| c.iter().any(|&EdgeEnd { node: ni, .. }| ni == target))
         });
         if !to_target {
             return false;
@@ -219,7 +220,7 @@ fn can_create_node_group(
         let consumers = e.consumers.get(&o).map(Vec::as_slice).unwrap_or(&[]);
         let quantized = consumers
             .iter()
-            .filter(|&&(c, _)| g.nodes[c].op == Sym::QUANTIZE_LINEAR)
+            .filter(|&&EdgeEnd { node: c, .. }| g.nodes[c].op == Sym::QUANTIZE_LINEAR)
             .count();
         let others = consumers.len() - quantized + e.implicit.get(&o).map_or(0, Vec::len);
         if quantized > 0 && (others > 0 || e.outputs.contains(&o)) {
@@ -454,8 +455,8 @@ fn dq_matmul_nbits(
             .get(k)
             .and_then(|v| e.consumers.get(v))
             .is_some_and(|c| {
-                let first = c.first().map(|&(n, _)| n);
-                c.iter().any(|&(n, _)| Some(n) != first)
+                let first = c.first().map(|&EdgeEnd { node: n, .. }| n);
+                c.iter().any(|&EdgeEnd { node: n, .. }| Some(n) != first)
             })
     };
     if from_1_27 && (shared(0) || shared(1)) {
