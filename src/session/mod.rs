@@ -127,8 +127,11 @@ pub struct SNode {
     /// The kernel registration the node is bound to on its provider `ep` (on CUDA, its
     /// host-memory arguments decide copies): a row of the release's table, never a copy of it.
     /// With `ep`, the node's assignment, kept here only (the placer's decisions explain it).
-    /// `None` where no lookup bound one (a node a transformer made after partitioning on the
-    /// CPU, a Memcpy node).
+    /// Set by partitioning on the provider that took the node, and for the CUDA nodes the
+    /// fusions made, before copies are planned; `None` where no lookup bound one (a Memcpy
+    /// node, a node a transformer built from scratch). A node a transformer made by copying
+    /// another carries its source's row until it is bound (the CPU nodes made after
+    /// partitioning never are: their rows decide nothing).
     pub kernel: Option<&'static KernelDef>,
     /// The node of the user's model it comes from (inserted nodes have none).
     pub origin: Option<NodeId>,
