@@ -306,7 +306,7 @@ impl Optimizer<'_> {
                 idx.producer.insert(o, new_index);
             }
             for &i in n.inputs.iter().chain(&n.implicit_inputs) {
-                idx.uses.entry(i).or_default().push(new_index);
+                idx.add_use(i, new_index);
             }
             session.graphs[gi].nodes.push(n);
             session.graphs[sg].nodes[k].removed = true;
@@ -340,7 +340,7 @@ impl Optimizer<'_> {
             }
             let new_index = session.graphs[gi].nodes.len();
             idx.producer.insert(target, new_index);
-            idx.uses.entry(src).or_default().push(new_index);
+            idx.add_use(src, new_index);
             let name = names.node(&format!("{prefix}_Identity"));
             generated.push(name);
             session.graphs[gi].nodes.push(SNode::plain(

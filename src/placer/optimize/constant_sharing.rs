@@ -138,7 +138,7 @@ impl Optimizer<'_> {
             renamed.sort_unstable_by_key(|s| s.id());
             renamed.dedup();
             for rep in renamed {
-                idx.uses.entry(rep).or_default().push(k);
+                idx.add_use(rep, k);
             }
         }
         // Removals only: the map's order cannot reach the result.

@@ -175,6 +175,6 @@ impl Optimizer<'_> {
             node.inputs.resize(i + 1, Sym::EMPTY);
         }
         node.inputs[i] = name;
-        idx.uses.entry(name).or_default().push(ni);
+        idx.add_use(name, ni);
     }
 }

@@ -58,7 +58,7 @@ impl Optimizer<'_> {
         let div = &mut session.graphs[gi].nodes[ni];
         div.inputs[0] = other;
         div.outputs[0] = mul_out;
-        idx.uses.entry(other).or_default().push(ni);
+        idx.add_use(other, ni);
         idx.producer.insert(mul_out, ni);
         Self::remove(session, gi, mul);
         true

@@ -237,7 +237,7 @@ impl Optimizer<'_> {
                 idx.producer.insert(*o, k);
             }
             for i in n.inputs.iter().filter(|i| !i.is_empty()) {
-                idx.uses.entry(*i).or_default().push(k);
+                idx.add_use(*i, k);
             }
             session.graphs[gi].nodes.push(n);
         }

@@ -206,9 +206,10 @@ struct Optimizer<'t> {
     shareable: HashSet<Sym>,
 }
 
-/// The nodes reading one value: most values have one or two, kept in place (no allocation per
-/// value; the list is no larger than a `Vec`).
-type Users = smallvec::SmallVec<[usize; 2]>;
+/// The nodes reading one value (their indices; a graph has fewer than 2^32 nodes): most values
+/// have up to four, kept in place (no allocation per value; the list is no larger than a
+/// `Vec`).
+type Users = smallvec::SmallVec<[u32; 4]>;
 
 /// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
 /// [`Index::users`] filters them.
@@ -295,8 +296,8 @@ impl Index {
             for &name in n.inputs.iter().chain(&n.implicit_inputs) {
                 if !name.is_empty() {
                     let l = uses.entry(name).or_default();
-                    if l.last() != Some(&i) {
-                        l.push(i);
+                    if l.last() != Some(&(i as u32)) {
+                        l.push(i as u32);
                     }
                 }
             }
@@ -312,7 +313,7 @@ impl Index {
             .get(&name)
             .map(|l| {
                 l.iter()
-                    .copied()
+                    .map(|&k| k as usize)
                     .filter(|&k| {
                         let n = &g.nodes[k];
                         !n.removed
@@ -339,7 +340,7 @@ impl Index {
             .map(|l| l.as_slice())
             .unwrap_or_default()
             .iter()
-            .copied()
+            .map(|&k| k as usize)
             .filter(move |&k| {
                 let n = &g.nodes[k];
                 !n.removed && (n.inputs.contains(&name) || n.implicit_inputs.contains(&name))
@@ -357,6 +358,11 @@ impl Index {
         let mut users = self.live_users(session, gi, name);
         let first = users.next()?;
         users.all(|k| k == first).then_some(first)
+    }
+
+    /// Records that node `node` reads `name` (a pass that made it read it).
+    fn add_use(&mut self, name: Sym, node: usize) {
+        self.uses.entry(name).or_default().push(node as u32);
     }
 
     /// The live producer of `name` in this graph.
@@ -708,7 +714,7 @@ impl Optimizer<'_> {
 
     /// The live readers of `name` are to be inferred again ([`SGraph::inferred`]).
     fn infer_value_readers_again(session: &mut Session, gi: usize, idx: &Index, name: Sym) {
-        let readers: Users = idx.live_users(session, gi, name).collect();
+        let readers: smallvec::SmallVec<[usize; 4]> = idx.live_users(session, gi, name).collect();
         let inferred = &mut session.graphs[gi].inferred;
         for k in readers {
             if let Some(key) = inferred.get_mut(k) {
@@ -751,7 +757,7 @@ impl Optimizer<'_> {
                     Self::rename_in_subgraph(session, sg, old, new);
                 }
             }
-            idx.uses.entry(new).or_default().push(k);
+            idx.add_use(new, k);
         }
     }
 

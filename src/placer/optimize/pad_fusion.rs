@@ -93,7 +93,7 @@ impl Optimizer<'_> {
         }
         let n = &mut session.graphs[gi].nodes[next];
         n.inputs[0] = x;
-        idx.uses.entry(x).or_default().push(next);
+        idx.add_use(x, next);
         Self::remove(session, gi, ni);
         true
     }

@@ -90,11 +90,11 @@ impl Optimizer<'_> {
                     n.inputs.resize(2, Sym::EMPTY);
                 }
                 n.inputs[1] = zero;
-                idx.uses.entry(zero).or_default().push(clip);
+                idx.add_use(zero, clip);
             }
         }
         session.graphs[gi].nodes[clip].inputs[0] = x;
-        idx.uses.entry(x).or_default().push(clip);
+        idx.add_use(x, clip);
         Self::remove(session, gi, ni);
         true
     }

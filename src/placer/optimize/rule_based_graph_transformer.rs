@@ -209,7 +209,7 @@ impl Optimizer<'_> {
                         n.inputs[0] = c;
                         n.inputs.swap(1, 2);
                     }
-                    idx.uses.entry(c).or_default().push(u);
+                    idx.add_use(c, u);
                 }
                 Self::remove(session, gi, p);
                 true
