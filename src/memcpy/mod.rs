@@ -84,9 +84,10 @@ pub fn insert(session: &mut Session) -> Vec<Copy> {
     copies
 }
 
-/// Host-memory argument positions of a CUDA node's bound kernel (none without a kernel).
+/// Host-memory argument positions of a CUDA node's bound kernel (none without a CUDA kernel
+/// row: a node a transformer copied from a CPU node carries that node's CPU row).
 fn host_args(n: &SNode) -> (&'static [usize], &'static [usize]) {
-    match n.kernel {
+    match n.kernel.filter(|kd| kd.ep == Ep::Cuda) {
         Some(kd) => (&kd.cpu_inputs, &kd.cpu_outputs),
         None => (&[], &[]),
     }

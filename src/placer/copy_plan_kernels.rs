@@ -27,7 +27,9 @@ pub(super) fn missing_provider_kernel(
     let versions = infer::domain_versions(session, table);
     for (gi, g) in session.graphs.iter().enumerate() {
         for (ni, n) in g.live_nodes() {
-            if n.ep != Some(Ep::Cuda) || n.kernel.is_some() || n.op.starts_with("Memcpy") {
+            // A CPU row (a node a transformer copied from a CPU node) binds nothing on CUDA.
+            let bound = n.kernel.is_some_and(|kd| kd.ep == Ep::Cuda);
+            if n.ep != Some(Ep::Cuda) || bound || n.op.starts_with("Memcpy") {
                 continue;
             }
             let Ok(schema) = infer::resolve_schema(table, &versions, n.domain, n.op) else {

@@ -33,8 +33,8 @@ use crate::tables::{Ep, KernelDef};
 
 /// A node of the session: the graph it belongs to (an index into [`Session::graphs`]) and its
 /// place in that graph's node arena ([`SGraph::nodes`], where removed nodes keep their place).
-/// Four bytes each: a session holds fewer than 2^32 graphs and nodes per graph (a node takes
-/// over a hundred bytes, and ORT's own `NodeIndex` is no wider in practice).
+/// Four bytes each: a model is read only up to `model::MAX_NODES` (2^24) nodes, and the
+/// transformers add at most a few per node, far below 2^32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct NodeRef {
     graph: u32,

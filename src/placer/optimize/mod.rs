@@ -206,7 +206,7 @@ struct Optimizer<'t> {
     shareable: HashSet<Sym>,
 }
 
-/// The nodes reading one value (their indices; a graph has fewer than 2^32 nodes): most values
+/// The nodes reading one value (their indices, below 2^32: see `session::NodeRef`): most values
 /// have up to four, kept in place (no allocation per value; the list is no larger than a
 /// `Vec`).
 type Users = smallvec::SmallVec<[u32; 4]>;
