@@ -12,6 +12,7 @@
 /// A declared rank past it is kept as unknown; a constant past it is never folded.
 pub const MAX_RANK: usize = 64;
 pub mod build;
+pub mod edit;
 pub mod initializer_map;
 pub mod names;
 pub mod order;

@@ -26,6 +26,8 @@ use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::placer::{OptLevel, registry};
+use crate::session::edit::Editor;
+use crate::session::order::Producers;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
@@ -108,13 +110,9 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
 /// Values are keyed by their interned names.
 struct Fuser {
     gi: usize,
-    producer: crate::session::order::Producers,
-    /// Readers of each value: the head of a list in `links` (one entry per reading node,
-    /// implicit inputs included). Entries of removed nodes stay; lookups skip them.
-    consumers: HashMap<Sym, u32>,
-    /// (node, next entry or `u32::MAX`).
-    links: Vec<(u32, u32)>,
-    outputs: HashSet<Sym>,
+    /// The graph's producer/consumer index (and its live nodes per op, for [`Fuser::has`] and
+    /// [`Fuser::pass_order_of`]), kept by the edits made through it.
+    ed: Editor,
     /// Live node names with multiplicity (built on the first generated name), and names
     /// generated so far (`GenerateNodeName`).
     names: Option<HashMap<Sym, usize>>,
@@ -140,12 +138,6 @@ struct Fuser {
     counter: usize,
     /// Fusions made so far.
     fused: usize,
-    /// Live nodes per op type: a pass whose ops are absent is skipped.
-    ops: HashMap<Sym, usize>,
-    /// Each registered node's op, by node index (the empty name for a node never registered,
-    /// a removed one): a pass that starts only from some ops reads this, not the nodes, to
-    /// pass over the others ([`Fuser::pass_order_of`]). A node's op never changes in place.
-    node_ops: Vec<Sym>,
     /// Declared symbolic dims (`dim_param`) per value of the main graph.
     params: HashMap<Sym, Vec<Option<Sym>>>,
     /// Symbolic dims found so far by [`Fuser::dim_symbol`], per (value, dim).
@@ -219,15 +211,27 @@ impl Fuser {
 
     fn new(session: &Session, gi: usize) -> Fuser {
         let g = &session.graphs[gi];
-        let mut f = Fuser {
+        // The order of a large graph is built on a thread while the readers are listed here.
+        let producer = Producers::of(session, gi);
+        let (reads, order) = crate::session::order::beside(
+            g.nodes.len(),
+            || {
+                crate::session::order::ort_topological_order_by(session, gi, &|v| {
+                    producer.get(v)
+                })
+            },
+            || Editor::reads_of(session, gi, true),
+        );
+        let mut pos = vec![usize::MAX; g.nodes.len()];
+        for (k, &ni) in order.iter().enumerate() {
+            pos[ni] = k;
+        }
+        Fuser {
             gi,
-            producer: crate::session::order::Producers::for_nodes(g.nodes.len()),
-            consumers: HashMap::default(),
-            links: Vec::new(),
-            outputs: g.outputs.iter().cloned().collect(),
+            ed: Editor::from_parts(session, gi, producer, reads),
             names: None,
-            order: Vec::new(),
-            pos: Vec::new(),
+            order,
+            pos,
             generated: g.generated_names.clone(),
             generated_args: HashSet::default(),
             after: HashMap::default(),
@@ -236,86 +240,19 @@ impl Fuser {
             since_1_28: true,
             counter: g.name_counter,
             fused: 0,
-            ops: HashMap::default(),
-            node_ops: Vec::with_capacity(g.nodes.len()),
             params: HashMap::default(),
             symbols: std::cell::RefCell::new(HashMap::default()),
-        };
-        f.consumers.reserve(g.nodes.len());
-        f.links.reserve(2 * g.nodes.len());
-        // The order of a large graph is built on a thread while its nodes are registered here.
-        let (f, order) = crate::session::order::beside(
-            g.nodes.len(),
-            || crate::session::order::ort_topological_order(session, gi),
-            || {
-                for (ni, n) in g.live_nodes() {
-                    f.register(ni, n);
-                }
-                f
-            },
-        );
-        let mut f = f;
-        f.order = order;
-        f.pos = vec![usize::MAX; g.nodes.len()];
-        for (k, &ni) in f.order.iter().enumerate() {
-            f.pos[ni] = k;
         }
-        f
-    }
-
-    fn register(&mut self, ni: usize, n: &SNode) {
-        for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            self.producer.insert(o, ni);
-        }
-        for (k, i) in n.inputs.iter().chain(&n.implicit_inputs).enumerate() {
-            // One entry per reading node, however many of its slots read the value.
-            if i.is_empty()
-                || n.inputs
-                    .iter()
-                    .chain(&n.implicit_inputs)
-                    .take(k)
-                    .any(|x| x == i)
-            {
-                continue;
-            }
-            let (Ok(node), Ok(at)) = (u32::try_from(ni), u32::try_from(self.links.len())) else {
-                continue;
-            };
-            let head = self.consumers.insert(*i, at).unwrap_or(u32::MAX);
-            self.links.push((node, head));
-        }
-        if let Some(names) = self.names.as_mut() {
-            *names.entry(n.name).or_default() += 1;
-        }
-        *self.ops.entry(n.op).or_default() += 1;
-        if self.node_ops.len() <= ni {
-            self.node_ops.resize(ni + 1, Sym::EMPTY);
-        }
-        self.node_ops[ni] = n.op;
     }
 
     fn has(&self, op: &str) -> bool {
         // An op never interned is in no graph.
-        Sym::get(op).is_some_and(|op| self.ops.get(&op).is_some_and(|&k| k > 0))
+        Sym::get(op).is_some_and(|op| self.ed.op_count(op) > 0)
     }
 
-    /// The nodes reading `value`, one entry per input slot.
+    /// The live nodes reading `value`, each once.
     fn readers<'s>(&'s self, session: &'s Session, value: Sym) -> impl Iterator<Item = usize> + 's {
-        let g = &session.graphs[self.gi];
-        let mut at = self.consumers.get(&value).copied().unwrap_or(u32::MAX);
-        std::iter::from_fn(move || {
-            let &(node, next) = self.links.get(at as usize)?;
-            at = next;
-            Some(node as usize)
-        })
-        .filter(move |&k| {
-            let n = &g.nodes[k];
-            !n.removed
-                && n.inputs
-                    .iter()
-                    .chain(&n.implicit_inputs)
-                    .any(|&i| i == value)
-        })
+        self.ed.readers(session, value)
     }
 
     /// The order of one pass: the nodes that exist when it starts.
@@ -330,7 +267,7 @@ impl Fuser {
         // An op never interned is no node's.
         let ops: Vec<Sym> = ops.iter().filter_map(|op| Sym::get(op)).collect();
         self.pass_order_where(session, |ni| {
-            self.node_ops.get(ni).is_some_and(|op| ops.contains(op))
+            self.ed.op_at(ni).is_some_and(|op| ops.contains(&op))
         })
     }
 
@@ -413,35 +350,23 @@ impl Fuser {
     }
 
     fn remove(&mut self, session: &mut Session, ni: usize) {
-        let n = &mut session.graphs[self.gi].nodes[ni];
-        n.removed = true;
-        for o in &n.outputs {
-            if self.producer.get(*o) == Some(ni) {
-                self.producer.remove(*o);
-            }
-        }
-        if let Some(k) = self.names.as_mut().and_then(|m| m.get_mut(&n.name)) {
+        let name = session.graphs[self.gi].nodes[ni].name;
+        if let Some(k) = self.names.as_mut().and_then(|m| m.get_mut(&name)) {
             *k = k.saturating_sub(1);
         }
-        if let Some(k) = self.ops.get_mut(&n.op) {
-            *k = k.saturating_sub(1);
-        }
+        self.ed.remove(session, ni);
     }
 
     fn add(&mut self, session: &mut Session, node: SNode) -> usize {
-        let g = &mut session.graphs[self.gi];
-        let ni = g.nodes.len();
-        self.register(ni, &node);
-        g.nodes.push(node);
-        ni
+        if let Some(names) = self.names.as_mut() {
+            *names.entry(node.name).or_default() += 1;
+        }
+        self.ed.add(session, node)
     }
 
     /// The live producer of `value` in this graph.
     fn producer_of(&self, session: &Session, value: Sym) -> Option<usize> {
-        self.producer.get(value).filter(|&p| {
-            let n = &session.graphs[self.gi].nodes[p];
-            !n.removed && n.outputs.contains(&value)
-        })
+        self.ed.producer(session, value)
     }
 
     /// ORT's `GetOutputEdgesCount`: reading slots over all outputs.
@@ -465,7 +390,7 @@ impl Fuser {
     }
 
     fn produces_graph_output(&self, n: &SNode) -> bool {
-        n.outputs.iter().any(|o| self.outputs.contains(o))
+        n.outputs.iter().any(|&o| self.ed.is_output(o))
     }
 
     /// The only consumer of `n`'s outputs, when there is exactly one edge.

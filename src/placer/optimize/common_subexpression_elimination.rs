@@ -138,13 +138,13 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
         seen: &mut Seen,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         if let Some(&first) = node.inputs.first()
             && !first.is_empty()
-            && idx.sole_user(session, gi, first) == Some(ni)
+            && idx.sole_user(session, first) == Some(ni)
         {
             seen.aside.insert(first, ni);
             return false;
@@ -157,7 +157,7 @@ impl Optimizer<'_> {
         match seen.get(&slot) {
             Some(rep) if rep != ni && !session.graphs[gi].nodes[rep].removed => {
                 let outs = node.outputs.clone();
-                if outs.iter().any(|o| idx.outputs.contains(o)) {
+                if outs.iter().any(|o| idx.is_output(*o)) {
                     return false;
                 }
                 let rep_outs = session.graphs[gi].nodes[rep].outputs.clone();
@@ -182,10 +182,10 @@ impl Optimizer<'_> {
                                 seen.set(slot, k);
                             }
                         }
-                        Self::replace_uses(session, gi, idx, *o, *r);
+                        idx.replace_reads(session, *o, *r);
                     }
                 }
-                Self::remove(session, gi, ni);
+                idx.remove(session, ni);
                 true
             }
             _ => {
@@ -263,7 +263,7 @@ pub(super) fn cannot_merge(
     table: &crate::tables::KernelTable,
     session: &Session,
     gi: usize,
-    idx: &Index,
+    idx: &Editor,
 ) -> bool {
     use std::hash::BuildHasher;
     /// Hashes are sorted into this many ranges (by their top bits) for the check.
@@ -284,7 +284,7 @@ pub(super) fn cannot_merge(
                 // Set aside by the walk (`Optimizer::cse`).
                 if let Some(&first) = node.inputs.first()
                     && !first.is_empty()
-                    && idx.sole_user(session, gi, first) == Some(ni)
+                    && idx.sole_user(session, first) == Some(ni)
                 {
                     continue;
                 }

@@ -9,7 +9,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         if node.op == Sym::IF && node.domain == Sym::AI_ONNX {
@@ -56,7 +56,7 @@ impl Optimizer<'_> {
             // with its own dead producers (`RemoveNodesWithOneOutputBottomUp` from each input
             // node; the CPU wheels 1.23.2 and 1.31.1 remove `Shape(Concat(Unsqueeze(Gather)))`'s
             // whole chain, and keep a producer another node still reads).
-            Self::remove(session, gi, ni);
+            idx.remove(session, ni);
             Self::remove_dead_inputs(session, gi, ni, idx);
             return true;
         }
@@ -127,7 +127,7 @@ impl Optimizer<'_> {
                 self.add_initializer(session, gi, *o, v);
             }
         }
-        Self::remove(session, gi, ni);
+        idx.remove(session, ni);
         Self::remove_dead_inputs(session, gi, ni, idx);
         true
     }
@@ -145,7 +145,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         let Some(cond) = node.inputs.first().cloned() else {
@@ -299,16 +299,11 @@ impl Optimizer<'_> {
             for (_, s) in &n.subgraphs {
                 session.graphs[*s].parent = Some(crate::session::NodeRef::new(gi, new_index));
                 for &(from, to) in &renames {
-                    Self::rename_in_subgraph(session, *s, from, to);
+                    crate::session::edit::rename_in_subgraph(session, *s, from, to, 0);
                 }
             }
-            for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                idx.producer.insert(o, new_index);
-            }
-            for &i in n.inputs.iter().chain(&n.implicit_inputs) {
-                idx.add_use(i, new_index);
-            }
-            session.graphs[gi].nodes.push(n);
+            idx.add(session, n);
+            // The branch's own node: the branch graph is left empty, never walked again.
             session.graphs[sg].nodes[k].removed = true;
             session.graphs[sg].nodes[k].subgraphs.clear();
         }
@@ -338,24 +333,24 @@ impl Optimizer<'_> {
             if src == target {
                 continue;
             }
-            let new_index = session.graphs[gi].nodes.len();
-            idx.producer.insert(target, new_index);
-            idx.add_use(src, new_index);
             let name = names.node(&format!("{prefix}_Identity"));
             generated.push(name);
-            session.graphs[gi].nodes.push(SNode::plain(
+            idx.add(
+                session,
+                SNode::plain(
                 name,
                 identity,
                 Sym::AI_ONNX,
                 since,
-                vec![src],
-                vec![target],
-            ));
+                    vec![src],
+                    vec![target],
+                ),
+            );
         }
         let g = &mut session.graphs[gi];
         g.name_counter = names.counter;
         g.generated_names.extend(generated);
-        Self::remove(session, gi, ni);
+        idx.remove(session, ni);
         true
     }
 }

@@ -17,7 +17,7 @@ impl Optimizer<'_> {
         &mut self,
         session: &mut Session,
         gi: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         if session.graphs[gi].parent.is_some() {
             return false;
@@ -122,25 +122,8 @@ impl Optimizer<'_> {
         if renames.is_empty() {
             return false;
         }
+        idx.rename_inputs(session, &renames);
         let g = &mut session.graphs[gi];
-        for (k, n) in g.nodes.iter_mut().enumerate() {
-            if n.removed {
-                continue;
-            }
-            let mut renamed: Vec<Sym> = Vec::new();
-            for i in n.inputs.iter_mut() {
-                if let Some(&rep) = renames.get(i) {
-                    *i = rep;
-                    renamed.push(rep);
-                }
-            }
-            // One use per (value, node); the order of distinct values' lists is immaterial.
-            renamed.sort_unstable_by_key(|s| s.id());
-            renamed.dedup();
-            for rep in renamed {
-                idx.add_use(rep, k);
-            }
-        }
         // Removals only: the map's order cannot reach the result.
         for name in renames.keys() {
             g.initializers.remove(name);
@@ -152,7 +135,7 @@ impl Optimizer<'_> {
     /// Whether initializer `name` may take part in sharing, before its values are read: held
     /// as a tensor proto, constant, of a static shape with at most [`SHARING_MAX_ELEMENTS`]
     /// elements, of a shared type, and no graph output.
-    fn candidate(&self, name: Sym, init: &Init, idx: &Index) -> bool {
+    fn candidate(&self, name: Sym, init: &Init, idx: &Editor) -> bool {
         let elem = init.elem;
         let int = elem == D::Int32 as i32 || elem == D::Int64 as i32;
         let float =
@@ -163,6 +146,6 @@ impl Optimizer<'_> {
             && init.dims.iter().all(|&d| d >= 0)
             && init.elements().is_some_and(|n| n <= SHARING_MAX_ELEMENTS)
             && self.shareable.contains(&name)
-            && !idx.outputs.contains(&name)
+            && !idx.is_output(name)
     }
 }

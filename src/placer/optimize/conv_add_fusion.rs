@@ -16,7 +16,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let conv = &session.graphs[gi].nodes[ni];
         if !matches!(conv.since, Some(1 | 11)) || conv.outputs.len() != 1 {
@@ -36,10 +36,10 @@ impl Optimizer<'_> {
         {
             return false;
         }
-        if idx.outputs.contains(&out) {
+        if idx.is_output(out) {
             return false;
         }
-        let Some(next) = idx.sole_user(session, gi, out) else {
+        let Some(next) = idx.sole_user(session, out) else {
             return false;
         };
         let nn = &session.graphs[gi].nodes[next];
@@ -121,17 +121,15 @@ impl Optimizer<'_> {
         if let Some(base) = w_base {
             let name = session.graphs[gi].generate_value_name(&base);
             Self::copy_initializer(session, gi, w, name, None);
-            Self::set_conv_input(session, gi, ni, 1, name, idx);
+            idx.set_input(session, EdgeEnd::new(ni, 1), name);
         }
         if let (Some(base), Some(src)) = (b_base, b_source) {
             let name = session.graphs[gi].generate_value_name(&base);
             Self::copy_initializer(session, gi, src, name, Some(channels));
-            Self::set_conv_input(session, gi, ni, 2, name, idx);
+            idx.set_input(session, EdgeEnd::new(ni, 2), name);
         }
-        let conv = &mut session.graphs[gi].nodes[ni];
-        conv.outputs[0] = new_out;
-        idx.producer.insert(new_out, ni);
-        Self::remove(session, gi, next);
+        idx.set_output(session, EdgeEnd::new(ni, 0), new_out);
+        idx.remove(session, next);
         true
     }
 
@@ -159,22 +157,5 @@ impl Optimizer<'_> {
         g.types.insert(to, Type::Tensor(init.elem));
         g.init_order.push(to);
         g.initializers.insert(to, init);
-    }
-
-    /// Sets input `i` of node `ni` (appending empty inputs up to it).
-    fn set_conv_input(
-        session: &mut Session,
-        gi: usize,
-        ni: usize,
-        i: usize,
-        name: Sym,
-        idx: &mut Index,
-    ) {
-        let node = &mut session.graphs[gi].nodes[ni];
-        if node.inputs.len() <= i {
-            node.inputs.resize(i + 1, Sym::EMPTY);
-        }
-        node.inputs[i] = name;
-        idx.add_use(name, ni);
     }
 }

@@ -12,7 +12,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let div = &session.graphs[gi].nodes[ni];
         if !matches!(div.since, Some(7 | 13 | 14))
@@ -55,12 +55,9 @@ impl Optimizer<'_> {
             mn.inputs[0]
         };
         let mul_out = mn.outputs[0];
-        let div = &mut session.graphs[gi].nodes[ni];
-        div.inputs[0] = other;
-        div.outputs[0] = mul_out;
-        idx.add_use(other, ni);
-        idx.producer.insert(mul_out, ni);
-        Self::remove(session, gi, mul);
+        idx.set_input(session, EdgeEnd::new(ni, 0), other);
+        idx.set_output(session, EdgeEnd::new(ni, 0), mul_out);
+        idx.remove(session, mul);
         true
     }
 }

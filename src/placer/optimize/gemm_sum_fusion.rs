@@ -12,7 +12,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let gemm = &session.graphs[gi].nodes[ni];
         if !matches!(gemm.since, Some(7 | 9 | 11 | 13))
@@ -59,8 +59,8 @@ impl Optimizer<'_> {
         let mut inputs = gemm.inputs.clone();
         inputs.push(other);
         let node = Self::fused_gemm(&gemm, name, inputs, sum_out, ta, tb);
-        Self::remove(session, gi, sum);
-        Self::remove(session, gi, ni);
+        idx.remove(session, sum);
+        idx.remove(session, ni);
         self.append_nodes(session, gi, idx, vec![node]);
         true
     }

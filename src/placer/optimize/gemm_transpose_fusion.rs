@@ -69,7 +69,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let gemm = &session.graphs[gi].nodes[ni];
         if !matches!(gemm.since, Some(1 | 6 | 7 | 9 | 11 | 13))
@@ -85,7 +85,7 @@ impl Optimizer<'_> {
         ];
         let mut gone: Vec<usize> = Vec::new();
         for k in 0..2 {
-            let Some(p) = idx.producer(session, gi, inputs[k]) else {
+            let Some(p) = idx.producer(session, inputs[k]) else {
                 continue;
             };
             let pn = &session.graphs[gi].nodes[p];
@@ -122,9 +122,9 @@ impl Optimizer<'_> {
             session.graphs[gi].generate_node_name(&format!("{}/GemmTransposeFusion/", gemm.name));
         let node = Self::fused_gemm(&gemm, name, inputs, output, trans[0], trans[1]);
         for k in gone {
-            Self::remove(session, gi, k);
+            idx.remove(session, k);
         }
-        Self::remove(session, gi, ni);
+        idx.remove(session, ni);
         self.append_nodes(session, gi, idx, vec![node]);
         true
     }

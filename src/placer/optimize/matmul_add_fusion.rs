@@ -21,7 +21,7 @@ pub(super) fn plan(
     session: &Session,
     gi: usize,
     ni: usize,
-    idx: &Index,
+    idx: &Editor,
     read_by_add: &HashSet<Sym>,
 ) -> Option<Plan> {
     let mm = &session.graphs[gi].nodes[ni];
@@ -34,10 +34,10 @@ pub(super) fn plan(
         return None;
     }
     let out = mm.outputs[0];
-    if idx.outputs.contains(&out) || !read_by_add.contains(&out) {
+    if idx.is_output(out) || !read_by_add.contains(&out) {
         return None;
     }
-    let add = idx.sole_user(session, gi, out)?;
+    let add = idx.sole_user(session, out)?;
     let an = &session.graphs[gi].nodes[add];
     let edges = an.inputs.iter().filter(|i| **i == out).count()
         + an.implicit_inputs.iter().filter(|i| **i == out).count();
@@ -123,7 +123,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
         names: &mut Option<NameGen>,
         read_by_add: &HashSet<Sym>,
     ) -> bool {
@@ -205,8 +205,8 @@ impl Optimizer<'_> {
             removed: false,
         };
         new_nodes.push(gemm);
-        Self::remove(session, gi, ni);
-        Self::remove(session, gi, add);
+        idx.remove(session, ni);
+        idx.remove(session, add);
         self.append_nodes(session, gi, idx, new_nodes);
         true
     }
@@ -228,18 +228,12 @@ impl Optimizer<'_> {
         &mut self,
         session: &mut Session,
         gi: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
         nodes: Vec<SNode>,
     ) {
+        debug_assert_eq!(idx.gi, gi);
         for n in nodes {
-            let k = session.graphs[gi].nodes.len();
-            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                idx.producer.insert(*o, k);
-            }
-            for i in n.inputs.iter().filter(|i| !i.is_empty()) {
-                idx.add_use(*i, k);
-            }
-            session.graphs[gi].nodes.push(n);
+            idx.add(session, n);
         }
     }
 }

@@ -19,7 +19,8 @@ use crate::infer::{self, Type};
 use crate::model::DataType as D;
 use crate::placer::{OptLevel, registry, transpose};
 use crate::session::order::{Producers, beside, ort_topological_order, ort_topological_order_by};
-use crate::session::{Init, NameGen, SNode, Session};
+use crate::session::edit::Editor;
+use crate::session::{EdgeEnd, Init, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
@@ -189,7 +190,7 @@ struct Optimizer<'t> {
     values: Values,
     versions: HashMap<Sym, i64>,
     /// Per graph: the index and the two node orders, built once per step.
-    indices: HashMap<usize, (Index, Vec<usize>, Vec<usize>, usize)>,
+    indices: HashMap<usize, (Editor, Vec<usize>, Vec<usize>, usize)>,
     /// Graphs whose shapes to infer again in the next folding pass.
     reinfer: HashSet<usize>,
     /// Main-graph values that became initializers under a name they already had (a folded
@@ -206,171 +207,39 @@ struct Optimizer<'t> {
     shareable: HashSet<Sym>,
 }
 
-/// The nodes reading one value (their indices, below 2^32: see `session::NodeRef`): most values
-/// have up to four, kept in place (no allocation per value; the list is no larger than a
-/// `Vec`).
-type Users = smallvec::SmallVec<[u32; 4]>;
-
-/// Producers and consumers of one graph's values. Consumer lists may hold stale entries;
-/// [`Index::users`] filters them.
-struct Index {
-    producer: Producers,
-    uses: FxMap<Sym, Users>,
-    outputs: HashSet<Sym>,
-    /// Each node's op, in node order (a node's op never changes; nodes appended since are
-    /// added by [`Index::ops_of`]): a pass that starts only from some ops reads this array,
-    /// not each node, to pass over the others.
-    ops: Vec<Sym>,
+/// Graph `gi`'s editor and its two node orders (Kahn's, then the reverse DFS), from one
+/// producer index; a large graph's orders are built on threads of their own while the editor
+/// lists the readers ([`crate::session::order::beside`]).
+fn editor_with_orders(session: &Session, gi: usize) -> (Editor, Vec<usize>, Vec<usize>) {
+    let producer = Producers::of(session, gi);
+    let by = |v| producer.get(v);
+    let nodes = session.graphs[gi].nodes.len();
+    let ((readers, dfs), kahn) = beside(
+        nodes,
+        || infer::topological_order_by(session, gi, &by),
+        || {
+            beside(
+                nodes,
+                || ort_topological_order_by(session, gi, &by),
+                || Editor::reads_of(session, gi, false),
+            )
+        },
+    );
+    (Editor::from_parts(session, gi, producer, readers), kahn, dfs)
 }
 
-impl Index {
-    /// The index of graph `gi` and its two node orders (Kahn's, then the reverse DFS), from one
-    /// producer index; a large graph's orders are built on threads of their own while this one
-    /// lists the consumers ([`crate::session::order::beside`]).
-    fn with_orders(session: &Session, gi: usize) -> (Index, Vec<usize>, Vec<usize>) {
-        let producer = Producers::of(session, gi);
-        let by = |v| producer.get(v);
-        let nodes = session.graphs[gi].nodes.len();
-        let ((uses, dfs), kahn) = beside(
-            nodes,
-            || infer::topological_order_by(session, gi, &by),
-            || {
-                beside(
-                    nodes,
-                    || ort_topological_order_by(session, gi, &by),
-                    || Index::uses(session, gi),
-                )
-            },
-        );
-        let idx = Index {
-            producer,
-            uses,
-            outputs: session.graphs[gi].outputs.iter().copied().collect(),
-            ops: Vec::new(),
-        };
-        (idx, kahn, dfs)
-    }
-
-    /// Graph `gi`'s two node orders (Kahn's, then the reverse DFS) from this index's
-    /// producers, as [`Index::with_orders`] builds them (a large graph's on two threads).
-    fn orders(&self, session: &Session, gi: usize) -> (Vec<usize>, Vec<usize>) {
-        let g = &session.graphs[gi];
-        // The index may still name a removed node as a value's producer.
-        let by = |v| self.producer.get(v).filter(|&p| !g.nodes[p].removed);
-        let (dfs, kahn) = beside(
-            g.nodes.len(),
-            || infer::topological_order_by(session, gi, &by),
-            || ort_topological_order_by(session, gi, &by),
-        );
-        (kahn, dfs)
-    }
-
-    /// Brings [`Index::ops`] up to graph `gi`: the nodes appended since the last call added.
-    fn ops_of(&mut self, session: &Session, gi: usize) {
-        let nodes = &session.graphs[gi].nodes;
-        let known = self.ops.len().min(nodes.len());
-        self.ops.truncate(known);
-        self.ops.extend(nodes[known..].iter().map(|n| n.op));
-    }
-
-    /// Every value that a node of op `op` reads (removed nodes included), found from the op
-    /// array: only those nodes are read.
-    fn read_by_op(&self, session: &Session, gi: usize, op: Sym) -> HashSet<Sym> {
-        let g = &session.graphs[gi];
-        self.ops
-            .iter()
-            .enumerate()
-            .filter(|&(_, &o)| o == op)
-            .filter_map(|(k, _)| g.nodes.get(k))
-            .flat_map(|n| n.inputs.iter().chain(&n.implicit_inputs).copied())
-            .collect()
-    }
-
-    /// The live readers of each value of graph `gi`.
-    fn uses(session: &Session, gi: usize) -> FxMap<Sym, Users> {
-        let g = &session.graphs[gi];
-        // Sized once: about as many read values as nodes output.
-        let mut uses: FxMap<Sym, Users> =
-            FxMap::with_capacity_and_hasher(g.values_estimate(), Default::default());
-        for (i, n) in g.live_nodes() {
-            for &name in n.inputs.iter().chain(&n.implicit_inputs) {
-                if !name.is_empty() {
-                    let l = uses.entry(name).or_default();
-                    if l.last() != Some(&(i as u32)) {
-                        l.push(i as u32);
-                    }
-                }
-            }
-        }
-        uses
-    }
-
-    /// Live nodes that read `name` (explicitly or through a subgraph).
-    fn users(&self, session: &Session, gi: usize, name: Sym) -> Vec<usize> {
-        let g = &session.graphs[gi];
-        let mut out: Vec<usize> = self
-            .uses
-            .get(&name)
-            .map(|l| {
-                l.iter()
-                    .map(|&k| k as usize)
-                    .filter(|&k| {
-                        let n = &g.nodes[k];
-                        !n.removed
-                            && (n.inputs.contains(&name) || n.implicit_inputs.contains(&name))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-
-    /// The live readers of `name` as [`Index::users`] finds them, without collecting them.
-    fn live_users<'s>(
-        &'s self,
-        session: &'s Session,
-        gi: usize,
-        name: Sym,
-    ) -> impl Iterator<Item = usize> + 's {
-        let g = &session.graphs[gi];
-        self.uses
-            .get(&name)
-            .map(|l| l.as_slice())
-            .unwrap_or_default()
-            .iter()
-            .map(|&k| k as usize)
-            .filter(move |&k| {
-                let n = &g.nodes[k];
-                !n.removed && (n.inputs.contains(&name) || n.implicit_inputs.contains(&name))
-            })
-    }
-
-    /// Whether a live node reads `name` ([`Index::users`] is not empty).
-    fn has_users(&self, session: &Session, gi: usize, name: Sym) -> bool {
-        self.live_users(session, gi, name).next().is_some()
-    }
-
-    /// The one live node that reads `name`, if exactly one does ([`Index::users`] has one
-    /// element).
-    fn sole_user(&self, session: &Session, gi: usize, name: Sym) -> Option<usize> {
-        let mut users = self.live_users(session, gi, name);
-        let first = users.next()?;
-        users.all(|k| k == first).then_some(first)
-    }
-
-    /// Records that node `node` reads `name` (a pass that made it read it).
-    fn add_use(&mut self, name: Sym, node: usize) {
-        self.uses.entry(name).or_default().push(node as u32);
-    }
-
-    /// The live producer of `name` in this graph.
-    fn producer(&self, session: &Session, gi: usize, name: Sym) -> Option<usize> {
-        self.producer
-            .get(name)
-            .filter(|&p| !session.graphs[gi].nodes[p].removed)
-    }
+/// Graph `gi`'s two node orders (Kahn's, then the reverse DFS) from `idx`'s producers, as
+/// [`editor_with_orders`] builds them (a large graph's on two threads).
+fn orders(idx: &Editor, session: &Session, gi: usize) -> (Vec<usize>, Vec<usize>) {
+    let g = &session.graphs[gi];
+    // The index may still name a removed node as a value's producer.
+    let by = |v| idx.producers().get(v).filter(|&p| !g.nodes[p].removed);
+    let (dfs, kahn) = beside(
+        g.nodes.len(),
+        || infer::topological_order_by(session, gi, &by),
+        || ort_topological_order_by(session, gi, &by),
+    );
+    (kahn, dfs)
 }
 
 /// Graphs from which a pass reads its nodes on threads ahead of its walk (folding's keys,
@@ -437,10 +306,10 @@ impl Optimizer<'_> {
         let (mut idx, kahn, dfs) = match self.indices.remove(&gi) {
             Some((idx, kahn, dfs, n)) if n == len => (idx, kahn, dfs),
             Some((idx, ..)) => {
-                let (kahn, dfs) = idx.orders(session, gi);
+                let (kahn, dfs) = orders(&idx, session, gi);
                 (idx, kahn, dfs)
             }
-            None => Index::with_orders(session, gi),
+            None => editor_with_orders(session, gi),
         };
         if pass == Pass::Sharing {
             let changed = self.constant_sharing(session, gi, &mut idx);
@@ -475,7 +344,7 @@ impl Optimizer<'_> {
         // A pass that starts only from some ops walks only the nodes of those ops, found in the
         // index's op array, where no node of the graph has subgraphs (their nodes are visited
         // whatever their op).
-        idx.ops_of(session, gi);
+        idx.ops_of(session);
         let starts = pass.start_ops();
         let has_subgraphs = session
             .graphs
@@ -487,7 +356,7 @@ impl Optimizer<'_> {
                 filtered = order
                     .iter()
                     .copied()
-                    .filter(|&ni| idx.ops.get(ni).is_some_and(|op| ops.contains(op)))
+                    .filter(|&ni| idx.op_at(ni).is_some_and(|op| ops.contains(&op)))
                     .collect();
                 &filtered
             }
@@ -508,7 +377,7 @@ impl Optimizer<'_> {
         // nor renames an input: the values the graph's Adds read, taken before the walk, rule
         // out the other MatMuls without a look at their readers.
         let read_by_add = if pass == Pass::MatMulAdd {
-            idx.read_by_op(session, gi, Sym::new("Add"))
+            idx.read_by_op(session, Sym::new("Add"))
         } else {
             HashSet::default()
         };
@@ -703,7 +572,7 @@ impl Optimizer<'_> {
     }
 
     /// The live readers of node `ni`'s outputs are to be inferred again ([`SGraph::inferred`]).
-    fn infer_readers_again(session: &mut Session, gi: usize, idx: &Index, ni: usize) {
+    fn infer_readers_again(session: &mut Session, gi: usize, idx: &Editor, ni: usize) {
         let outputs = session.graphs[gi].nodes[ni].outputs.clone();
         for o in outputs {
             if !o.is_empty() {
@@ -713,8 +582,8 @@ impl Optimizer<'_> {
     }
 
     /// The live readers of `name` are to be inferred again ([`SGraph::inferred`]).
-    fn infer_value_readers_again(session: &mut Session, gi: usize, idx: &Index, name: Sym) {
-        let readers: smallvec::SmallVec<[usize; 4]> = idx.live_users(session, gi, name).collect();
+    fn infer_value_readers_again(session: &mut Session, gi: usize, idx: &Editor, name: Sym) {
+        let readers: smallvec::SmallVec<[usize; 4]> = idx.readers(session, name).collect();
         let inferred = &mut session.graphs[gi].inferred;
         for k in readers {
             if let Some(key) = inferred.get_mut(k) {
@@ -723,99 +592,36 @@ impl Optimizer<'_> {
         }
     }
 
-    /// Marks node `ni` removed, and every node of its subgraphs.
-    fn remove(session: &mut Session, gi: usize, ni: usize) {
-        let n = &mut session.graphs[gi].nodes[ni];
-        n.removed = true;
-        let subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
-        for sg in subs {
-            for k in 0..session.graphs[sg].nodes.len() {
-                if !session.graphs[sg].nodes[k].removed {
-                    Self::remove(session, sg, k);
-                }
-            }
-        }
-    }
-
-    /// Renames every read of `old` to `new` in graph `gi` (and the subgraphs that read it).
-    fn replace_uses(session: &mut Session, gi: usize, idx: &mut Index, old: Sym, new: Sym) {
-        for k in idx.users(session, gi, old) {
-            let n = &mut session.graphs[gi].nodes[k];
-            for i in n.inputs.iter_mut() {
-                if *i == old {
-                    *i = new;
-                }
-            }
-            if n.implicit_inputs.contains(&old) {
-                for i in n.implicit_inputs.iter_mut() {
-                    if *i == old {
-                        *i = new;
-                    }
-                }
-                let subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
-                for sg in subs {
-                    Self::rename_in_subgraph(session, sg, old, new);
-                }
-            }
-            idx.add_use(new, k);
-        }
-    }
-
-    fn rename_in_subgraph(session: &mut Session, sg: usize, old: Sym, new: Sym) {
-        let g = &session.graphs[sg];
-        if g.inputs.contains(&old) || g.initializers.contains_key(&old) {
-            return;
-        }
-        let mut subs = Vec::new();
-        let g = &mut session.graphs[sg];
-        for n in g.nodes.iter_mut() {
-            for i in n.inputs.iter_mut().chain(n.implicit_inputs.iter_mut()) {
-                if *i == old {
-                    *i = new;
-                }
-            }
-            subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
-        }
-        for o in g.outputs.iter_mut() {
-            if *o == old {
-                *o = new;
-            }
-        }
-        for s in subs {
-            Self::rename_in_subgraph(session, s, old, new);
-        }
-    }
-
     /// Removes a single-data-input node, its consumers reading `input` instead of its output.
     /// Refused when the output is a graph output.
-    fn bypass(session: &mut Session, gi: usize, ni: usize, idx: &mut Index, input: Sym) -> bool {
+    fn bypass(session: &mut Session, gi: usize, ni: usize, idx: &mut Editor, input: Sym) -> bool {
         let Some(out) = session.graphs[gi].nodes[ni].outputs.first().copied() else {
             return false;
         };
-        if input.is_empty() || idx.outputs.contains(&out) {
+        if input.is_empty() || idx.is_output(out) {
             return false;
         }
         if session.graphs[gi].nodes[ni]
             .outputs
             .iter()
             .skip(1)
-            .any(|&o| !o.is_empty() && idx.has_users(session, gi, o))
+            .any(|&o| !o.is_empty() && idx.has_users(session, o))
         {
             return false;
         }
-        Self::replace_uses(session, gi, idx, out, input);
-        Self::remove(session, gi, ni);
+        idx.replace_reads(session, out, input);
+        idx.remove(session, ni);
         true
     }
 
     /// After folding node `ni`: its producers left without consumers are removed, upwards
     /// (`RemoveNodesWithOneOutputBottomUp`).
-    fn remove_dead_inputs(session: &mut Session, gi: usize, ni: usize, idx: &Index) {
+    fn remove_dead_inputs(session: &mut Session, gi: usize, ni: usize, idx: &mut Editor) {
         let mut stack: Vec<usize> = session.graphs[gi].nodes[ni]
             .inputs
             .iter()
             .chain(&session.graphs[gi].nodes[ni].implicit_inputs)
-            .filter_map(|&i| idx.producer(session, gi, i))
+            .filter_map(|&i| idx.producer(session, i))
             .collect();
         while let Some(p) = stack.pop() {
             if session.graphs[gi].nodes[p].removed {
@@ -824,7 +630,7 @@ impl Optimizer<'_> {
             let node = &session.graphs[gi].nodes[p];
             let dead = node
                 .existing_outputs()
-                .all(|(_, o)| !idx.outputs.contains(&o) && !idx.has_users(session, gi, o));
+                .all(|(_, o)| !idx.is_output(o) && !idx.has_users(session, o));
             if !dead {
                 continue;
             }
@@ -832,9 +638,9 @@ impl Optimizer<'_> {
                 .inputs
                 .iter()
                 .chain(&node.implicit_inputs)
-                .filter_map(|&i| idx.producer(session, gi, i))
+                .filter_map(|&i| idx.producer(session, i))
                 .collect();
-            Self::remove(session, gi, p);
+            idx.remove(session, p);
             stack.extend(inputs);
         }
     }
@@ -902,11 +708,11 @@ impl Optimizer<'_> {
 
     /// The single consumer of output `out` of a node, reading it through one edge, when `out`
     /// is not a graph output.
-    fn only_edge(session: &Session, gi: usize, idx: &Index, out: Sym) -> Option<usize> {
-        if out.is_empty() || idx.outputs.contains(&out) {
+    fn only_edge(session: &Session, gi: usize, idx: &Editor, out: Sym) -> Option<usize> {
+        if out.is_empty() || idx.is_output(out) {
             return None;
         }
-        let next = idx.sole_user(session, gi, out)?;
+        let next = idx.sole_user(session, out)?;
         let n = &session.graphs[gi].nodes[next];
         let edges = n.inputs.iter().filter(|&&i| i == out).count()
             + n.implicit_inputs.iter().filter(|&&i| i == out).count();
@@ -965,7 +771,7 @@ mod tests {
             &["Relu", "Neg", "Neg", "Relu"],
         ] {
             let mut s = graph(ops);
-            let (idx, ..) = Index::with_orders(&s, 0);
+            let (idx, ..) = editor_with_orders(&s, 0);
             let proof = common_subexpression_elimination::cannot_merge(table, &s, 0, &idx);
             let removed = |s: &Session| s.graphs[0].nodes.iter().filter(|n| n.removed).count();
             let before = removed(&s);

@@ -9,7 +9,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         if node.inputs.len() != 2 {
@@ -41,7 +41,7 @@ impl Optimizer<'_> {
             let rank_ok = session
                 .shape_of(gi, *other)
                 .is_some_and(|s| s.len() >= v.dims.len());
-            if !same_type || !rank_ok || idx.outputs.contains(&out) {
+            if !same_type || !rank_ok || idx.is_output(out) {
                 continue;
             }
             let other = *other;

@@ -14,7 +14,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let pad = &session.graphs[gi].nodes[ni];
         let since = pad.since.unwrap_or(0);
@@ -91,10 +91,8 @@ impl Optimizer<'_> {
         if !ok {
             return false;
         }
-        let n = &mut session.graphs[gi].nodes[next];
-        n.inputs[0] = x;
-        idx.add_use(x, next);
-        Self::remove(session, gi, ni);
+        idx.set_input(session, EdgeEnd::new(next, 0), x);
+        idx.remove(session, ni);
         true
     }
 }

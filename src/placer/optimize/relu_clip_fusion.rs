@@ -13,7 +13,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let relu = &session.graphs[gi].nodes[ni];
         if relu.inputs.len() != 1 || relu.outputs.len() != 1 || relu.inputs[0].is_empty() {
@@ -85,17 +85,11 @@ impl Optimizer<'_> {
                     data,
                 };
                 self.add_initializer(session, gi, zero, Some(t));
-                let n = &mut session.graphs[gi].nodes[clip];
-                if n.inputs.len() < 2 {
-                    n.inputs.resize(2, Sym::EMPTY);
-                }
-                n.inputs[1] = zero;
-                idx.add_use(zero, clip);
+                idx.set_input(session, EdgeEnd::new(clip, 1), zero);
             }
         }
-        session.graphs[gi].nodes[clip].inputs[0] = x;
-        idx.add_use(x, clip);
-        Self::remove(session, gi, ni);
+        idx.set_input(session, EdgeEnd::new(clip, 0), x);
+        idx.remove(session, ni);
         true
     }
 }

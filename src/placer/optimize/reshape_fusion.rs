@@ -10,7 +10,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         // The same since-versions as `FuseContiguousReshapes`: a Reshape-19/21 (opset 19+) is
@@ -25,14 +25,14 @@ impl Optimizer<'_> {
         }
         let data = node.inputs[0];
         let shape_in = node.inputs[1];
-        let Some(concat) = idx.producer(session, gi, shape_in) else {
+        let Some(concat) = idx.producer(session, shape_in) else {
             return false;
         };
         let cn = &session.graphs[gi].nodes[concat];
-        if cn.op != "Concat" || cn.domain != Sym::AI_ONNX || idx.outputs.contains(&shape_in) {
+        if cn.op != "Concat" || cn.domain != Sym::AI_ONNX || idx.is_output(shape_in) {
             return false;
         }
-        if idx.sole_user(session, gi, shape_in).is_none() {
+        if idx.sole_user(session, shape_in).is_none() {
             return false;
         }
         let parts = cn.inputs.clone();
@@ -46,7 +46,7 @@ impl Optimizer<'_> {
                 continue;
             }
             // Unsqueeze(Gather(Shape(data), i)) at position i, or a known dim.
-            let Some(u) = idx.producer(session, gi, *p) else {
+            let Some(u) = idx.producer(session, *p) else {
                 return false;
             };
             let un = &session.graphs[gi].nodes[u];
@@ -55,7 +55,7 @@ impl Optimizer<'_> {
                 if un.op != "Unsqueeze" || !Self::reshape_like(self.table, "Unsqueeze", un.since) {
                     return Some(false);
                 }
-                let g = idx.producer(session, gi, *un.inputs.first()?)?;
+                let g = idx.producer(session, *un.inputs.first()?)?;
                 let gn = &session.graphs[gi].nodes[g];
                 if gn.op != "Gather" || gn.attr_i("axis").unwrap_or(0) != 0 {
                     return Some(false);
@@ -64,7 +64,7 @@ impl Optimizer<'_> {
                 if i.len() != 1 {
                     return Some(false);
                 }
-                let s = idx.producer(session, gi, *gn.inputs.first()?)?;
+                let s = idx.producer(session, *gn.inputs.first()?)?;
                 let sn = &session.graphs[gi].nodes[s];
                 if sn.op != Sym::SHAPE || sn.attr_i("start").unwrap_or(0) != 0 {
                     return Some(false);
@@ -104,7 +104,7 @@ impl Optimizer<'_> {
         self.add_initializer(session, gi, shape_in, Some(Tensor::i64_1d(value)));
         // The Concat goes first, so that the Shape/Gather/Unsqueeze chains it alone read are
         // seen dead and removed with it, as ORT removes the matched subgraph.
-        Self::remove(session, gi, concat);
+        idx.remove(session, concat);
         Self::remove_dead_inputs(session, gi, concat, idx);
         true
     }
@@ -120,7 +120,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
         names: &mut Option<NameGen>,
     ) -> bool {
         let first = &session.graphs[gi].nodes[ni];
@@ -137,10 +137,10 @@ impl Optimizer<'_> {
             let Some(out) = cur.outputs.first().filter(|o| !o.is_empty()) else {
                 break;
             };
-            if idx.outputs.contains(out) || cur.outputs.len() != 1 {
+            if idx.is_output(*out) || cur.outputs.len() != 1 {
                 break;
             }
-            let users = idx.users(session, gi, *out);
+            let users = idx.users(session, *out);
             let [next] = users[..] else {
                 break;
             };
@@ -183,7 +183,7 @@ impl Optimizer<'_> {
         self.add_initializer(session, gi, shape_name, Some(Tensor::i64_1d(shape)));
         let origin = session.graphs[gi].nodes[ni].origin;
         for &k in &chain {
-            Self::remove(session, gi, k);
+            idx.remove(session, k);
         }
         let node = SNode {
             name,
@@ -216,7 +216,7 @@ fn same_dims(
     table: &KernelTable,
     session: &Session,
     gi: usize,
-    idx: &Index,
+    idx: &Editor,
     a: Sym,
     b: Sym,
     index: i64,
@@ -233,7 +233,7 @@ fn same_dims(
         if !table.release_at_least(1, 29) {
             return v;
         }
-        idx.producer(session, gi, v)
+        idx.producer(session, v)
             .and_then(|p| session.graphs.get(gi)?.nodes.get(p))
             .filter(|n| {
                 n.op == Sym::DEQUANTIZE_LINEAR
@@ -252,7 +252,7 @@ fn same_dims(
     } else {
         &empty
     };
-    let producer = |v: Sym| idx.producer(session, gi, v);
+    let producer = |v: Sym| idx.producer(session, v);
     let memo = Default::default();
     let symbols = crate::placer::dim_symbols::Symbols {
         session,

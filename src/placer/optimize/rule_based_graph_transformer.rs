@@ -34,7 +34,7 @@ impl Optimizer<'_> {
         session: &mut Session,
         gi: usize,
         ni: usize,
-        idx: &mut Index,
+        idx: &mut Editor,
     ) -> bool {
         let node = &session.graphs[gi].nodes[ni];
         // Only these ops have rules: skip the rest before cloning names.
@@ -46,28 +46,32 @@ impl Optimizer<'_> {
         let out0 = node.outputs.first().cloned().unwrap_or_default();
         match node.op.as_str() {
             "Identity" => {
-                if !idx.outputs.contains(&out0) {
+                if !idx.is_output(out0) {
                     return Self::bypass(session, gi, ni, idx, input0);
                 }
                 // The output is a graph output: the producer writes it directly.
-                let Some(p) = idx.producer(session, gi, input0) else {
+                let Some(p) = idx.producer(session, input0) else {
                     return false;
                 };
-                if idx.outputs.contains(&input0) || idx.sole_user(session, gi, input0).is_none() {
+                if idx.is_output(input0) || idx.sole_user(session, input0).is_none() {
                     return false;
                 }
-                for o in session.graphs[gi].nodes[p].outputs.iter_mut() {
-                    if *o == input0 {
-                        *o = out0;
-                    }
+                let slots: Vec<usize> = session.graphs[gi].nodes[p]
+                    .outputs
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &o)| o == input0)
+                    .map(|(k, _)| k)
+                    .collect();
+                for k in slots {
+                    idx.set_output(session, EdgeEnd::new(p, k), out0);
                 }
-                idx.producer.insert(out0, p);
-                Self::remove(session, gi, ni);
+                idx.remove(session, ni);
                 true
             }
             "Dropout" => {
                 let mask_used = node.outputs.get(1).is_some_and(|m| {
-                    !m.is_empty() && (idx.outputs.contains(m) || idx.has_users(session, gi, *m))
+                    !m.is_empty() && (idx.is_output(*m) || idx.has_users(session, *m))
                 });
                 if mask_used {
                     return false;
@@ -88,9 +92,9 @@ impl Optimizer<'_> {
                     return Self::bypass(session, gi, ni, idx, input0);
                 }
                 // PreShapeNodeElimination: a Cast read only by Shape nodes.
-                let users = idx.users(session, gi, out0);
+                let users = idx.users(session, out0);
                 if !users.is_empty()
-                    && !idx.outputs.contains(&out0)
+                    && !idx.is_output(out0)
                     && users.iter().all(|&u| {
                         let n = &session.graphs[gi].nodes[u];
                         n.op == Sym::SHAPE
@@ -188,14 +192,14 @@ impl Optimizer<'_> {
             "Conv" => self.conv_fusion(session, gi, ni, idx),
             "Where" => {
                 // NotWhereFusion: Where(Not(c), a, b) -> Where(c, b, a).
-                let Some(p) = idx.producer(session, gi, input0) else {
+                let Some(p) = idx.producer(session, input0) else {
                     return false;
                 };
                 let pn = &session.graphs[gi].nodes[p];
-                if pn.op != "Not" || pn.domain != Sym::AI_ONNX || idx.outputs.contains(&input0) {
+                if pn.op != "Not" || pn.domain != Sym::AI_ONNX || idx.is_output(input0) {
                     return false;
                 }
-                let users = idx.users(session, gi, input0);
+                let users = idx.users(session, input0);
                 if users
                     .iter()
                     .any(|&u| session.graphs[gi].nodes[u].op != "Where")
@@ -204,14 +208,13 @@ impl Optimizer<'_> {
                 }
                 let c = pn.inputs.first().cloned().unwrap_or_default();
                 for u in users {
-                    let n = &mut session.graphs[gi].nodes[u];
-                    if n.inputs.len() == 3 {
-                        n.inputs[0] = c;
-                        n.inputs.swap(1, 2);
+                    if session.graphs[gi].nodes[u].inputs.len() == 3 {
+                        idx.set_input(session, EdgeEnd::new(u, 0), c);
+                        // The same values, read in another order: no change to the index.
+                        session.graphs[gi].nodes[u].inputs.swap(1, 2);
                     }
-                    idx.add_use(c, u);
                 }
-                Self::remove(session, gi, p);
+                idx.remove(session, p);
                 true
             }
             _ => false,

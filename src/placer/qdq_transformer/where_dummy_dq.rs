@@ -13,48 +13,16 @@
 //! not an initializer, when the scalar is not a float initializer of the scale's type, or when the
 //! zero point is not int8/uint8/int16/uint16.
 
-use crate::sym::SymMap as HashMap;
-
 use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::ir::{Init, NameGen, SNode, Session};
+use crate::session::EdgeEnd;
+use crate::session::edit::Editor;
 use crate::placer::qdq_transformer::{is_dq, is_q};
 use crate::sym::Sym;
 
 /// Subgraph nesting followed; deeper graphs (only a hostile model has them) are left alone.
 const MAX_DEPTH: usize = 64;
-
-/// One graph's producers and readers (explicit and implicit inputs of live nodes), built once
-/// per graph so that each `Where` costs a few lookups, not a scan of the graph.
-struct Index {
-    producer: HashMap<Sym, usize>,
-    readers: HashMap<Sym, Vec<usize>>,
-}
-
-impl Index {
-    fn build(session: &Session, gi: usize) -> Index {
-        let mut producer = HashMap::default();
-        let mut readers: HashMap<Sym, Vec<usize>> = HashMap::default();
-        for (k, n) in session.graphs[gi].live_nodes() {
-            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                producer.insert(*o, k);
-            }
-            for i in n.inputs.iter().chain(&n.implicit_inputs) {
-                if !i.is_empty() {
-                    let r = readers.entry(*i).or_default();
-                    if r.last() != Some(&k) {
-                        r.push(k);
-                    }
-                }
-            }
-        }
-        Index { producer, readers }
-    }
-
-    fn readers(&self, value: Sym) -> &[usize] {
-        self.readers.get(&value).map_or(&[], Vec::as_slice)
-    }
-}
 
 /// Applies the transformer to graph `gi` (each node's subgraphs first). Returns whether it
 /// inserted anything.
@@ -70,7 +38,8 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     }
     let order = crate::session::order::ort_topological_order(session, gi);
     let mut names: Option<NameGen> = None;
-    let mut index: Option<Index> = None;
+    // Built at the first `Where`: the graph's producers and readers, kept by the insertions.
+    let mut index: Option<Editor> = None;
     let mut modified = false;
     for ni in order {
         let subs: Vec<usize> = session.graphs[gi].nodes[ni]
@@ -84,7 +53,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         if session.graphs[gi].nodes[ni].op != "Where" {
             continue;
         }
-        let idx = index.get_or_insert_with(|| Index::build(session, gi));
+        let idx = index.get_or_insert_with(|| Editor::of(session, gi));
         let Some((dq, const_idx)) = satisfied(session, gi, ni, idx) else {
             continue;
         };
@@ -98,18 +67,18 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
 }
 
 /// `SatisfyCondition`: the DQ feeding the other branch and the index of the scalar input.
-fn satisfied(session: &Session, gi: usize, ni: usize, idx: &Index) -> Option<(usize, usize)> {
+fn satisfied(session: &Session, gi: usize, ni: usize, idx: &Editor) -> Option<(usize, usize)> {
     let g = &session.graphs[gi];
     let n = g.nodes.get(ni)?;
     if n.removed || n.op != "Where" || n.inputs.len() < 3 {
         return None;
     }
     let out = n.outputs.first()?;
-    match idx.readers(*out) {
-        [c] if g.nodes[*c].op == Sym::QUANTIZE_LINEAR => {}
+    match idx.users(session, *out)[..] {
+        [c] if g.nodes[c].op == Sym::QUANTIZE_LINEAR => {}
         _ => return None,
     }
-    let producer = |v: Sym| idx.producer.get(&v).copied();
+    let producer = |v: Sym| idx.producer(session, v);
     let (p1, p2) = (producer(n.inputs[1]), producer(n.inputs[2]));
     let is_dq_at = |p: Option<usize>| p.is_some_and(|k| g.nodes[k].op == Sym::DEQUANTIZE_LINEAR);
     let is_const = |v: Sym| session.initializer(gi, v).is_some_and(|i| !i.overridable);
@@ -131,7 +100,7 @@ fn insert(
     dq: usize,
     const_idx: usize,
     names: &mut NameGen,
-    idx: &mut Index,
+    idx: &mut Editor,
 ) -> bool {
     let g = &session.graphs[gi];
     let (n, dqn) = (&g.nodes[ni], &g.nodes[dq]);
@@ -142,7 +111,7 @@ fn insert(
         return false;
     };
     let Some(q) = idx
-        .readers(*out)
+        .users(session, *out)
         .first()
         .map(|&c| &g.nodes[c])
         .filter(|c| is_q(c))
@@ -207,31 +176,32 @@ fn insert(
         .insert(value, crate::infer::Type::Tensor(D::Float as i32));
     g.shapes.insert(value, Vec::new());
     g.generated_names.insert(node_name);
-    g.nodes.push(SNode {
-        name: node_name,
-        op: Sym::DEQUANTIZE_LINEAR,
-        domain: dq_domain,
-        since: dq_since,
-        inputs: vec![xq_name, scale_name, zp_name],
-        outputs: vec![value],
-        attrs: thin_vec::ThinVec::new(),
-        subgraphs: thin_vec::ThinVec::new(),
-        implicit_inputs: thin_vec::ThinVec::new(),
-        ep: None,
-        kernel: None,
-        origin: g.nodes[ni].origin,
-        removed: false,
-    });
-    let value_for_index = value;
-    if let Some(i) = g.nodes[ni].inputs.get_mut(const_idx) {
-        *i = value;
-    }
+    let origin = g.nodes[ni].origin;
+    idx.add(
+        session,
+        SNode {
+            name: node_name,
+            op: Sym::DEQUANTIZE_LINEAR,
+            domain: dq_domain,
+            since: dq_since,
+            inputs: vec![xq_name, scale_name, zp_name],
+            outputs: vec![value],
+            attrs: thin_vec::ThinVec::new(),
+            subgraphs: thin_vec::ThinVec::new(),
+            implicit_inputs: thin_vec::ThinVec::new(),
+            ep: None,
+            kernel: None,
+            origin,
+            removed: false,
+        },
+    );
+    idx.set_input(session, EdgeEnd::new(ni, const_idx), value);
     // The Where no longer reads the scalar; it goes when nothing else does.
-    let readers = idx.readers.entry(scalar).or_default();
-    readers.retain(|&k| k != ni || g.nodes[ni].inputs.contains(&scalar));
-    if readers.is_empty() && g.initializers.remove(&scalar).is_some() {
-        g.init_order.retain(|k| *k != scalar);
+    if !idx.has_users(session, scalar) {
+        let g = &mut session.graphs[gi];
+        if g.initializers.remove(&scalar).is_some() {
+            g.init_order.retain(|k| *k != scalar);
+        }
     }
-    idx.producer.insert(value_for_index, g.nodes.len() - 1);
     true
 }

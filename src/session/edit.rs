@@ -1,0 +1,373 @@
+//! The editor of one graph: its producer/consumer index and the edits that keep it.
+//!
+//! A transformer that rewires a graph does it through an [`Editor`]: appending a node
+//! ([`Editor::add`]), removing one ([`Editor::remove`]), pointing an input or an output at another
+//! value ([`Editor::set_input`], [`Editor::set_output`]), renaming a value's reads
+//! ([`Editor::replace_reads`]). Each edit updates the index as it goes, so that the index is
+//! built once per graph and pass framework, never again after an edit, and a lookup costs the
+//! readers of one value, not a walk of the graph.
+//!
+//! The index may keep stale entries (a removed node, a node that no longer reads a value): every
+//! lookup checks the node it names, so that an edit never has to find and remove them.
+//!
+//! Both ORT pass frameworks simulated here work through it: the level-1 optimiser
+//! (`placer/optimize/`) and the level-2 fusions (`placer/fusions/`).
+
+use crate::session::order::Producers;
+use crate::session::{EdgeEnd, SGraph, SNode, Session};
+use crate::sym::{Sym, SymMap, SymSet};
+
+/// The nodes reading one value, as indices (below 2^32: [`crate::model::MAX_NODES`] bounds a
+/// graph's nodes). Most values have up to four readers, kept in place: no allocation per value,
+/// and no larger than a `Vec`.
+pub type Readers = smallvec::SmallVec<[u32; 4]>;
+
+/// What [`Editor::reads_of`] indexes of a graph's nodes.
+#[derive(Debug)]
+pub struct Reads {
+    readers: SymMap<Sym, Readers>,
+    ops: Vec<Sym>,
+    op_counts: Option<SymMap<Sym, usize>>,
+}
+
+/// One graph's producer/consumer index, and the edits that keep it current.
+#[derive(Debug)]
+pub struct Editor {
+    /// The graph edited (an index into [`Session::graphs`]).
+    pub gi: usize,
+    producer: Producers,
+    /// The readers of each value: one entry per reading node, in the order they started reading
+    /// it; entries go stale (see the module's doc) and are checked on each lookup.
+    readers: SymMap<Sym, Readers>,
+    /// The graph's outputs (a value read from outside the graph).
+    outputs: SymSet<Sym>,
+    /// Each node's op, by node index, up to the last node [`Editor::ops_of`] or an edit saw
+    /// (a node's op never changes in place): a pass that starts only from some ops reads this
+    /// array, not each node, to pass over the others.
+    ops: Vec<Sym>,
+    /// Live nodes per op, where the editor was built counting them; kept by the edits.
+    op_counts: Option<SymMap<Sym, usize>>,
+}
+
+impl Editor {
+    /// What the editor of graph `gi` indexes besides its producers: the readers of each value
+    /// of its live nodes, and, if `count_ops`, its live nodes per op (see
+    /// [`Editor::op_count`]); one walk of the nodes, which may run beside an order's.
+    pub fn reads_of(session: &Session, gi: usize, count_ops: bool) -> Reads {
+        let g = &session.graphs[gi];
+        // Sized once: about as many read values as nodes output.
+        let mut readers: SymMap<Sym, Readers> =
+            SymMap::with_capacity_and_hasher(g.values_estimate(), Default::default());
+        let mut counts: SymMap<Sym, usize> = SymMap::default();
+        let mut ops = Vec::new();
+        if count_ops {
+            ops.reserve(g.nodes.len());
+            ops.extend(g.nodes.iter().map(|n| n.op));
+        }
+        for (i, n) in g.live_nodes() {
+            Self::note_reads(&mut readers, i, n);
+            if count_ops {
+                *counts.entry(n.op).or_default() += 1;
+            }
+        }
+        Reads {
+            readers,
+            ops,
+            op_counts: count_ops.then_some(counts),
+        }
+    }
+
+    /// The editor of graph `gi` from its producers (those of its live nodes, as
+    /// [`Producers::of`] finds them, which an order may have been built from already) and what
+    /// [`Editor::reads_of`] found.
+    pub fn from_parts(session: &Session, gi: usize, producer: Producers, reads: Reads) -> Editor {
+        Editor {
+            gi,
+            producer,
+            readers: reads.readers,
+            outputs: session.graphs[gi].outputs.iter().copied().collect(),
+            ops: reads.ops,
+            op_counts: reads.op_counts,
+        }
+    }
+
+    /// The editor of graph `gi`.
+    pub fn of(session: &Session, gi: usize) -> Editor {
+        let reads = Self::reads_of(session, gi, false);
+        Self::from_parts(session, gi, Producers::of(session, gi), reads)
+    }
+
+    /// The producers of the index (for an order built from them).
+    pub fn producers(&self) -> &Producers {
+        &self.producer
+    }
+
+    /// Records that node `i` reads each of `n`'s inputs: one entry per node, however many of its
+    /// slots read a value (its entries are the last ones of each list while it is recorded).
+    fn note_reads(readers: &mut SymMap<Sym, Readers>, i: usize, n: &SNode) {
+        let Ok(at) = u32::try_from(i) else {
+            return;
+        };
+        for &name in n.inputs.iter().chain(&n.implicit_inputs) {
+            if !name.is_empty() {
+                let l = readers.entry(name).or_default();
+                if l.last() != Some(&at) {
+                    l.push(at);
+                }
+            }
+        }
+    }
+
+    /// Whether `v` is one of the graph's outputs.
+    pub fn is_output(&self, v: Sym) -> bool {
+        self.outputs.contains(&v)
+    }
+
+    /// The live node that produces `v` in this graph.
+    pub fn producer(&self, session: &Session, v: Sym) -> Option<usize> {
+        self.producer.get(v).filter(|&p| {
+            let n = &session.graphs[self.gi].nodes[p];
+            !n.removed && n.outputs.contains(&v)
+        })
+    }
+
+    /// The live nodes that read `v` (explicitly or through a subgraph), without collecting them;
+    /// a node made to read `v` twice through [`Editor::add_use`] may come twice.
+    pub fn readers<'s>(
+        &'s self,
+        session: &'s Session,
+        v: Sym,
+    ) -> impl Iterator<Item = usize> + 's {
+        let g = &session.graphs[self.gi];
+        self.readers
+            .get(&v)
+            .map(|l| l.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|&k| k as usize)
+            .filter(move |&k| {
+                let n = &g.nodes[k];
+                !n.removed && (n.inputs.contains(&v) || n.implicit_inputs.contains(&v))
+            })
+    }
+
+    /// The live nodes that read `v`, ascending, each once.
+    pub fn users(&self, session: &Session, v: Sym) -> Vec<usize> {
+        let mut out: Vec<usize> = self.readers(session, v).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether a live node reads `v`.
+    pub fn has_users(&self, session: &Session, v: Sym) -> bool {
+        self.readers(session, v).next().is_some()
+    }
+
+    /// The one live node that reads `v`, if exactly one does.
+    pub fn sole_user(&self, session: &Session, v: Sym) -> Option<usize> {
+        let mut users = self.readers(session, v);
+        let first = users.next()?;
+        users.all(|k| k == first).then_some(first)
+    }
+
+    /// Records that node `node` reads `v` (an edit made outside the editor's own, such as an
+    /// input list built again in place).
+    pub fn add_use(&mut self, v: Sym, node: usize) {
+        if let Ok(at) = u32::try_from(node) {
+            self.readers.entry(v).or_default().push(at);
+        }
+    }
+
+    /// Records that node `node` produces `v`.
+    pub fn set_producer(&mut self, v: Sym, node: usize) {
+        self.producer.insert(v, node);
+    }
+
+    /// Appends `node` to the graph and indexes it; its index.
+    pub fn add(&mut self, session: &mut Session, node: SNode) -> usize {
+        let g = &mut session.graphs[self.gi];
+        let ni = g.nodes.len();
+        self.register(ni, &node);
+        g.nodes.push(node);
+        ni
+    }
+
+    /// Indexes node `ni` (appended to the graph since the index was built, not through
+    /// [`Editor::add`]).
+    pub fn register(&mut self, ni: usize, n: &SNode) {
+        for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            self.producer.insert(o, ni);
+        }
+        Self::note_reads(&mut self.readers, ni, n);
+        if self.ops.len() == ni {
+            self.ops.push(n.op);
+        }
+        if let Some(c) = self.op_counts.as_mut() {
+            *c.entry(n.op).or_default() += 1;
+        }
+    }
+
+    /// Marks node `ni` removed, and every node of its subgraphs: it produces nothing from
+    /// here on.
+    pub fn remove(&mut self, session: &mut Session, ni: usize) {
+        let n = &mut session.graphs[self.gi].nodes[ni];
+        n.removed = true;
+        for &o in &n.outputs {
+            if self.producer.get(o) == Some(ni) {
+                self.producer.remove(o);
+            }
+        }
+        if let Some(k) = self.op_counts.as_mut().and_then(|c| c.get_mut(&n.op)) {
+            *k = k.saturating_sub(1);
+        }
+        let mut subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
+        // The subgraphs below, each graph once (a graph has one parent node).
+        while let Some(sg) = subs.pop() {
+            for n in session.graphs[sg].nodes.iter_mut().filter(|n| !n.removed) {
+                n.removed = true;
+                subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
+            }
+        }
+    }
+
+    /// Input `at.arg` of node `at.node` reads `v` from here on (empty inputs appended up to it,
+    /// as ORT's optional inputs left out).
+    pub fn set_input(&mut self, session: &mut Session, at: EdgeEnd, v: Sym) {
+        let inputs = &mut session.graphs[self.gi].nodes[at.node].inputs;
+        if inputs.len() <= at.arg {
+            inputs.resize(at.arg + 1, Sym::EMPTY);
+        }
+        inputs[at.arg] = v;
+        self.add_use(v, at.node);
+    }
+
+    /// Output `at.arg` of node `at.node` is `v` from here on.
+    pub fn set_output(&mut self, session: &mut Session, at: EdgeEnd, v: Sym) {
+        if let Some(o) = session.graphs[self.gi].nodes[at.node].outputs.get_mut(at.arg) {
+            let old = std::mem::replace(o, v);
+            if self.producer.get(old) == Some(at.node) {
+                self.producer.remove(old);
+            }
+            self.producer.insert(v, at.node);
+        }
+    }
+
+    /// Every live node of this graph that reads `old` reads `new` instead, explicitly and in its
+    /// subgraphs (down to a subgraph that defines `old` itself); the nodes changed, ascending.
+    pub fn replace_reads(&mut self, session: &mut Session, old: Sym, new: Sym) -> Vec<usize> {
+        let users = self.users(session, old);
+        for &k in &users {
+            let n = &mut session.graphs[self.gi].nodes[k];
+            for i in n.inputs.iter_mut() {
+                if *i == old {
+                    *i = new;
+                }
+            }
+            if n.implicit_inputs.contains(&old) {
+                for i in n.implicit_inputs.iter_mut() {
+                    if *i == old {
+                        *i = new;
+                    }
+                }
+                let subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
+                for sg in subs {
+                    rename_in_subgraph(session, sg, old, new, 0);
+                }
+            }
+            self.add_use(new, k);
+        }
+        users
+    }
+
+    /// Every explicit input of a live node that `renames` names reads its replacement instead:
+    /// one walk of the graph, for many values at once.
+    pub fn rename_inputs(&mut self, session: &mut Session, renames: &SymMap<Sym, Sym>) {
+        let g = &mut session.graphs[self.gi];
+        let mut renamed: Vec<Sym> = Vec::new();
+        for (k, n) in g.nodes.iter_mut().enumerate() {
+            if n.removed {
+                continue;
+            }
+            renamed.clear();
+            for i in n.inputs.iter_mut() {
+                if let Some(&rep) = renames.get(i) {
+                    *i = rep;
+                    renamed.push(rep);
+                }
+            }
+            // One use per (value, node).
+            renamed.sort_unstable_by_key(|s| s.id());
+            renamed.dedup();
+            for &rep in &renamed {
+                self.add_use(rep, k);
+            }
+        }
+    }
+
+    /// Brings the op array up to the graph: the nodes appended since the last call (or edit)
+    /// added.
+    pub fn ops_of(&mut self, session: &Session) {
+        let nodes = &session.graphs[self.gi].nodes;
+        let known = self.ops.len().min(nodes.len());
+        self.ops.truncate(known);
+        self.ops.extend(nodes[known..].iter().map(|n| n.op));
+    }
+
+    /// Node `ni`'s op as the op array holds it (see [`Editor::ops_of`]).
+    pub fn op_at(&self, ni: usize) -> Option<Sym> {
+        self.ops.get(ni).copied()
+    }
+
+    /// Every value a node of op `op` reads (removed nodes included), found from the op array:
+    /// only those nodes are read.
+    pub fn read_by_op(&self, session: &Session, op: Sym) -> SymSet<Sym> {
+        let g = &session.graphs[self.gi];
+        self.ops
+            .iter()
+            .enumerate()
+            .filter(|&(_, &o)| o == op)
+            .filter_map(|(k, _)| g.nodes.get(k))
+            .flat_map(|n| n.inputs.iter().chain(&n.implicit_inputs).copied())
+            .collect()
+    }
+
+    /// The live nodes of op `op` (0 unless the editor was built counting them).
+    pub fn op_count(&self, op: Sym) -> usize {
+        self.op_counts
+            .as_ref()
+            .and_then(|c| c.get(&op))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// The deepest subgraph nesting a rename follows (the reader bounds nesting well below).
+const MAX_RENAME_DEPTH: usize = 256;
+
+/// Renames every read of `old` to `new` in subgraph `sg` and the subgraphs below it, unless `sg`
+/// defines `old` itself (an input or an initializer of that name shadows the outer value).
+pub fn rename_in_subgraph(session: &mut Session, sg: usize, old: Sym, new: Sym, depth: usize) {
+    let g = &session.graphs[sg];
+    if depth > MAX_RENAME_DEPTH || g.inputs.contains(&old) || g.initializers.contains_key(&old) {
+        return;
+    }
+    let mut subs = Vec::new();
+    let g: &mut SGraph = &mut session.graphs[sg];
+    for n in g.nodes.iter_mut() {
+        for i in n.inputs.iter_mut().chain(n.implicit_inputs.iter_mut()) {
+            if *i == old {
+                *i = new;
+            }
+        }
+        subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
+    }
+    for o in g.outputs.iter_mut() {
+        if *o == old {
+            *o = new;
+        }
+    }
+    for s in subs {
+        rename_in_subgraph(session, s, old, new, depth + 1);
+    }
+}
