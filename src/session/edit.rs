@@ -133,11 +133,7 @@ impl Editor {
 
     /// The live nodes that read `v` (explicitly or through a subgraph), without collecting them;
     /// a node made to read `v` twice through [`Editor::add_use`] may come twice.
-    pub fn readers<'s>(
-        &'s self,
-        session: &'s Session,
-        v: Sym,
-    ) -> impl Iterator<Item = usize> + 's {
+    pub fn readers<'s>(&'s self, session: &'s Session, v: Sym) -> impl Iterator<Item = usize> + 's {
         let g = &session.graphs[self.gi];
         self.readers
             .get(&v)
@@ -244,7 +240,10 @@ impl Editor {
 
     /// Output `at.arg` of node `at.node` is `v` from here on.
     pub fn set_output(&mut self, session: &mut Session, at: EdgeEnd, v: Sym) {
-        if let Some(o) = session.graphs[self.gi].nodes[at.node].outputs.get_mut(at.arg) {
+        if let Some(o) = session.graphs[self.gi].nodes[at.node]
+            .outputs
+            .get_mut(at.arg)
+        {
             let old = std::mem::replace(o, v);
             if self.producer.get(old) == Some(at.node) {
                 self.producer.remove(old);
@@ -369,5 +368,116 @@ pub fn rename_in_subgraph(session: &mut Session, sg: usize, old: Sym, new: Sym, 
     }
     for s in subs {
         rename_in_subgraph(session, s, old, new, depth + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &str) -> Sym {
+        Sym::new(name)
+    }
+
+    /// `a -> A -> b -> B -> c`, `b -> C -> d`: three nodes, `c` and `d` the graph's outputs.
+    fn chain() -> Session {
+        let node = |name: &str, op: &str, i: &[&str], o: &[&str]| {
+            SNode::plain(
+                s(name),
+                s(op),
+                Sym::AI_ONNX,
+                Some(14),
+                i.iter().map(|v| s(v)).collect(),
+                o.iter().map(|v| s(v)).collect(),
+            )
+        };
+        let mut session = Session::of_nodes(vec![
+            node("A", "Relu", &["a"], &["b"]),
+            node("B", "Neg", &["b", "b"], &["c"]),
+            node("C", "Relu", &["b"], &["d"]),
+        ]);
+        session.graphs[0].outputs = vec![s("c"), s("d")];
+        session
+    }
+
+    #[test]
+    fn the_index_answers_as_the_graph_reads() {
+        let session = chain();
+        let ed = Editor::of(&session, 0);
+        assert_eq!(ed.producer(&session, s("b")), Some(0));
+        assert_eq!(ed.producer(&session, s("a")), None);
+        // A node reading a value twice is one reader.
+        assert_eq!(ed.users(&session, s("b")), vec![1, 2]);
+        assert_eq!(ed.sole_user(&session, s("b")), None);
+        assert_eq!(ed.sole_user(&session, s("a")), Some(0));
+        assert!(ed.is_output(s("c")) && !ed.is_output(s("b")));
+        let counted = Editor::from_parts(
+            &session,
+            0,
+            Producers::of(&session, 0),
+            Editor::reads_of(&session, 0, true),
+        );
+        assert_eq!(counted.op_count(s("Relu")), 2);
+        assert_eq!(counted.op_at(1), Some(s("Neg")));
+        assert_eq!(ed.op_count(s("Relu")), 0, "not counted unless asked");
+    }
+
+    #[test]
+    fn edits_keep_the_index_current() {
+        let mut session = chain();
+        let mut ed = Editor::from_parts(
+            &session,
+            0,
+            Producers::of(&session, 0),
+            Editor::reads_of(&session, 0, true),
+        );
+        // C reads `a` instead of `b`; B alone reads `b`.
+        ed.set_input(&mut session, EdgeEnd::new(2, 0), s("a"));
+        assert_eq!(ed.users(&session, s("a")), vec![0, 2]);
+        assert_eq!(ed.sole_user(&session, s("b")), Some(1));
+        // A new node D produces `e` from `c`; B now writes `f`.
+        let d = ed.add(
+            &mut session,
+            SNode::plain(
+                s("D"),
+                s("Relu"),
+                Sym::AI_ONNX,
+                Some(14),
+                vec![s("c")],
+                vec![s("e")],
+            ),
+        );
+        assert_eq!(d, 3);
+        assert_eq!(ed.op_count(s("Relu")), 3);
+        assert_eq!(ed.op_at(3), Some(s("Relu")));
+        ed.set_output(&mut session, EdgeEnd::new(1, 0), s("f"));
+        assert_eq!(ed.producer(&session, s("f")), Some(1));
+        assert_eq!(ed.producer(&session, s("c")), None, "B no longer writes c");
+        assert_eq!(ed.producer(&session, s("e")), Some(3));
+        // Every reader of `a` reads `g` instead; a removed node neither produces nor reads.
+        assert_eq!(ed.replace_reads(&mut session, s("a"), s("g")), vec![0, 2]);
+        assert!(!ed.has_users(&session, s("a")));
+        assert_eq!(ed.users(&session, s("g")), vec![0, 2]);
+        ed.remove(&mut session, 0);
+        assert_eq!(ed.producer(&session, s("b")), None);
+        assert_eq!(ed.users(&session, s("g")), vec![2]);
+        assert_eq!(ed.op_count(s("Relu")), 2);
+        // Many values at once, each reading node once.
+        let renames: SymMap<Sym, Sym> = [(s("g"), s("h")), (s("b"), s("h"))].into_iter().collect();
+        ed.rename_inputs(&mut session, &renames);
+        assert_eq!(ed.users(&session, s("h")), vec![1, 2]);
+        assert_eq!(session.graphs[0].nodes[1].inputs, vec![s("h"), s("h")]);
+    }
+
+    #[test]
+    fn an_input_past_the_end_is_appended_with_empty_ones_before_it() {
+        let mut session = chain();
+        let mut ed = Editor::of(&session, 0);
+        ed.set_input(&mut session, EdgeEnd::new(0, 2), s("z"));
+        assert_eq!(
+            session.graphs[0].nodes[0].inputs,
+            vec![s("a"), Sym::EMPTY, s("z")]
+        );
+        assert_eq!(ed.sole_user(&session, s("z")), Some(0));
     }
 }

@@ -215,11 +215,7 @@ impl Fuser {
         let producer = Producers::of(session, gi);
         let (reads, order) = crate::session::order::beside(
             g.nodes.len(),
-            || {
-                crate::session::order::ort_topological_order_by(session, gi, &|v| {
-                    producer.get(v)
-                })
-            },
+            || crate::session::order::ort_topological_order_by(session, gi, &|v| producer.get(v)),
             || Editor::reads_of(session, gi, true),
         );
         let mut pos = vec![usize::MAX; g.nodes.len()];

@@ -337,14 +337,7 @@ impl Optimizer<'_> {
             generated.push(name);
             idx.add(
                 session,
-                SNode::plain(
-                name,
-                identity,
-                Sym::AI_ONNX,
-                since,
-                    vec![src],
-                    vec![target],
-                ),
+                SNode::plain(name, identity, Sym::AI_ONNX, since, vec![src], vec![target]),
             );
         }
         let g = &mut session.graphs[gi];

@@ -18,8 +18,8 @@ use crate::infer::shapes::{self, Values};
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
 use crate::placer::{OptLevel, registry, transpose};
-use crate::session::order::{Producers, beside, ort_topological_order, ort_topological_order_by};
 use crate::session::edit::Editor;
+use crate::session::order::{Producers, beside, ort_topological_order, ort_topological_order_by};
 use crate::session::{EdgeEnd, Init, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
@@ -225,7 +225,11 @@ fn editor_with_orders(session: &Session, gi: usize) -> (Editor, Vec<usize>, Vec<
             )
         },
     );
-    (Editor::from_parts(session, gi, producer, readers), kahn, dfs)
+    (
+        Editor::from_parts(session, gi, producer, readers),
+        kahn,
+        dfs,
+    )
 }
 
 /// Graph `gi`'s two node orders (Kahn's, then the reverse DFS) from `idx`'s producers, as

@@ -16,9 +16,9 @@
 use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::ir::{Init, NameGen, SNode, Session};
+use crate::placer::qdq_transformer::{is_dq, is_q};
 use crate::session::EdgeEnd;
 use crate::session::edit::Editor;
-use crate::placer::qdq_transformer::{is_dq, is_q};
 use crate::sym::Sym;
 
 /// Subgraph nesting followed; deeper graphs (only a hostile model has them) are left alone.
