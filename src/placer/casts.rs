@@ -3,11 +3,12 @@
 //! partitioning: float16 nodes that no provider took run on the CPU in float32 between inserted
 //! `Cast` nodes, and Cast pairs that cancel out are removed.
 
-use crate::sym::{SymMap as HashMap, SymSet as HashSet};
+use crate::sym::SymMap as HashMap;
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::session::{EdgeEnd, NameGen, NodeRef, SGraph, SNode, Session};
+use crate::session::edit::Editor;
+use crate::session::{EdgeEnd, NameGen, NodeRef, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
@@ -16,41 +17,6 @@ const FLOAT: i32 = D::Float as i32;
 
 fn is_fp16(g: &Session, gi: usize, name: Sym) -> bool {
     !name.is_empty() && g.type_of(gi, name) == Some(&Type::Tensor(FLOAT16))
-}
-
-/// Producer node of each value of a graph, and the consumers (node, input index) of each value.
-struct Edges {
-    producer: HashMap<Sym, usize>,
-    consumers: HashMap<Sym, Vec<EdgeEnd>>,
-}
-
-fn edges(g: &SGraph) -> Edges {
-    let mut producer = HashMap::default();
-    let mut consumers: HashMap<Sym, Vec<EdgeEnd>> = HashMap::default();
-    for (i, n) in g.live_nodes() {
-        for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            producer.insert(*o, i);
-        }
-    }
-    for (i, n) in g.live_nodes() {
-        for (k, name) in n.inputs.iter().enumerate() {
-            if !name.is_empty() && producer.contains_key(name) {
-                consumers.entry(*name).or_default().push(EdgeEnd::new(i, k));
-            }
-        }
-        for name in &n.implicit_inputs {
-            if producer.contains_key(name) {
-                consumers
-                    .entry(*name)
-                    .or_default()
-                    .push(EdgeEnd::new(i, usize::MAX));
-            }
-        }
-    }
-    Edges {
-        producer,
-        consumers,
-    }
 }
 
 /// Runs both transformers over the main graph and every subgraph. Returns the nodes that were
@@ -119,7 +85,8 @@ fn insert_casts(
     updates: &mut HashMap<Sym, Sym>,
     moved: &mut Vec<NodeRef>,
 ) {
-    force_single_node_fp32(session, cx, gi);
+    // The graph's index, built for the isolated-node check, then kept by the Casts' insertion.
+    let mut ed = force_single_node_fp32(session, cx, gi);
     // One name generator per graph: building it reads every name of the graph.
     let mut names: Option<NameGen> = None;
     // `GraphViewer::GetNodesInTopologicalOrder`: the reverse DFS from the leaves.
@@ -136,7 +103,7 @@ fn insert_casts(
                 let dst = match updates.get(&input) {
                     Some(d) => *d,
                     None => {
-                        let name = add_cast(session, gi, &mut names, input, true);
+                        let name = add_cast(session, &mut ed, &mut names, input, true);
                         updates.insert(input, name);
                         name
                     }
@@ -148,20 +115,25 @@ fn insert_casts(
             let outputs = session.graphs[gi].nodes[ni].outputs.clone();
             for out in outputs {
                 if is_fp16(session, gi, out) {
-                    let src = add_cast(session, gi, &mut names, out, false);
+                    let src = add_cast(session, &mut ed, &mut names, out, false);
                     replacements.push((out, src, false));
                 }
             }
-            let node = &mut session.graphs[gi].nodes[ni];
-            node.ep = Some(Ep::Cpu);
+            session.graphs[gi].nodes[ni].ep = Some(Ep::Cpu);
             for (old, new, is_input) in replacements {
+                let node = &session.graphs[gi].nodes[ni];
                 let list = if is_input {
-                    &mut node.inputs
+                    &node.inputs
                 } else {
-                    &mut node.outputs
+                    &node.outputs
                 };
-                for name in list.iter_mut().filter(|n| **n == old) {
-                    *name = new;
+                let slots: Vec<usize> = (0..list.len()).filter(|&k| list[k] == old).collect();
+                for k in slots {
+                    if is_input {
+                        ed.set_input(session, EdgeEnd::new(ni, k), new);
+                    } else {
+                        ed.set_output(session, EdgeEnd::new(ni, k), new);
+                    }
                 }
             }
             moved.push(NodeRef::new(gi, ni));
@@ -181,11 +153,12 @@ fn insert_casts(
 /// float (new value) → fp16 producing `value`. Returns the new value's name.
 fn add_cast(
     session: &mut Session,
-    gi: usize,
+    ed: &mut Editor,
     names: &mut Option<NameGen>,
     value: Sym,
     on_input: bool,
 ) -> Sym {
+    let gi = ed.gi;
     let g = &mut session.graphs[gi];
     let gen_ = names.get_or_insert_with(|| NameGen::new(g));
     // ORT's `GenerateNodeName`, through the graph's shared counter.
@@ -202,7 +175,7 @@ fn add_cast(
     if let Some(shape) = g.shapes.get(&value).cloned() {
         g.shapes.insert(name, shape);
     }
-    g.nodes.push(SNode {
+    let cast = SNode {
         name,
         op: Sym::CAST,
         domain: Sym::AI_ONNX,
@@ -221,24 +194,26 @@ fn add_cast(
         kernel: None,
         origin: None,
         removed: false,
-    });
+    };
+    ed.add(session, cast);
     name
 }
 
 /// `ForceSingleNodeCPUFloat16ToFloat32`: every node for which `IsIsolatedFp16NodeOnCpu` holds is
-/// unassigned, in node order, so that it is cast to fp32 with its neighbours.
-fn force_single_node_fp32(session: &mut Session, cx: &Cx<'_>, gi: usize) {
-    let e = edges(&session.graphs[gi]);
-    let graph_outputs: HashSet<Sym> = session.graphs[gi].outputs.iter().cloned().collect();
+/// unassigned, in node order, so that it is cast to fp32 with its neighbours. The graph's
+/// editor, built for the check.
+fn force_single_node_fp32(session: &mut Session, cx: &Cx<'_>, gi: usize) -> Editor {
+    let e = Editor::of(session, gi);
     let indices: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
     for ni in indices {
-        if isolated_fp16_node_on_cpu(session, cx, gi, ni, &e, &graph_outputs) {
+        if isolated_fp16_node_on_cpu(session, cx, gi, ni, &e) {
             // Unassigned, it is bound to no kernel either (it is assigned again, in float32).
             let node = &mut session.graphs[gi].nodes[ni];
             node.ep = None;
             node.kernel = None;
         }
     }
+    e
 }
 
 /// `IsIsolatedFp16NodeOnCpu`: a CPU node with input edges, no subgraph and no graph output, whose
@@ -250,8 +225,7 @@ fn isolated_fp16_node_on_cpu(
     cx: &Cx<'_>,
     gi: usize,
     ni: usize,
-    e: &Edges,
-    graph_outputs: &HashSet<Sym>,
+    e: &Editor,
 ) -> bool {
     let g = &session.graphs[gi];
     let node = &g.nodes[ni];
@@ -259,10 +233,10 @@ fn isolated_fp16_node_on_cpu(
         .inputs
         .iter()
         .chain(&node.implicit_inputs)
-        .any(|name| e.producer.contains_key(name));
+        .any(|&name| e.producer(session, name).is_some());
     if !has_input_edge
         || !node.subgraphs.is_empty()
-        || node.outputs.iter().any(|o| graph_outputs.contains(o))
+        || node.outputs.iter().any(|&o| e.is_output(o))
         || node.ep != Some(Ep::Cpu)
     {
         return false;
@@ -317,7 +291,7 @@ fn isolated_fp16_node_on_cpu(
         return false;
     }
     for &idx in &fp16_inputs {
-        if let Some(&p) = e.producer.get(&node.inputs[idx])
+        if let Some(p) = e.producer(session, node.inputs[idx])
             && !needs_input_cast(session, gi, &g.nodes[p])
         {
             return false;
@@ -339,8 +313,7 @@ fn isolated_fp16_node_on_cpu(
         return false;
     }
     for &k in &fp16_outputs {
-        let consumers = e.consumers.get(&node.outputs[k]);
-        for &EdgeEnd { node: c, .. } in consumers.into_iter().flatten() {
+        for c in e.readers(session, node.outputs[k]) {
             if !needs_input_cast(session, gi, &g.nodes[c]) {
                 return false;
             }
@@ -428,20 +401,19 @@ fn unsafe_cast(src: Option<&Type>, dst: Option<&Type>, node_name: &str) -> bool 
 }
 
 /// `RemoveDuplicateCastTransformer` over graph `gi` and, node by node, its subgraphs. The
-/// consumer lists are built once per graph and kept up to date by each removal, so the pass is
-/// linear in the size of the graph (it used to rebuild them after every change).
+/// graph's editor is built at its first Cast and kept by each removal, so the pass is linear in
+/// the size of the graph.
 fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
-    let graph_outputs: HashSet<Sym> = session.graphs[gi].outputs.iter().cloned().collect();
     let count = session.graphs[gi].nodes.len();
-    let mut e: Option<Edges> = None;
+    let mut e: Option<Editor> = None;
     for ni in 0..count {
         if session.graphs[gi].nodes[ni].removed {
             continue;
         }
         let mut removed_self = false;
         if session.graphs[gi].nodes[ni].op == Sym::CAST {
-            let edges = e.get_or_insert_with(|| edges(&session.graphs[gi]));
-            removed_self = remove_around(session, gi, ni, &graph_outputs, edges, rules);
+            let ed = e.get_or_insert_with(|| Editor::of(session, gi));
+            removed_self = remove_around(session, ni, ed, rules);
         }
         if !removed_self {
             let subs: Vec<usize> = session.graphs[gi].nodes[ni]
@@ -456,35 +428,9 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
     }
 }
 
-/// The live consumers (node, input position; `usize::MAX` for an implicit input) of `value`.
-fn live_consumers(session: &Session, gi: usize, e: &Edges, value: Sym) -> Vec<EdgeEnd> {
-    let g = &session.graphs[gi];
-    let mut out: Vec<EdgeEnd> = e
-        .consumers
-        .get(&value)
-        .map(|l| {
-            l.iter()
-                .copied()
-                .filter(|&EdgeEnd { node: c, .. }| g.nodes.get(c).is_some_and(|n| !n.removed))
-                .collect()
-        })
-        .unwrap_or_default();
-    // The order a rebuild of the edges would give.
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
 /// One step of `RemoveDuplicateCastTransformer` at Cast node `ni`; true when `ni` was removed.
-/// Keeps `e`'s consumer lists up to date.
-fn remove_around(
-    session: &mut Session,
-    gi: usize,
-    ni: usize,
-    graph_outputs: &HashSet<Sym>,
-    e: &mut Edges,
-    rules: CastRules,
-) -> bool {
+fn remove_around(session: &mut Session, ni: usize, e: &mut Editor, rules: CastRules) -> bool {
+    let gi = e.gi;
     let node = &session.graphs[gi].nodes[ni];
     let (Some(input), Some(output)) = (node.inputs.first().cloned(), node.outputs.first().cloned())
     else {
@@ -493,7 +439,7 @@ fn remove_around(
     let src = session.type_of(gi, input).cloned();
     let dst = session.type_of(gi, output).cloned();
     let loss = unsafe_cast(src.as_ref(), dst.as_ref(), &node.name);
-    let children = live_consumers(session, gi, e, output);
+    let children = e.reader_slots(session, output);
     let mut to_remove: Vec<usize> = Vec::new();
     let mut keep = 0usize;
     // A kept child on another provider, or (after a lossy cast) one that casts to bool: the
@@ -515,7 +461,7 @@ fn remove_around(
         if loss && unsafe_cast(dst1.as_ref(), src1.as_ref(), &child.name) {
             return false;
         }
-        if !graph_outputs.contains(&c_out) && src == dst1 && src1 == dst {
+        if !e.is_output(c_out) && src == dst1 && src1 == dst {
             to_remove.push(c);
         } else {
             keep += 1;
@@ -535,39 +481,29 @@ fn remove_around(
             .first()
             .cloned()
             .unwrap_or_default();
-        session.graphs[gi].nodes[c].removed = true;
-        replace_input(session, gi, e, c_out, input);
+        e.remove(session, c);
+        replace_input(session, e, c_out, input);
     }
     if !children.is_empty()
         && !pinned
         && removed_count + keep == children.len()
-        && !graph_outputs.contains(&output)
+        && !e.is_output(output)
     {
-        session.graphs[gi].nodes[ni].removed = true;
-        replace_input(session, gi, e, output, input);
+        e.remove(session, ni);
+        replace_input(session, e, output, input);
         return true;
     }
     false
 }
 
-/// Every live reader of `from` in graph `gi` reads `to` instead; its consumer entries move with it.
-fn replace_input(session: &mut Session, gi: usize, e: &mut Edges, from: Sym, to: Sym) {
-    let readers = live_consumers(session, gi, e, from);
-    e.consumers.remove(&from);
-    if readers.is_empty() {
-        return;
-    }
-    for &EdgeEnd { node: c, arg: k } in &readers {
-        let Some(n) = session.graphs[gi].nodes.get_mut(c) else {
-            continue;
-        };
+/// Every edge out of `from` comes out of `to` instead: each input of a live node reading it
+/// (an implicit input in the reader's list only, its subgraphs left as they are).
+fn replace_input(session: &mut Session, e: &mut Editor, from: Sym, to: Sym) {
+    for EdgeEnd { node: c, arg: k } in e.reader_slots(session, from) {
         if k == usize::MAX {
-            for name in n.implicit_inputs.iter_mut().filter(|n| **n == from) {
-                *name = to;
-            }
-        } else if let Some(name) = n.inputs.get_mut(k).filter(|n| **n == from) {
-            *name = to;
+            e.set_implicit_input(session, c, from, to);
+        } else {
+            e.set_input(session, EdgeEnd::new(c, k), to);
         }
     }
-    e.consumers.entry(to).or_default().extend(readers);
 }

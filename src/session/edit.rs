@@ -155,6 +155,27 @@ impl Editor {
         out
     }
 
+    /// The edges out of `v`: each input position of a live node that reads it (an implicit
+    /// read as position `usize::MAX`), in ORT's edge order (by node, then position).
+    pub fn reader_slots(&self, session: &Session, v: Sym) -> Vec<EdgeEnd> {
+        let g = &session.graphs[self.gi];
+        let mut out = Vec::new();
+        for c in self.users(session, v) {
+            let n = &g.nodes[c];
+            out.extend(
+                n.inputs
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &i)| i == v)
+                    .map(|(k, _)| EdgeEnd::new(c, k)),
+            );
+            if n.implicit_inputs.contains(&v) {
+                out.push(EdgeEnd::new(c, usize::MAX));
+            }
+        }
+        out
+    }
+
     /// Whether a live node reads `v`.
     pub fn has_users(&self, session: &Session, v: Sym) -> bool {
         self.readers(session, v).next().is_some()
@@ -249,6 +270,21 @@ impl Editor {
                 self.producer.remove(old);
             }
             self.producer.insert(v, at.node);
+        }
+    }
+
+    /// Node `node`'s implicit input `old` is `new` from here on, in its list of implicit inputs
+    /// only: the reads inside its subgraphs are left as they are (see [`Editor::replace_reads`]
+    /// for a rename that follows them).
+    pub fn set_implicit_input(&mut self, session: &mut Session, node: usize, old: Sym, new: Sym) {
+        let n = &mut session.graphs[self.gi].nodes[node];
+        let mut any = false;
+        for i in n.implicit_inputs.iter_mut().filter(|i| **i == old) {
+            *i = new;
+            any = true;
+        }
+        if any {
+            self.add_use(new, node);
         }
     }
 
