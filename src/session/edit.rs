@@ -176,6 +176,65 @@ impl Editor {
         out
     }
 
+    /// The edges out of `v` into explicit inputs ([`Editor::reader_slots`] less the reads by
+    /// subgraphs), in ORT's edge order.
+    pub fn consumers(&self, session: &Session, v: Sym) -> Vec<EdgeEnd> {
+        let mut out = self.reader_slots(session, v);
+        out.retain(|e| e.arg != usize::MAX);
+        out
+    }
+
+    /// The live nodes whose subgraphs read `v`.
+    pub fn implicit_readers(&self, session: &Session, v: Sym) -> usize {
+        let g = &session.graphs[self.gi];
+        self.users(session, v)
+            .into_iter()
+            .filter(|&c| g.nodes[c].implicit_inputs.contains(&v))
+            .count()
+    }
+
+    /// The edge into `v`: its live producer and the position of `v` among that node's outputs.
+    pub fn producer_slot(&self, session: &Session, v: Sym) -> Option<EdgeEnd> {
+        let p = self.producer(session, v)?;
+        let k = session.graphs[self.gi].nodes[p]
+            .outputs
+            .iter()
+            .position(|&o| o == v)?;
+        Some(EdgeEnd::new(p, k))
+    }
+
+    /// ORT's output edge count of `v`: the input positions of live nodes reading it, a read by a
+    /// node's subgraphs counting one ([`Editor::reader_slots`]).
+    pub fn edge_count(&self, session: &Session, v: Sym) -> usize {
+        self.reader_slots(session, v).len()
+    }
+
+    /// `Node::GetOutputEdgesCount`: [`Editor::edge_count`] over node `n`'s outputs.
+    pub fn node_output_edges(&self, session: &Session, n: &SNode) -> usize {
+        n.outputs
+            .iter()
+            .filter(|o| !o.is_empty())
+            .map(|&o| self.edge_count(session, o))
+            .sum()
+    }
+
+    /// `Node::GetInputEdgesCount`: node `n`'s inputs (explicit and implicit) that a live node of
+    /// the graph produces.
+    pub fn node_input_edges(&self, session: &Session, n: &SNode) -> usize {
+        n.inputs
+            .iter()
+            .chain(&n.implicit_inputs)
+            .filter(|&&i| !i.is_empty() && self.producer(session, i).is_some())
+            .count()
+    }
+
+    /// `Graph::NodeProducesGraphOutput`.
+    pub fn produces_graph_output(&self, n: &SNode) -> bool {
+        n.outputs
+            .iter()
+            .any(|&o| !o.is_empty() && self.is_output(o))
+    }
+
     /// Whether a live node reads `v`.
     pub fn has_users(&self, session: &Session, v: Sym) -> bool {
         self.readers(session, v).next().is_some()
@@ -223,6 +282,20 @@ impl Editor {
         if let Some(c) = self.op_counts.as_mut() {
             *c.entry(n.op).or_default() += 1;
         }
+    }
+
+    /// Node `ni` was edited in place (its inputs or outputs set without the editor): records
+    /// what it reads and writes now. Nothing for a removed node; what it no longer reads or
+    /// writes needs no forgetting (see the module's doc).
+    pub fn refresh(&mut self, session: &Session, ni: usize) {
+        let n = &session.graphs[self.gi].nodes[ni];
+        if n.removed {
+            return;
+        }
+        for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            self.producer.insert(o, ni);
+        }
+        Self::note_reads(&mut self.readers, ni, n);
     }
 
     /// Marks node `ni` removed, and every node of its subgraphs: it produces nothing from

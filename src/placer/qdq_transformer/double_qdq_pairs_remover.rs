@@ -14,10 +14,10 @@
 //! topological order of the graph as it was when the pass began; subgraphs are not visited
 //! (ORT's pass does not recurse).
 
-use super::{Edges, is_qdq_pair_supported};
+use super::is_qdq_pair_supported;
 use crate::model::DataType as D;
-use crate::session::EdgeEnd;
-use crate::session::Session;
+use crate::session::edit::Editor;
+use crate::session::{EdgeEnd, Session};
 use crate::sym::Sym;
 
 /// Applies the transformer to graph `gi`; whether it removed anything.
@@ -26,25 +26,22 @@ pub fn run(session: &mut Session, gi: usize) -> bool {
         return false;
     }
     let order = crate::session::order::ort_topological_order(session, gi);
-    let mut edges = Edges::build(session, gi);
+    // Built once; each removal keeps it current.
+    let mut ed = Editor::of(session, gi);
     let mut modified = false;
     for s in order {
-        let Some((parent, child, grandchildren)) = removable(session, gi, &edges, s) else {
+        let Some((parent, child, grandchildren)) = removable(session, gi, &ed, s) else {
             continue;
         };
-        let g = &mut session.graphs[gi];
-        let Some(src) = g.nodes[parent].outputs.first().cloned() else {
+        let Some(src) = session.graphs[gi].nodes[parent].outputs.first().cloned() else {
             continue;
         };
         for grandchild in grandchildren {
-            if let Some(slot) = g.nodes[grandchild].inputs.get_mut(0) {
-                *slot = src;
-            }
+            ed.set_input(session, EdgeEnd::new(grandchild, 0), src);
         }
-        g.nodes[s].removed = true;
-        g.nodes[child].removed = true;
+        ed.remove(session, s);
+        ed.remove(session, child);
         modified = true;
-        edges = Edges::build(session, gi);
     }
     modified
 }
@@ -54,41 +51,53 @@ pub fn run(session: &mut Session, gi: usize) -> bool {
 fn removable(
     session: &Session,
     gi: usize,
-    e: &Edges,
+    e: &Editor,
     s: usize,
 ) -> Option<(usize, usize, Vec<usize>)> {
     let g = &session.graphs[gi];
     let me = g.nodes.get(s)?;
     if me.removed
         || me.op != Sym::DEQUANTIZE_LINEAR
-        || e.node_input_edges(me) != 1
-        || e.node_output_edges(me) != 1
+        || e.node_input_edges(session, me) != 1
+        || e.node_output_edges(session, me) != 1
         || e.produces_graph_output(me)
     {
         return None;
     }
+    // The edges into explicit inputs (a subgraph's read is none of them).
+    let explicit = |v: Sym| -> Vec<EdgeEnd> {
+        let mut l = e.reader_slots(session, v);
+        l.retain(|x| x.arg != usize::MAX);
+        l
+    };
     let out = me.outputs.first()?;
-    let &EdgeEnd { node: child, .. } = e.consumers.get(out)?.first()?;
+    let &EdgeEnd { node: child, .. } = explicit(*out).first()?;
     let c = &g.nodes[child];
-    if c.op != Sym::QUANTIZE_LINEAR || e.node_output_edges(c) == 0 || e.produces_graph_output(c) {
+    if c.op != Sym::QUANTIZE_LINEAR
+        || e.node_output_edges(session, c) == 0
+        || e.produces_graph_output(c)
+    {
         return None;
     }
-    let EdgeEnd { node: parent, .. } = *e.producer.get(me.inputs.first()?)?;
+    let EdgeEnd { node: parent, .. } = e.producer_slot(session, *me.inputs.first()?)?;
     let p = &g.nodes[parent];
-    if e.node_output_edges(p) != 1 || p.op != Sym::QUANTIZE_LINEAR || e.produces_graph_output(p) {
+    if e.node_output_edges(session, p) != 1
+        || p.op != Sym::QUANTIZE_LINEAR
+        || e.produces_graph_output(p)
+    {
         return None;
     }
     // Every reader of Q2 is a DQ paired with it (reading it once, as its data input).
     let c_out = c.outputs.first()?;
-    let readers = e.consumers.get(c_out)?;
-    if e.node_output_edges(c) != readers.len() {
+    let readers = explicit(*c_out);
+    if readers.is_empty() || e.node_output_edges(session, c) != readers.len() {
         return None;
     }
     let mut grandchildren = Vec::with_capacity(readers.len());
     for &EdgeEnd {
         node: grandchild,
         arg: slot,
-    } in readers
+    } in &readers
     {
         let gc = &g.nodes[grandchild];
         if gc.op != Sym::DEQUANTIZE_LINEAR

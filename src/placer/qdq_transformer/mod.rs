@@ -228,18 +228,6 @@ impl Edges {
     pub fn produces_graph_output(&self, n: &SNode) -> bool {
         n.existing_outputs().any(|(_, o)| self.outputs.contains(&o))
     }
-
-    /// The input edge count of a node (`Node::GetInputEdgesCount`): inputs another node of the
-    /// graph produces.
-    pub fn node_input_edges(&self, n: &SNode) -> usize {
-        n.existing_inputs()
-            .filter(|(_, i)| self.producer.contains_key(i))
-            .count()
-            + n.implicit_inputs
-                .iter()
-                .filter(|i| self.producer.contains_key(i))
-                .count()
-    }
 }
 
 #[cfg(test)]

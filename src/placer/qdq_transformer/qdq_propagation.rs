@@ -20,9 +20,10 @@
 //! (`k` empty for the first edge, then 1, 2, ...). Nodes are visited in the topological order
 //! of the graph as it was when the pass began, backward first, then forward; subgraphs first.
 
-use super::{Edges, MAX_DEPTH, constant_scalar_scale_and_zp, is_dq, is_q, zero_point_elem};
+use super::{MAX_DEPTH, constant_scalar_scale_and_zp, is_dq, is_q, zero_point_elem};
 use crate::infer::Type;
 use crate::model::DataType as D;
+use crate::session::edit::Editor;
 use crate::session::{EdgeEnd, NameGen, SNode, Session};
 use crate::sym::Sym;
 
@@ -57,7 +58,8 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
         }
     }
     let mut p = Propagation {
-        edges: Edges::build(session, gi),
+        // Built once; each insertion keeps it current.
+        ed: Editor::of(session, gi),
         names: NameGen::new(&session.graphs[gi]),
         gi,
     };
@@ -93,7 +95,7 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
     }
     for &ni in &order {
         let n = &session.graphs[gi].nodes[ni];
-        if !is_dq(n) || p.edges.produces_graph_output(n) || p.edges.node_output_edges(n) != 1 {
+        if !is_dq(n) || p.ed.produces_graph_output(n) || p.ed.node_output_edges(session, n) != 1 {
             continue;
         }
         let Some(has_zp) = constant_scalar_scale_and_zp(session, gi, n) else {
@@ -170,7 +172,7 @@ fn can_propagate(n: &SNode) -> bool {
 }
 
 struct Propagation {
-    edges: Edges,
+    ed: Editor,
     names: NameGen,
     gi: usize,
 }
@@ -181,8 +183,8 @@ impl Propagation {
     fn previous_edge(&self, session: &Session, ni: usize) -> Option<Edge> {
         let g = &session.graphs[self.gi];
         let arg = *g.nodes[ni].inputs.first().filter(|a| !a.is_empty())?;
-        match self.edges.producer.get(&arg) {
-            Some(&src) => (!self.edges.outputs.contains(&arg) && self.edges.edge_count(arg) == 1)
+        match self.ed.producer_slot(session, arg) {
+            Some(src) => (!self.ed.is_output(arg) && self.ed.edge_count(session, arg) == 1)
                 .then_some(Edge {
                     src: Some(src),
                     dst: Some(EdgeEnd::new(ni, 0)),
@@ -214,23 +216,20 @@ impl Propagation {
         let Some(arg) = g.nodes[ni].outputs.first().filter(|a| !a.is_empty()) else {
             return Vec::new();
         };
+        let slots = self.ed.reader_slots(session, *arg);
         // A subgraph's read is an edge this simulation does not rewire: leave the value alone.
-        if self.edges.implicit.contains_key(arg) {
+        if slots.iter().any(|e| e.arg == usize::MAX) {
             return Vec::new();
         }
-        let mut out: Vec<Edge> = self
-            .edges
-            .consumers
-            .get(arg)
+        let mut out: Vec<Edge> = slots
             .into_iter()
-            .flatten()
-            .map(|&dst| Edge {
+            .map(|dst| Edge {
                 src: Some(EdgeEnd::new(ni, 0)),
                 dst: Some(dst),
                 arg: *arg,
             })
             .collect();
-        if self.edges.outputs.contains(arg) {
+        if self.ed.is_output(*arg) {
             out.push(Edge {
                 src: Some(EdgeEnd::new(ni, 0)),
                 dst: None,
@@ -295,19 +294,17 @@ impl Propagation {
             SNode::plain(name, op, qp.domain, qp.since, inputs, vec![output])
         };
         g.generated_names.insert(q_name);
-        g.nodes.push(node(
-            q_name,
-            Sym::QUANTIZE_LINEAR,
-            qdq_inputs(pre_q),
-            q_to_dq,
-        ));
-        if let Some(EdgeEnd {
-            node: src,
-            arg: slot,
-        }) = first.src
-            && let Some(o) = g.nodes.get_mut(src).and_then(|n| n.outputs.get_mut(slot))
+        self.ed.add(
+            session,
+            node(q_name, Sym::QUANTIZE_LINEAR, qdq_inputs(pre_q), q_to_dq),
+        );
+        if let Some(src) = first.src
+            && session.graphs[gi]
+                .nodes
+                .get(src.node)
+                .is_some_and(|n| src.arg < n.outputs.len())
         {
-            *o = pre_q;
+            self.ed.set_output(session, src, pre_q);
         }
         for (k, e) in edges.iter().enumerate() {
             let suffix = if k == 0 { String::new() } else { k.to_string() };
@@ -320,21 +317,23 @@ impl Propagation {
             let g = &mut session.graphs[gi];
             set_meta(g, post_dq, base_type.clone());
             g.generated_names.insert(dq_name);
-            g.nodes.push(node(
-                dq_name,
-                Sym::DEQUANTIZE_LINEAR,
-                qdq_inputs(q_to_dq),
-                post_dq,
-            ));
-            if let Some(EdgeEnd {
-                node: dst,
-                arg: slot,
-            }) = e.dst
-                && let Some(i) = g.nodes.get_mut(dst).and_then(|n| n.inputs.get_mut(slot))
+            self.ed.add(
+                session,
+                node(
+                    dq_name,
+                    Sym::DEQUANTIZE_LINEAR,
+                    qdq_inputs(q_to_dq),
+                    post_dq,
+                ),
+            );
+            if let Some(dst) = e.dst
+                && session.graphs[gi]
+                    .nodes
+                    .get(dst.node)
+                    .is_some_and(|n| dst.arg < n.inputs.len())
             {
-                *i = post_dq;
+                self.ed.set_input(session, dst, post_dq);
             }
         }
-        self.edges = Edges::build(session, gi);
     }
 }
