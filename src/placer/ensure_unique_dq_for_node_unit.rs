@@ -15,6 +15,7 @@
 
 use crate::placer::ir::{NameGen, SNode, Session};
 use crate::session::EdgeEnd;
+use crate::session::edit::Editor;
 use crate::sym::Sym;
 
 /// Subgraph nesting this pass follows; deeper graphs (only a hostile model has them) are left
@@ -39,6 +40,9 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     let mut modified = false;
     let order = crate::session::order::ort_topological_order(session, gi);
     let mut names: Option<NameGen> = None;
+    // Built at the first DQ, kept by the copies (a subgraph's own edits leave this graph's
+    // nodes as they are).
+    let mut editor: Option<Editor> = None;
     for ni in order {
         let subgraphs: Vec<usize> = session.graphs[gi].nodes[ni]
             .subgraphs
@@ -58,22 +62,13 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         let Some(out) = n.outputs.first().filter(|o| !o.is_empty()).cloned() else {
             continue;
         };
-        let g = &session.graphs[gi];
-        let produces_output = g.outputs.contains(&out);
+        let ed = editor.get_or_insert_with(|| Editor::of(session, gi));
+        let produces_output = ed.is_output(out);
         // ORT's output edges of DQ output 0: (consumer index, input position), explicit inputs
         // first by position; a subgraph's use is an edge past the explicit inputs.
-        let mut edges: Vec<EdgeEnd> = Vec::new();
-        let mut subgraph_consumer = false;
-        for (ci, c) in g.live_nodes() {
-            for (pos, input) in c.inputs.iter().enumerate() {
-                if *input == out {
-                    edges.push(EdgeEnd::new(ci, pos));
-                }
-            }
-            if c.implicit_inputs.contains(&out) {
-                subgraph_consumer = true;
-            }
-        }
+        let mut edges: Vec<EdgeEnd> = ed.reader_slots(session, out);
+        let subgraph_consumer = edges.iter().any(|e| e.arg == usize::MAX);
+        edges.retain(|e| e.arg != usize::MAX);
         let all_edges = edges.len() + usize::from(subgraph_consumer);
         if all_edges == 0 || (all_edges == 1 && !produces_output) {
             continue;
@@ -99,20 +94,21 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
             if let Some(p) = g.dim_params.get(&out).cloned() {
                 g.dim_params.insert(value, p);
             }
-            if let Some(slot) = g.nodes.get_mut(ci).and_then(|c| c.inputs.get_mut(pos)) {
-                *slot = value;
-            }
             g.generated_names.insert(name);
-            g.nodes.push(SNode {
-                name,
-                outputs: vec![value],
-                implicit_inputs: thin_vec::ThinVec::new(),
-                subgraphs: thin_vec::ThinVec::new(),
-                ep: None,
-                origin: None,
-                removed: false,
-                ..dq.clone()
-            });
+            ed.set_input(session, EdgeEnd::new(ci, pos), value);
+            ed.add(
+                session,
+                SNode {
+                    name,
+                    outputs: vec![value],
+                    implicit_inputs: thin_vec::ThinVec::new(),
+                    subgraphs: thin_vec::ThinVec::new(),
+                    ep: None,
+                    origin: None,
+                    removed: false,
+                    ..dq.clone()
+                },
+            );
             modified = true;
         }
         session.graphs[gi].name_counter = gen_.counter;

@@ -44,29 +44,8 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         return false;
     }
     let order = crate::session::order::ort_topological_order(session, gi);
+    let mut ed = crate::session::edit::Editor::of(session, gi);
     let g = &session.graphs[gi];
-    let outputs: crate::sym::SymSet<Sym> = g.outputs.iter().copied().collect();
-    let produced: crate::sym::SymSet<Sym> = g
-        .live_nodes()
-        .flat_map(|(_, n)| n.outputs.iter().copied())
-        .filter(|o| !o.is_empty())
-        .collect();
-    // Reading slots per value (ORT's output edges).
-    let mut reads: crate::sym::SymMap<Sym, Vec<crate::session::EdgeEnd>> = Default::default();
-    for (ni, n) in g.live_nodes() {
-        for (k, i) in n.inputs.iter().enumerate().filter(|(_, i)| !i.is_empty()) {
-            reads
-                .entry(*i)
-                .or_default()
-                .push(crate::session::EdgeEnd::new(ni, k));
-        }
-        for i in &n.implicit_inputs {
-            reads
-                .entry(*i)
-                .or_default()
-                .push(crate::session::EdgeEnd::new(ni, usize::MAX));
-        }
-    }
     let mut fused: Vec<(usize, usize, usize)> = Vec::new();
     for ni in order {
         let n = &g.nodes[ni];
@@ -76,13 +55,12 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         let (Some(x), Some(y)) = (n.inputs.first(), n.outputs.first()) else {
             continue;
         };
-        if x.is_empty() || y.is_empty() || produced.contains(x) {
+        if x.is_empty() || y.is_empty() || ed.producer(session, *x).is_some() {
             continue;
         }
-        let Some(consumers) = reads.get(y) else {
-            continue;
-        };
-        if consumers.len() != 1 || outputs.contains(y) {
+        // Reading slots (ORT's output edges).
+        let consumers = ed.reader_slots(session, *y);
+        if consumers.len() != 1 || ed.is_output(*y) {
             continue;
         }
         let crate::session::EdgeEnd { node: c, arg: slot } = consumers[0];
@@ -119,10 +97,8 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
             .insert(name, copy.dims.iter().map(|&d| Some(d)).collect());
         g.initializers.insert(name, copy);
         g.init_order.push(name);
-        if let Some(i) = g.nodes[consumer].inputs.get_mut(slot) {
-            *i = name;
-        }
-        g.nodes[cast].removed = true;
+        ed.set_input(session, crate::session::EdgeEnd::new(consumer, slot), name);
+        ed.remove(session, cast);
     }
     session.graphs[gi].name_counter = names.counter;
     true

@@ -24,8 +24,9 @@
 //! visited in topological order; subgraphs first.
 
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{Edges, walk};
+use crate::placer::qdq_transformer::walk;
 use crate::session::EdgeEnd;
+use crate::session::edit::Editor;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
 use crate::tables::Ep;
@@ -42,32 +43,28 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     changed
 }
 
-type Fusion = fn(&mut Session, usize, &Edges, usize) -> bool;
+type Fusion = fn(&mut Session, usize, &mut Editor, usize) -> bool;
 
 fn run_at(session: &mut Session, fusion: Fusion) -> bool {
     walk(session, 0, 0, &mut |session, gi, edges, ni| {
         if session.graphs[gi].nodes[ni].removed {
             return false;
         }
-        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-        let changed = fusion(session, gi, e, ni);
-        if changed {
-            *edges = None;
-        }
-        changed
+        let e = edges.get_or_insert_with(|| Editor::of(session, gi));
+        fusion(session, gi, e, ni)
     })
 }
 
 /// `FirstParentByType`: the producer, of type `op`, of the first input that has one.
-fn first_parent(session: &Session, gi: usize, e: &Edges, n: &SNode, op: &str) -> Option<usize> {
+fn first_parent(session: &Session, gi: usize, e: &Editor, n: &SNode, op: &str) -> Option<usize> {
     n.existing_inputs()
-        .filter_map(|(_, i)| e.producer.get(&i).map(|p| p.node))
+        .filter_map(|(_, i)| e.producer(session, i))
         .find(|&p| session.graphs[gi].nodes[p].op == op)
 }
 
 /// `CheckOutputEdges(node, n)`: exactly `n` output edges and no graph output.
-fn output_edges(e: &Edges, n: &SNode, count: usize) -> bool {
-    !e.produces_graph_output(n) && e.node_output_edges(n) == count
+fn output_edges(session: &Session, e: &Editor, n: &SNode, count: usize) -> bool {
+    !e.produces_graph_output(n) && e.node_output_edges(session, n) == count
 }
 
 fn is_constant(session: &Session, gi: usize, name: Sym) -> bool {
@@ -95,7 +92,7 @@ fn fused(name: Sym, op: &str, inputs: Vec<Sym>, outputs: Vec<Sym>, ep: Option<Ep
     }
 }
 
-fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usize) -> bool {
+fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &mut Editor, mul: usize) -> bool {
     let g = &session.graphs[gi];
     let m = &g.nodes[mul];
     let float16 = m.inputs.first().and_then(|i| session.type_of(gi, *i))
@@ -120,18 +117,20 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
         return false;
     };
     let (c, mi, r) = (&g.nodes[cast], &g.nodes[mmi], &g.nodes[right]);
-    if !output_edges(e, c, 1) || !output_edges(e, mi, 1) || !output_edges(e, r, 1) {
+    if !output_edges(session, e, c, 1)
+        || !output_edges(session, e, mi, 1)
+        || !output_edges(session, e, r, 1)
+    {
         return false;
     }
     // The bias Add, when the Mul feeds only it.
     // The Add and the position of its bias input.
     let mut add: Option<EdgeEnd> = None;
-    if output_edges(e, m, 1)
-        && let Some(&EdgeEnd { node: a, .. }) = m
+    if output_edges(session, e, m, 1)
+        && let Some(EdgeEnd { node: a, .. }) = m
             .outputs
             .first()
-            .and_then(|o| e.consumers.get(o))
-            .and_then(|c| c.first())
+            .and_then(|&o| e.consumers(session, o).first().copied())
         && g.nodes[a].op == "Add"
     {
         let bias_shaped = |k: usize| {
@@ -170,7 +169,6 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
         inputs.pop();
     }
     let node = fused(mi.name, "MatMulIntegerToFloat", inputs, outputs, m.ep);
-    let g = &mut session.graphs[gi];
     for k in [
         Some(mmi),
         Some(cast),
@@ -181,13 +179,13 @@ fn matmul_integer_to_float(session: &mut Session, gi: usize, e: &Edges, mul: usi
     .into_iter()
     .flatten()
     {
-        g.nodes[k].removed = true;
+        e.remove(session, k);
     }
-    g.nodes.push(node);
+    e.add(session, node);
     true
 }
 
-fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usize) -> bool {
+fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &mut Editor, ni: usize) -> bool {
     let g = &session.graphs[gi];
     let n = &g.nodes[ni];
     if n.op != "MatMulIntegerToFloat"
@@ -200,11 +198,11 @@ fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usiz
     }
     let at = |k: usize| n.inputs.get(k).cloned().unwrap_or_default();
     // `GetInputNode(node, 0)`: the producer of `A`, whatever its type.
-    let Some(&EdgeEnd { node: dql, .. }) = n.inputs.first().and_then(|a| e.producer.get(a)) else {
+    let Some(dql) = n.inputs.first().and_then(|&a| e.producer(session, a)) else {
         return false;
     };
     let q = &g.nodes[dql];
-    if !output_edges(e, q, q.outputs.len()) {
+    if !output_edges(session, e, q, q.outputs.len()) {
         return false;
     }
     // Its scale and zero point are this node's `a_scale` and `a_zero_point`.
@@ -233,9 +231,8 @@ fn dynamic_quantize_matmul(session: &mut Session, gi: usize, e: &Edges, ni: usiz
         n.outputs.clone(),
         n.ep,
     );
-    let g = &mut session.graphs[gi];
-    g.nodes[dql].removed = true;
-    g.nodes[ni].removed = true;
-    g.nodes.push(node);
+    e.remove(session, dql);
+    e.remove(session, ni);
+    e.add(session, node);
     true
 }

@@ -10,8 +10,13 @@
 //! The index may keep stale entries (a removed node, a node that no longer reads a value): every
 //! lookup checks the node it names, so that an edit never has to find and remove them.
 //!
-//! Both ORT pass frameworks simulated here work through it: the level-1 optimiser
-//! (`placer/optimize/`) and the level-2 fusions (`placer/fusions/`).
+//! Who edits through it: the level-1 optimiser (`placer/optimize/`), the level-2 fusions
+//! (`placer/fusions/`), every QDQ transformer (`placer/qdq_transformer/`, the
+//! selector/action transformer's actions included), the MatMulIntegerToFloat fusions and the
+//! cast passes (`placer/casts.rs`). The lookups in ORT's terms (an edge is an input position
+//! of a node, a subgraph's read counting one: [`Editor::reader_slots`], [`Editor::consumers`],
+//! [`Editor::edge_count`], [`Editor::node_output_edges`]) are built from the same per-node
+//! lists.
 
 use crate::session::order::Producers;
 use crate::session::{EdgeEnd, SGraph, SNode, Session};
@@ -132,7 +137,7 @@ impl Editor {
     }
 
     /// The live nodes that read `v` (explicitly or through a subgraph), without collecting them;
-    /// a node made to read `v` twice through [`Editor::add_use`] may come twice.
+    /// a node an edit made read `v` again (another input set to it) may come twice.
     pub fn readers<'s>(&'s self, session: &'s Session, v: Sym) -> impl Iterator<Item = usize> + 's {
         let g = &session.graphs[self.gi];
         self.readers
@@ -247,17 +252,11 @@ impl Editor {
         users.all(|k| k == first).then_some(first)
     }
 
-    /// Records that node `node` reads `v` (an edit made outside the editor's own, such as an
-    /// input list built again in place).
-    pub fn add_use(&mut self, v: Sym, node: usize) {
+    /// Records that node `node` reads `v`.
+    fn add_use(&mut self, v: Sym, node: usize) {
         if let Ok(at) = u32::try_from(node) {
             self.readers.entry(v).or_default().push(at);
         }
-    }
-
-    /// Records that node `node` produces `v`.
-    pub fn set_producer(&mut self, v: Sym, node: usize) {
-        self.producer.insert(v, node);
     }
 
     /// Appends `node` to the graph and indexes it; its index.
@@ -269,9 +268,8 @@ impl Editor {
         ni
     }
 
-    /// Indexes node `ni` (appended to the graph since the index was built, not through
-    /// [`Editor::add`]).
-    pub fn register(&mut self, ni: usize, n: &SNode) {
+    /// Indexes node `ni`, about to be appended by [`Editor::add`].
+    fn register(&mut self, ni: usize, n: &SNode) {
         for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
             self.producer.insert(o, ni);
         }
@@ -282,20 +280,6 @@ impl Editor {
         if let Some(c) = self.op_counts.as_mut() {
             *c.entry(n.op).or_default() += 1;
         }
-    }
-
-    /// Node `ni` was edited in place (its inputs or outputs set without the editor): records
-    /// what it reads and writes now. Nothing for a removed node; what it no longer reads or
-    /// writes needs no forgetting (see the module's doc).
-    pub fn refresh(&mut self, session: &Session, ni: usize) {
-        let n = &session.graphs[self.gi].nodes[ni];
-        if n.removed {
-            return;
-        }
-        for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            self.producer.insert(o, ni);
-        }
-        Self::note_reads(&mut self.readers, ni, n);
     }
 
     /// Marks node `ni` removed, and every node of its subgraphs: it produces nothing from

@@ -1,8 +1,8 @@
 //! ORT's QDQ transformers (`onnxruntime/core/optimizer/qdq_transformer/`, and
 //! `double_qdq_pairs_remover.cc` next to it), one file each, and what they share: matching
 //! `QuantizeLinear`/`DequantizeLinear` nodes (`qdq_util.cc`), their constant scalar scales and
-//! zero points, and the edges of a graph as ORT counts them (one per consumer input slot, one
-//! per subgraph that reads a value).
+//! zero points, and the walk. Each edits a graph through its `session::edit::Editor`, which
+//! counts edges as ORT does (one per consumer input slot, one per subgraph that reads a value).
 //!
 //! The session script runs them where ORT does: `DoubleQDQPairsRemover` and
 //! `QDQPropagationTransformer` among the level-1 transformers (`optimize::run`, in the
@@ -17,31 +17,31 @@ pub mod relu_quantizelinear;
 pub mod selectors_actions;
 pub mod where_dummy_dq;
 
-use crate::sym::{SymMap as FxHashMap, SymSet as FxHashSet};
-
 use crate::infer::eval::Tensor;
-use crate::session::{EdgeEnd, SNode, Session};
+use crate::session::edit::Editor;
+use crate::session::{SNode, Session};
 use crate::sym::Sym;
 
 /// Subgraph nesting the QDQ transformers follow; deeper graphs (only a hostile model has them)
 /// are left as they are.
 pub(crate) const MAX_DEPTH: usize = 64;
 
-/// What a transformer does at one node of the [`walk`]: `(session, graph, edges, node)`; the
-/// edges are built on first use (`get_or_insert_with`) and kept, updated or dropped by the visit;
-/// whether it changed the graph.
-pub(crate) type Visit<'a> = dyn FnMut(&mut Session, usize, &mut Option<Edges>, usize) -> bool + 'a;
+/// What a transformer does at one node of the [`walk`]: `(session, graph, editor, node)`; the
+/// graph's editor is built on first use (`get_or_insert_with`) and every edit goes through it,
+/// which keeps it current; whether it changed the graph.
+pub(crate) type Visit<'a> = dyn FnMut(&mut Session, usize, &mut Option<Editor>, usize) -> bool + 'a;
 
 /// The walk of ORT's graph transformers (`ApplyImpl`) these passes share: graph `gi` in ORT's
 /// topological order, each node's subgraphs first (at most [`MAX_DEPTH`] deep), then the node.
-/// The graph's edges are dropped when a subgraph changed. Whether anything changed.
+/// The graph's editor is dropped when a subgraph changed (a rename there may reach this graph's
+/// implicit inputs). Whether anything changed.
 pub(crate) fn walk(session: &mut Session, gi: usize, depth: usize, visit: &mut Visit) -> bool {
     if depth > MAX_DEPTH || gi >= session.graphs.len() {
         return false;
     }
     let order = crate::session::order::ort_topological_order(session, gi);
     let mut changed = false;
-    let mut edges: Option<Edges> = None;
+    let mut edges: Option<Editor> = None;
     for ni in order {
         let subs: Vec<usize> = session.graphs[gi].nodes[ni]
             .subgraphs
@@ -134,157 +134,4 @@ pub(crate) fn is_qdq_pair_supported(session: &Session, gi: usize, q: &SNode, dq:
 pub(crate) fn zero_point_elem(session: &Session, gi: usize, n: &SNode) -> Option<i32> {
     let z = n.inputs.get(2).filter(|z| !z.is_empty())?;
     session.initializer(gi, *z).map(|i| i.elem)
-}
-
-/// One graph's edges as ORT's graph holds them: the producer of each value, and per value the
-/// consumers' (node, input slot) in ORT's edge order (consumer index, then slot), plus the
-/// nodes whose subgraphs read it.
-pub(crate) struct Edges {
-    pub producer: FxHashMap<Sym, EdgeEnd>,
-    pub consumers: FxHashMap<Sym, Vec<EdgeEnd>>,
-    pub implicit: FxHashMap<Sym, Vec<usize>>,
-    pub outputs: FxHashSet<Sym>,
-}
-
-impl Edges {
-    pub fn build(session: &Session, gi: usize) -> Edges {
-        let g = &session.graphs[gi];
-        let mut e = Edges {
-            producer: FxHashMap::default(),
-            consumers: FxHashMap::default(),
-            implicit: FxHashMap::default(),
-            outputs: g.outputs.iter().copied().collect(),
-        };
-        for (ni, n) in g.live_nodes() {
-            for (slot, o) in n.existing_outputs() {
-                e.producer.insert(o, EdgeEnd::new(ni, slot));
-            }
-            for (slot, i) in n.existing_inputs() {
-                e.consumers
-                    .entry(i)
-                    .or_default()
-                    .push(EdgeEnd::new(ni, slot));
-            }
-            for &i in &n.implicit_inputs {
-                e.implicit.entry(i).or_default().push(ni);
-            }
-        }
-        e
-    }
-
-    /// Forgets node `ni` (as it is now): before a pass edits or removes it.
-    pub fn remove_node(&mut self, ni: usize, n: &SNode) {
-        for (_, o) in n.existing_outputs() {
-            if self.producer.get(&o).is_some_and(|p| p.node == ni) {
-                self.producer.remove(&o);
-            }
-        }
-        for (slot, i) in n.existing_inputs() {
-            if let Some(c) = self.consumers.get_mut(&i) {
-                c.retain(|&e| e != EdgeEnd::new(ni, slot));
-            }
-        }
-        for i in &n.implicit_inputs {
-            if let Some(v) = self.implicit.get_mut(i) {
-                v.retain(|&k| k != ni);
-            }
-        }
-    }
-
-    /// Records live node `ni` (as it is now), keeping each consumer list in ORT's edge order:
-    /// after a pass edited or added it.
-    pub fn add_node(&mut self, ni: usize, n: &SNode) {
-        if n.removed {
-            return;
-        }
-        for (slot, o) in n.existing_outputs() {
-            self.producer.insert(o, EdgeEnd::new(ni, slot));
-        }
-        for (slot, i) in n.existing_inputs() {
-            let end = EdgeEnd::new(ni, slot);
-            let c = self.consumers.entry(i).or_default();
-            let at = c.partition_point(|&e| e < end);
-            c.insert(at, end);
-        }
-        for &i in &n.implicit_inputs {
-            let v = self.implicit.entry(i).or_default();
-            let at = v.partition_point(|&k| k < ni);
-            v.insert(at, ni);
-        }
-    }
-
-    /// ORT's output edge count of value `v` (explicit input slots and subgraph reads), only
-    /// from nodes: a graph input or initializer has none.
-    pub fn edge_count(&self, v: Sym) -> usize {
-        self.consumers.get(&v).map_or(0, Vec::len) + self.implicit.get(&v).map_or(0, Vec::len)
-    }
-
-    /// A node's output edge count over all its outputs (`Node::GetOutputEdgesCount`).
-    pub fn node_output_edges(&self, n: &SNode) -> usize {
-        n.existing_outputs().map(|(_, o)| self.edge_count(o)).sum()
-    }
-
-    /// Whether a node produces a graph output (`Graph::NodeProducesGraphOutput`).
-    pub fn produces_graph_output(&self, n: &SNode) -> bool {
-        n.existing_outputs().any(|(_, o)| self.outputs.contains(&o))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Edges;
-
-    fn sorted(e: &Edges) -> Vec<String> {
-        let mut v: Vec<String> = e
-            .producer
-            .iter()
-            .map(|(k, p)| format!("p {k} {p:?}"))
-            .chain(
-                e.consumers
-                    .iter()
-                    .filter(|(_, c)| !c.is_empty())
-                    .map(|(k, c)| format!("c {k} {c:?}")),
-            )
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// Edges kept up to date node by node (in any order, with a node forgotten and recorded
-    /// again) are the edges built from scratch, consumer order included.
-    #[test]
-    fn incremental_edges_match_a_rebuild() {
-        let text = r#"
-<ir_version: 8, opset_import: ["" : 17]>
-g (float[4] A) => (float[4] Y)
-{
-    [a] b = Relu (A)
-    [m] c = Mul (b, b)
-    [s] d = Add (c, b)
-    [t] Y = Sub (d, c)
-}
-"#;
-        let proto = crate::model::text::parse_model(text).expect("parses");
-        let model = crate::model::Model::from_proto(std::path::Path::new("e.onnx"), 0, proto)
-            .expect("loads");
-        let session = crate::session::Session::from_model(&model);
-        let built = Edges::build(&session, 0);
-        let g = &session.graphs[0];
-        let mut e = Edges {
-            producer: Default::default(),
-            consumers: Default::default(),
-            implicit: Default::default(),
-            outputs: g.outputs.iter().copied().collect(),
-        };
-        for (ni, n) in g.nodes.iter().enumerate().rev() {
-            e.add_node(ni, n);
-        }
-        e.remove_node(1, &g.nodes[1]);
-        assert_ne!(sorted(&e), sorted(&built));
-        e.add_node(1, &g.nodes[1]);
-        assert_eq!(sorted(&e), sorted(&built));
-        let b = crate::sym::Sym::new("b");
-        let end = crate::session::EdgeEnd::new;
-        assert_eq!(e.consumers[&b], vec![end(1, 0), end(1, 1), end(2, 1)]);
-    }
 }

@@ -10,9 +10,10 @@
 //! `session.enable_quant_qdq_cleanup` is `1` (default `0`, in every bundled release), so it is
 //! not simulated. Topological order of the graph when the pass began; subgraphs first.
 
-use super::{Edges, is_dq, is_q, is_qdq_pair_supported, walk};
+use super::{is_dq, is_q, is_qdq_pair_supported, walk};
 use crate::placer::OptLevel;
 use crate::session::EdgeEnd;
+use crate::session::edit::Editor;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
 
@@ -25,29 +26,25 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     walk(session, 0, 0, &mut visit)
 }
 
-fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize) -> bool {
+fn visit(session: &mut Session, gi: usize, edges: &mut Option<Editor>, ni: usize) -> bool {
     if !is_dq(&session.graphs[gi].nodes[ni]) {
         return false;
     }
-    let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-    let modified = clean_up(session, gi, e, ni);
-    if modified {
-        *edges = None;
-    }
-    modified
+    let e = edges.get_or_insert_with(|| Editor::of(session, gi));
+    clean_up(session, gi, e, ni)
 }
 
 /// `CleanUpNodeSequence(DQ_Q, ...)` from DQ node `first`.
-fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
+fn clean_up(session: &mut Session, gi: usize, e: &mut Editor, first: usize) -> bool {
     let g = &session.graphs[gi];
     let dq = &g.nodes[first];
-    if e.produces_graph_output(dq) || e.node_output_edges(dq) != 1 {
+    if e.produces_graph_output(dq) || e.node_output_edges(session, dq) != 1 {
         return false;
     }
     let Some(out) = dq.outputs.first() else {
         return false;
     };
-    let Some(&EdgeEnd { node: second, .. }) = e.consumers.get(out).and_then(|c| c.first()) else {
+    let Some(&EdgeEnd { node: second, .. }) = e.consumers(session, *out).first() else {
         return false;
     };
     let q = &g.nodes[second];
@@ -58,7 +55,7 @@ fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
         return false;
     };
     let produces_output = e.produces_graph_output(q);
-    if produces_output && e.node_output_edges(q) > 0 {
+    if produces_output && e.node_output_edges(session, q) > 0 {
         return false;
     }
     // A pair whose DQ is a copy (its input read by another DQ too, as `EnsureUniqueDQForNodeUnit`
@@ -67,13 +64,12 @@ fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
     // with one reader, even through two of its inputs: removed; `qops8.tsd.gemma` at every
     // release. ORT's reason is not known; without the first condition `qdq.tsd.bloom` differs.
     let dq_is_copy = dq.inputs.first().is_some_and(|v| {
-        e.consumers.get(v).is_some_and(|cs| {
-            cs.iter()
-                .any(|&EdgeEnd { node: c, .. }| c != first && g.nodes.get(c).is_some_and(is_dq))
-        })
+        e.consumers(session, *v)
+            .iter()
+            .any(|&EdgeEnd { node: c, .. }| c != first && g.nodes.get(c).is_some_and(is_dq))
     });
+    let readers = e.consumers(session, q_out);
     if dq_is_copy
-        && let Some(readers) = e.consumers.get(&q_out)
         && let Some(&EdgeEnd {
             node: first_reader, ..
         }) = readers.first()
@@ -84,39 +80,36 @@ fn clean_up(session: &mut Session, gi: usize, e: &Edges, first: usize) -> bool {
     let Some(src_value) = dq.inputs.first().cloned() else {
         return false;
     };
-    let src = e.producer.get(&src_value).copied();
+    let src = e.producer_slot(session, src_value);
     let q_ep = q.ep;
-    let readers = e.consumers.get(&q_out).cloned().unwrap_or_default();
-    let g = &mut session.graphs[gi];
     if !produces_output {
-        for EdgeEnd { node: c, arg: slot } in readers {
-            if let Some(i) = g.nodes.get_mut(c).and_then(|n| n.inputs.get_mut(slot)) {
-                *i = src_value;
-            }
+        for end in readers {
+            e.set_input(session, end, src_value);
         }
-    } else if let Some(EdgeEnd { node: s, arg: slot }) = src {
-        if let Some(o) = g.nodes.get_mut(s).and_then(|n| n.outputs.get_mut(slot)) {
-            *o = q_out;
-        }
+    } else if let Some(s) = src {
+        e.set_output(session, s, q_out);
     } else {
-        let name = g.generate_node_name("QDQFinalCleanupTransformer");
-        g.nodes.push(SNode {
-            name,
-            op: "Identity".into(),
-            domain: Sym::AI_ONNX,
-            since: None,
-            inputs: vec![src_value],
-            outputs: vec![q_out],
-            attrs: thin_vec::ThinVec::new(),
-            subgraphs: thin_vec::ThinVec::new(),
-            implicit_inputs: thin_vec::ThinVec::new(),
-            ep: q_ep,
-            kernel: None,
-            origin: None,
-            removed: false,
-        });
+        let name = session.graphs[gi].generate_node_name("QDQFinalCleanupTransformer");
+        e.add(
+            session,
+            SNode {
+                name,
+                op: "Identity".into(),
+                domain: Sym::AI_ONNX,
+                since: None,
+                inputs: vec![src_value],
+                outputs: vec![q_out],
+                attrs: thin_vec::ThinVec::new(),
+                subgraphs: thin_vec::ThinVec::new(),
+                implicit_inputs: thin_vec::ThinVec::new(),
+                ep: q_ep,
+                kernel: None,
+                origin: None,
+                removed: false,
+            },
+        );
     }
-    g.nodes[first].removed = true;
-    g.nodes[second].removed = true;
+    e.remove(session, first);
+    e.remove(session, second);
     true
 }

@@ -16,8 +16,9 @@ use crate::infer::eval::Tensor;
 use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{Edges, is_dq, is_q, walk};
+use crate::placer::qdq_transformer::{is_dq, is_q, walk};
 use crate::session::EdgeEnd;
+use crate::session::edit::Editor;
 use crate::session::{Init, NameGen, Session};
 use crate::sym::Sym;
 use crate::tables::Ep;
@@ -34,38 +35,26 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     walk(session, 0, 0, &mut visit)
 }
 
-fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize) -> bool {
+fn visit(session: &mut Session, gi: usize, edges: &mut Option<Editor>, ni: usize) -> bool {
     let n = &session.graphs[gi].nodes[ni];
     if !is_q(n) || n.ep != Some(Ep::Cpu) {
         return false;
     }
-    let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-    if e.produces_graph_output(n) || e.node_output_edges(n) != 1 {
+    let e = edges.get_or_insert_with(|| Editor::of(session, gi));
+    if e.produces_graph_output(n) || e.node_output_edges(session, n) != 1 {
         return false;
     }
-    let Some(&EdgeEnd { node: dq, .. }) = n
+    let Some(EdgeEnd { node: dq, .. }) = n
         .outputs
         .first()
-        .and_then(|o| e.consumers.get(o))
-        .and_then(|c| c.first())
+        .and_then(|&o| e.consumers(session, o).first().copied())
     else {
         return false;
     };
     if !is_dq(&session.graphs[gi].nodes[dq]) {
         return false;
     }
-    let (q_before, dq_before) = (
-        session.graphs[gi].nodes[ni].clone(),
-        session.graphs[gi].nodes[dq].clone(),
-    );
-    if !convert(session, gi, ni, dq) {
-        return false;
-    }
-    e.remove_node(ni, &q_before);
-    e.remove_node(dq, &dq_before);
-    e.add_node(ni, &session.graphs[gi].nodes[ni]);
-    e.add_node(dq, &session.graphs[gi].nodes[dq]);
-    true
+    convert(session, gi, e, ni, dq)
 }
 
 /// The constant int8 scalar zero point of a Q or DQ (its input 2).
@@ -76,7 +65,7 @@ fn int8_zero_point(session: &Session, gi: usize, name: Sym) -> Option<i64> {
 }
 
 /// `QDQ_S8_to_U8` on one pair.
-fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
+fn convert(session: &mut Session, gi: usize, e: &mut Editor, q: usize, dq: usize) -> bool {
     let g = &session.graphs[gi];
     let (qn, dqn) = (&g.nodes[q], &g.nodes[dq]);
     if qn.inputs.len() != 3 || dqn.inputs.len() != 3 {
@@ -121,9 +110,9 @@ fn convert(session: &mut Session, gi: usize, q: usize, dq: usize) -> bool {
     if let Some(s) = shape {
         g.shapes.insert(quant, s);
     }
-    g.nodes[q].outputs[0] = quant;
-    g.nodes[q].inputs[2] = zp;
-    g.nodes[dq].inputs[0] = quant;
-    g.nodes[dq].inputs[2] = zp;
+    e.set_output(session, EdgeEnd::new(q, 0), quant);
+    e.set_input(session, EdgeEnd::new(q, 2), zp);
+    e.set_input(session, EdgeEnd::new(dq, 0), quant);
+    e.set_input(session, EdgeEnd::new(dq, 2), zp);
     true
 }

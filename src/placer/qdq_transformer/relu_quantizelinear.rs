@@ -13,9 +13,10 @@
 use crate::infer::eval::Tensor;
 use crate::model::DataType as D;
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{Edges, is_q, walk};
+use crate::placer::qdq_transformer::{is_q, walk};
 use crate::session::EdgeEnd;
 use crate::session::Session;
+use crate::session::edit::Editor;
 use crate::sym::Sym;
 use crate::tables::Ep;
 
@@ -31,7 +32,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     walk(session, 0, 0, &mut visit)
 }
 
-fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize) -> bool {
+fn visit(session: &mut Session, gi: usize, edges: &mut Option<Editor>, ni: usize) -> bool {
     let n = &session.graphs[gi].nodes[ni];
     if n.removed
         || n.op != "Relu"
@@ -41,31 +42,27 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Edges>, ni: usize)
     {
         return false;
     }
-    let e = edges.get_or_insert_with(|| Edges::build(session, gi));
-    if e.produces_graph_output(n) || e.node_output_edges(n) != 1 {
+    let e = edges.get_or_insert_with(|| Editor::of(session, gi));
+    if e.produces_graph_output(n) || e.node_output_edges(session, n) != 1 {
         return false;
     }
     let (Some(x), Some(y)) = (n.inputs.first().cloned(), n.outputs.first().cloned()) else {
         return false;
     };
-    let Some(&EdgeEnd { node: q, .. }) = e.consumers.get(&y).and_then(|c| c.first()) else {
+    let Some(&EdgeEnd { node: q, .. }) = e.consumers(session, y).first() else {
         return false;
     };
     let qn = &session.graphs[gi].nodes[q];
     if !is_q(qn) || !zero_point_at_minimum(session, gi, qn.inputs.get(2)) {
         return false;
     }
-    let relu = session.graphs[gi].nodes[ni].clone();
-    let q_before = qn.clone();
-    for i in session.graphs[gi].nodes[q].inputs.iter_mut() {
-        if *i == y {
-            *i = x;
-        }
+    let slots: Vec<usize> = (0..qn.inputs.len())
+        .filter(|&k| qn.inputs[k] == y)
+        .collect();
+    for k in slots {
+        e.set_input(session, EdgeEnd::new(q, k), x);
     }
-    session.graphs[gi].nodes[ni].removed = true;
-    e.remove_node(ni, &relu);
-    e.remove_node(q, &q_before);
-    e.add_node(q, &session.graphs[gi].nodes[q]);
+    e.remove(session, ni);
     true
 }
 

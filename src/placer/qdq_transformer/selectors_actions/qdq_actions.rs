@@ -12,8 +12,8 @@
 
 use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, TensorProto, attribute_proto::AttributeType};
-use crate::placer::qdq_transformer::Edges;
 use crate::session::EdgeEnd;
+use crate::session::edit::Editor;
 use crate::session::{Init, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::Ep;
@@ -45,14 +45,14 @@ pub(crate) fn replacement(rule: Rule, target: &SNode, group: &Group) -> Option<(
 pub(crate) fn run(
     session: &mut Session,
     gi: usize,
-    e: &Edges,
+    e: &mut Editor,
     rule: Rule,
     group: &Group,
     since: Option<i64>,
 ) {
     let Some((domain, op)) = replacement(rule, &session.graphs[gi].nodes[group.target], group)
     else {
-        merge_into_target(session, gi, group);
+        merge_into_target(session, e, group);
         return;
     };
     if let Rule::DqMatMulNBits { .. } = rule {
@@ -169,10 +169,10 @@ pub(crate) fn run(
     let kept = kept_members(session, gi, e, &members, &node);
     for &k in &members {
         if !kept.contains(&k) {
-            session.graphs[gi].nodes[k].removed = true;
+            e.remove(session, k);
         }
     }
-    session.graphs[gi].nodes.push(node);
+    e.add(session, node);
 }
 
 /// `DQMatMulToMatMulNBitsAction` (a `ReplaceWithNew`, so no `SetOptionalZeroPoint`): one
@@ -186,7 +186,7 @@ pub(crate) fn run(
 fn dq_matmul_to_matmul_nbits(
     session: &mut Session,
     gi: usize,
-    e: &Edges,
+    e: &mut Editor,
     group: &Group,
     since: Option<i64>,
 ) {
@@ -292,29 +292,32 @@ fn dq_matmul_to_matmul_nbits(
     let kept = kept_members(session, gi, e, &members, &node);
     for &k in &members {
         if !kept.contains(&k) {
-            session.graphs[gi].nodes[k].removed = true;
+            e.remove(session, k);
         }
     }
-    session.graphs[gi].nodes.push(node);
+    e.add(session, node);
 }
 
 /// `MergeIntoTarget` (DQ input 0 to target input 0, Q output 0 to target output 0) and the
 /// removal of the DQ and the Q.
-fn merge_into_target(session: &mut Session, gi: usize, group: &Group) {
-    let g = &mut session.graphs[gi];
+fn merge_into_target(session: &mut Session, e: &mut Editor, group: &Group) {
+    let g = &session.graphs[e.gi];
+    let t = &g.nodes[group.target];
     if let Some(&d) = group.dq.first()
         && let Some(x) = g.nodes[d].inputs.first().cloned()
-        && let Some(slot) = g.nodes[group.target].inputs.first_mut()
+        && !t.inputs.is_empty()
     {
-        *slot = x;
-        g.nodes[d].removed = true;
+        e.set_input(session, EdgeEnd::new(group.target, 0), x);
+        e.remove(session, d);
     }
+    let g = &session.graphs[e.gi];
+    let t = &g.nodes[group.target];
     if let Some(&q) = group.q.first()
         && let Some(y) = g.nodes[q].outputs.first().cloned()
-        && let Some(slot) = g.nodes[group.target].outputs.first_mut()
+        && !t.outputs.is_empty()
     {
-        *slot = y;
-        g.nodes[q].removed = true;
+        e.set_output(session, EdgeEnd::new(group.target, 0), y);
+        e.remove(session, q);
     }
 }
 
@@ -323,7 +326,7 @@ fn merge_into_target(session: &mut Session, gi: usize, group: &Group) {
 fn kept_members(
     session: &Session,
     gi: usize,
-    e: &Edges,
+    e: &Editor,
     members: &[usize],
     new: &SNode,
 ) -> Vec<usize> {
@@ -336,11 +339,11 @@ fn kept_members(
                 if new.outputs.contains(&o) {
                     return false;
                 }
-                e.outputs.contains(&o)
-                    || e.implicit.get(&o).is_some_and(|v| !v.is_empty())
-                    || e.consumers.get(&o).is_some_and(|c| {
-                        c.iter().any(|EdgeEnd { node: n, .. }| !members.contains(n))
-                    })
+                e.is_output(o)
+                    || e.implicit_readers(session, o) > 0
+                    || e.consumers(session, o)
+                        .iter()
+                        .any(|EdgeEnd { node: n, .. }| !members.contains(n))
             })
         })
         .collect()

@@ -9,8 +9,9 @@
 //! selectors of the CPU rules pick only groups whose result has a CPU kernel).
 
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{Edges, walk};
-use crate::session::{SNode, Session};
+use crate::placer::qdq_transformer::walk;
+use crate::session::Session;
+use crate::session::edit::Editor;
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
@@ -38,7 +39,7 @@ fn visit(
     table: &KernelTable,
     versions: &crate::sym::SymMap<Sym, i64>,
     gi: usize,
-    edges: &mut Option<Edges>,
+    edges: &mut Option<Editor>,
     ni: usize,
 ) -> bool {
     let n = &session.graphs[gi].nodes[ni];
@@ -52,7 +53,7 @@ fn visit(
         if !rule.runs_on(ep, table) {
             continue;
         }
-        let e = edges.get_or_insert_with(|| Edges::build(session, gi));
+        let e = edges.get_or_insert_with(|| Editor::of(session, gi));
         if let Some(group) = qdq_selectors::select(session, gi, e, ni, rule) {
             chosen = Some((rule, group));
             break;
@@ -76,34 +77,8 @@ fn visit(
             Some(schema.since)
         }
     };
-    // The edges follow the action: its members as they were are forgotten, then recorded
-    // as they are, with the node it added (rebuilding them per group would walk the graph
-    // once per fused group).
-    let mut members: Vec<usize> = group
-        .dq
-        .iter()
-        .chain(std::iter::once(&group.target))
-        .chain(&group.q)
-        .copied()
-        .collect();
-    members.sort_unstable();
-    members.dedup();
-    let snapshot: Vec<SNode> = members
-        .iter()
-        .map(|&k| session.graphs[gi].nodes[k].clone())
-        .collect();
-    let before = session.graphs[gi].nodes.len();
+    // The action edits through the editor, which keeps the edges current.
     qdq_actions::run(session, gi, e, rule, &group, since);
-    let g = &session.graphs[gi];
-    for (&k, n) in members.iter().zip(&snapshot) {
-        e.remove_node(k, n);
-    }
-    for &k in &members {
-        e.add_node(k, &g.nodes[k]);
-    }
-    for (k, n) in g.nodes.iter().enumerate().skip(before) {
-        e.add_node(k, n);
-    }
     true
 }
 

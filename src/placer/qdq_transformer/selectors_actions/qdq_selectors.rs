@@ -32,8 +32,9 @@
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::placer::qdq_transformer::{Edges, constant_scalar_scale_and_zp, is_qdq_pair_supported};
+use crate::placer::qdq_transformer::{constant_scalar_scale_and_zp, is_qdq_pair_supported};
 use crate::session::EdgeEnd;
+use crate::session::edit::Editor;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
 use crate::tables::KernelTable;
@@ -169,20 +170,20 @@ fn is_4bit(t: Option<i32>) -> bool {
 const INT8: Option<i32> = Some(D::Int8 as i32);
 
 /// `FindParentsByType(node, "DequantizeLinear")`: in the order of the target's input slots.
-fn dq_parents(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> {
+fn dq_parents(session: &Session, gi: usize, e: &Editor, n: &SNode) -> Vec<usize> {
     let g = &session.graphs[gi];
     n.existing_inputs()
-        .filter_map(|(_, i)| e.producer.get(&i).map(|p| p.node))
+        .filter_map(|(_, i)| e.producer(session, i))
         .filter(|&p| g.nodes[p].op == Sym::DEQUANTIZE_LINEAR && !g.nodes[p].removed)
         .collect()
 }
 
 /// `FindChildrenByType(node, "QuantizeLinear")`: in the order of the target's outputs.
-fn q_children(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> {
+fn q_children(session: &Session, gi: usize, e: &Editor, n: &SNode) -> Vec<usize> {
     let g = &session.graphs[gi];
     n.existing_outputs()
-        .flat_map(|(_, o)| e.consumers.get(&o).into_iter().flatten())
-        .map(|&EdgeEnd { node: c, .. }| c)
+        .flat_map(|(_, o)| e.consumers(session, o))
+        .map(|EdgeEnd { node: c, .. }| c)
         .filter(|&c| g.nodes[c].op == Sym::QUANTIZE_LINEAR && !g.nodes[c].removed)
         .collect()
 }
@@ -192,7 +193,7 @@ fn q_children(session: &Session, gi: usize, e: &Edges, n: &SNode) -> Vec<usize> 
 fn can_create_node_group(
     session: &Session,
     gi: usize,
-    e: &Edges,
+    e: &Editor,
     target: usize,
     dq: &[usize],
     q: &[usize],
@@ -200,13 +201,13 @@ fn can_create_node_group(
     let g = &session.graphs[gi];
     for &d in dq {
         let n = &g.nodes[d];
-        if e.produces_graph_output(n) || e.node_output_edges(n) != 1 {
+        if e.produces_graph_output(n) || e.node_output_edges(session, n) != 1 {
             return false;
         }
         let to_target = n.existing_outputs().any(|(_, o)| {
-            e.consumers
-                .get(&o)
-                .is_some_and(|c| c.iter().any(|&EdgeEnd { node: ni, .. }| ni == target))
+            e.consumers(session, o)
+                .iter()
+                .any(|&EdgeEnd { node: ni, .. }| ni == target)
         });
         if !to_target {
             return false;
@@ -217,13 +218,13 @@ fn can_create_node_group(
     }
     let t = &g.nodes[target];
     for (_, o) in t.existing_outputs() {
-        let consumers = e.consumers.get(&o).map(Vec::as_slice).unwrap_or(&[]);
+        let consumers = e.consumers(session, o);
         let quantized = consumers
             .iter()
             .filter(|&&EdgeEnd { node: c, .. }| g.nodes[c].op == Sym::QUANTIZE_LINEAR)
             .count();
-        let others = consumers.len() - quantized + e.implicit.get(&o).map_or(0, Vec::len);
-        if quantized > 0 && (others > 0 || e.outputs.contains(&o)) {
+        let others = consumers.len() - quantized + e.implicit_readers(session, o);
+        if quantized > 0 && (others > 0 || e.is_output(o)) {
             return false;
         }
     }
@@ -235,7 +236,7 @@ fn can_create_node_group(
 fn check_qdq_nodes(
     session: &Session,
     gi: usize,
-    e: &Edges,
+    e: &Editor,
     group: &Group,
     num_dq: Option<usize>,
     empty_q_allowed: bool,
@@ -251,7 +252,7 @@ fn check_qdq_nodes(
         return empty_q_allowed;
     }
     t.existing_outputs().count() == group.q.len()
-        && group.q.len() == e.node_output_edges(t)
+        && group.q.len() == e.node_output_edges(session, t)
         && !e.produces_graph_output(t)
 }
 
@@ -259,7 +260,7 @@ fn check_qdq_nodes(
 pub(crate) fn select(
     session: &Session,
     gi: usize,
-    e: &Edges,
+    e: &Editor,
     target: usize,
     rule: Rule,
 ) -> Option<Group> {
@@ -410,7 +411,7 @@ pub(crate) fn select(
 fn dq_matmul_nbits(
     session: &Session,
     gi: usize,
-    e: &Edges,
+    e: &Editor,
     mut group: Group,
     from_1_25: bool,
     from_1_27: bool,
@@ -433,7 +434,7 @@ fn dq_matmul_nbits(
         .copied()
         .find(|&d| g.nodes[d].outputs.first() == Some(b))?;
     let dq = &g.nodes[w];
-    if e.produces_graph_output(dq) || e.node_output_edges(dq) != 1 {
+    if e.produces_graph_output(dq) || e.node_output_edges(session, dq) != 1 {
         return None;
     }
     if gemm {
@@ -451,13 +452,11 @@ fn dq_matmul_nbits(
         return None;
     }
     let shared = |k: usize| {
-        dq.inputs
-            .get(k)
-            .and_then(|v| e.consumers.get(v))
-            .is_some_and(|c| {
-                let first = c.first().map(|&EdgeEnd { node: n, .. }| n);
-                c.iter().any(|&EdgeEnd { node: n, .. }| Some(n) != first)
-            })
+        dq.inputs.get(k).is_some_and(|&v| {
+            let c = e.consumers(session, v);
+            let first = c.first().map(|&EdgeEnd { node: n, .. }| n);
+            c.iter().any(|&EdgeEnd { node: n, .. }| Some(n) != first)
+        })
     };
     if from_1_27 && (shared(0) || shared(1)) {
         return None;
