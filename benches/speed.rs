@@ -181,6 +181,50 @@ fn decoder(nodes: usize) -> ModelProto {
     model(g)
 }
 
+/// A quantized chain of `blocks` blocks (7 nodes each) as QDQ exporters leave one: each block
+/// `Q -> DQ -> Q -> DQ` (a double pair `DoubleQDQPairsRemover` removes), then the DQ read by a
+/// `Relu` and a `Neg` (a shared DQ `EnsureUniqueDQForNodeUnit` copies), joined by an `Add`. The
+/// QDQ transformers edit it once per block: what they cost per edit shows here.
+fn qdq_chain(blocks: usize) -> ModelProto {
+    let mut g = GraphProto {
+        name: Some("qdq_chain".into()),
+        input: vec![vi("x", FLOAT, &["1", "64"])],
+        ..Default::default()
+    };
+    g.initializer.push(TensorProto {
+        name: Some("s".into()),
+        data_type: Some(FLOAT),
+        float_data: vec![0.05],
+        ..Default::default()
+    });
+    g.initializer.push(TensorProto {
+        name: Some("z".into()),
+        data_type: Some(tensor_proto::DataType::Uint8 as i32),
+        int32_data: vec![128],
+        ..Default::default()
+    });
+    let mut prev = "x".to_string();
+    for i in 0..blocks {
+        let v = |s: &str| format!("{s}_{i}");
+        let (q1, d1, q2, d2) = (v("q1"), v("d1"), v("q2"), v("d2"));
+        let (a, b, h) = (v("a"), v("b"), v("h"));
+        g.node
+            .push(node("QuantizeLinear", v("Q1"), &[&prev, "s", "z"], &[&q1]));
+        g.node
+            .push(node("DequantizeLinear", v("DQ1"), &[&q1, "s", "z"], &[&d1]));
+        g.node
+            .push(node("QuantizeLinear", v("Q2"), &[&d1, "s", "z"], &[&q2]));
+        g.node
+            .push(node("DequantizeLinear", v("DQ2"), &[&q2, "s", "z"], &[&d2]));
+        g.node.push(node("Relu", v("R"), &[&d2], &[&a]));
+        g.node.push(node("Neg", v("N"), &[&d2], &[&b]));
+        g.node.push(node("Add", v("A"), &[&a, &b], &[&h]));
+        prev = h;
+    }
+    g.output.push(vi(&prev, FLOAT, &["1", "64"]));
+    model(g)
+}
+
 fn model(g: GraphProto) -> ModelProto {
     ModelProto {
         ir_version: Some(8),
@@ -577,6 +621,11 @@ fn main() {
             println!(
                 "(TorchScript-style decoder skipped: {python} cannot run tools/probes/gen.py)"
             );
+        }
+        // A quantized chain of 14,000 nodes, which the QDQ transformers edit 4,000 times.
+        let chain = dir.path().join("qdq_chain.onnx");
+        if std::fs::write(&chain, qdq_chain(2_000).encode_to_vec()).is_ok() {
+            side_by_side(&bin, &python, ort, "QDQ chain (2,000 blocks)", &chain);
         }
         // Real TorchScript exports (torch.onnx.export, dynamo=False) of several thousand nodes:
         // `$ONNX_LINT_TSDECODERS` (default target/tsdecoders), when it exists.
