@@ -1,5 +1,6 @@
 //! The architecture invariants of `ARCHITECTURE.md` that a machine can check: no import circle
-//! between the top-level modules of `src/`, and no hand-written source file over 1,600 lines.
+//! between the top-level modules of `src/`, no hand-written source file over 1,600 lines, and
+//! no edit of a session graph's nodes outside the `session::edit::Editor` but where listed.
 //!
 //! Circles still being cut are listed in `KNOWN_CIRCLES`; the test fails on any other circle (a
 //! regression) and on a listed one that is gone (a stale entry: delete it).
@@ -160,6 +161,120 @@ fn no_hand_written_source_file_over_the_limit() {
         }
     }
     assert!(long.is_empty(), "over {MAX_LINES} lines: {long:#?}");
+}
+
+/// The files that still edit a session graph's nodes themselves (append one, mark one removed,
+/// set an input or output in place) rather than through `session::edit::Editor`, each with its
+/// reason (`ARCHITECTURE.md`, `src/session/`). A transformer anywhere else edits through the
+/// editor, whose index stays current only so.
+const EDITS_OUTSIDE_THE_EDITOR: &[(&str, &str)] = &[
+    ("src/session/edit.rs", "the editor itself"),
+    ("src/session/build.rs", "builds the graphs from the file"),
+    (
+        "src/session/mod.rs",
+        "builds the graphs from a model; lists implicit inputs",
+    ),
+    (
+        "src/placer/transpose/mod.rs",
+        "the TransposeOptimizer's own graph API over the session, as ORT's `api::GraphRef`",
+    ),
+    ("src/placer/transpose/handlers.rs", "the same"),
+    (
+        "src/placer/nchwc_transformer.rs",
+        "counts uses in the graph as it was before its walk, as ORT's `NchwcTransformerImpl`",
+    ),
+    (
+        "src/placer/functions/mod.rs",
+        "function inlining, between partitioning rounds",
+    ),
+    (
+        "src/placer/optimize/constant_folding.rs",
+        "an inlined `If` branch's nodes leave the branch graph",
+    ),
+    (
+        "src/memcpy/mod.rs",
+        "the last edit: the copies, from edge lists of the copied values only",
+    ),
+];
+
+/// A line that edits a session graph's nodes in place.
+fn edits_nodes(line: &str) -> bool {
+    static EDIT: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = EDIT.get_or_init(|| {
+        regex::Regex::new(
+            r"\.nodes\.push\(|nodes\[[^\]]*\]\.(removed = true|(inputs|outputs|implicit_inputs)(\[[^\]]*\])? = )",
+        )
+        .unwrap()
+    });
+    let code = line.split("//").next().unwrap_or("");
+    re.is_match(code)
+}
+
+#[test]
+fn session_graphs_are_edited_through_the_editor() {
+    let repo = support::repo();
+    let mut files = Vec::new();
+    rust_files(&repo.join("src"), &mut files);
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in files {
+        let rel = f
+            .strip_prefix(&repo)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        // The ONNX model and the live session's logs are other graphs.
+        if rel.starts_with("src/model/") || rel.starts_with("src/verify/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        // A file's tests build their own graphs.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (k, line) in code.lines().enumerate() {
+            if edits_nodes(line) {
+                found
+                    .entry(rel.clone())
+                    .or_default()
+                    .push(format!("{}: {}", k + 1, line.trim()));
+            }
+        }
+    }
+    let listed: BTreeSet<&str> = EDITS_OUTSIDE_THE_EDITOR.iter().map(|(f, _)| *f).collect();
+    let outside: BTreeMap<&String, &Vec<String>> = found
+        .iter()
+        .filter(|(f, _)| !listed.contains(f.as_str()))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "edits a session graph outside session::edit::Editor (edit through it, or list the file \
+         with its reason): {outside:#?}"
+    );
+    let stale: Vec<&&str> = listed.iter().filter(|f| !found.contains_key(**f)).collect();
+    assert!(
+        stale.is_empty(),
+        "listed in EDITS_OUTSIDE_THE_EDITOR but edits nothing there now, delete them: {stale:?}"
+    );
+}
+
+#[test]
+fn the_edit_finder_finds_edits() {
+    for edit in [
+        "session.graphs[gi].nodes.push(node);",
+        "g.nodes[k].removed = true;",
+        "session.graphs[gi].nodes[ni].inputs[k] = v;",
+        "self.graphs[gi].nodes[ni].implicit_inputs = implicit;",
+        "g.nodes[q].outputs[0] = quant;",
+    ] {
+        assert!(edits_nodes(edit), "{edit}");
+    }
+    for not in [
+        "new_nodes.push(gemm);",
+        "let n = &g.nodes[k]; // g.nodes[k].removed = true",
+        "node.inputs = vec![x];",
+        "if g.nodes[k].removed {",
+        "g.nodes[k].inputs[0] == v",
+    ] {
+        assert!(!edits_nodes(not), "{not}");
+    }
 }
 
 #[test]
