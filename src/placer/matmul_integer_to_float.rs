@@ -64,7 +64,7 @@ fn first_parent(session: &Session, gi: usize, e: &Editor, n: &SNode, op: &str) -
 
 /// `CheckOutputEdges(node, n)`: exactly `n` output edges and no graph output.
 fn output_edges(session: &Session, e: &Editor, n: &SNode, count: usize) -> bool {
-    !e.produces_graph_output(n) && e.node_output_edges(session, n) == count
+    !e.produces_graph_output(n) && e.node_output_edges(session, n, count) == count
 }
 
 fn is_constant(session: &Session, gi: usize, name: Sym) -> bool {

@@ -208,19 +208,42 @@ impl Editor {
         Some(EdgeEnd::new(p, k))
     }
 
-    /// ORT's output edge count of `v`: the input positions of live nodes reading it, a read by a
-    /// node's subgraphs counting one ([`Editor::reader_slots`]).
-    pub fn edge_count(&self, session: &Session, v: Sym) -> usize {
-        self.reader_slots(session, v).len()
+    /// ORT's output edge count of `v` (the input positions of live nodes reading it, a read by a
+    /// node's subgraphs counting one: [`Editor::reader_slots`]), counted up to `limit`: a
+    /// larger count comes back as `limit + 1`. What the transformers ask is whether a value
+    /// has one edge, or as many as they found; asked of a value a thousand nodes read, by each
+    /// of them, an exact count would cost a thousand each time.
+    pub fn edge_count(&self, session: &Session, v: Sym, limit: usize) -> usize {
+        let g = &session.graphs[self.gi];
+        // The distinct nodes met so far: each adds an edge at least, so at most `limit + 1`.
+        let mut seen: smallvec::SmallVec<[usize; 4]> = smallvec::SmallVec::new();
+        let mut count = 0usize;
+        for k in self.readers(session, v) {
+            if seen.contains(&k) {
+                continue;
+            }
+            seen.push(k);
+            let n = &g.nodes[k];
+            count += n.inputs.iter().filter(|&&i| i == v).count();
+            count += usize::from(n.implicit_inputs.contains(&v));
+            if count > limit {
+                return limit + 1;
+            }
+        }
+        count
     }
 
-    /// `Node::GetOutputEdgesCount`: [`Editor::edge_count`] over node `n`'s outputs.
-    pub fn node_output_edges(&self, session: &Session, n: &SNode) -> usize {
-        n.outputs
-            .iter()
-            .filter(|o| !o.is_empty())
-            .map(|&o| self.edge_count(session, o))
-            .sum()
+    /// `Node::GetOutputEdgesCount`: [`Editor::edge_count`] over node `n`'s outputs, counted up to
+    /// `limit` (a larger count comes back as `limit + 1`).
+    pub fn node_output_edges(&self, session: &Session, n: &SNode, limit: usize) -> usize {
+        let mut count = 0usize;
+        for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
+            count += self.edge_count(session, o, limit - count.min(limit));
+            if count > limit {
+                return limit + 1;
+            }
+        }
+        count
     }
 
     /// `Node::GetInputEdgesCount`: node `n`'s inputs (explicit and implicit) that a live node of
@@ -560,6 +583,38 @@ mod tests {
         ed.rename_inputs(&mut session, &renames);
         assert_eq!(ed.users(&session, s("h")), vec![1, 2]);
         assert_eq!(session.graphs[0].nodes[1].inputs, vec![s("h"), s("h")]);
+    }
+
+    #[test]
+    fn edges_are_counted_as_ort_counts_them_up_to_the_limit_asked() {
+        let mut session = chain();
+        // B reads `b` twice, C once; C's subgraph would count once more.
+        session.graphs[0].nodes[2].implicit_inputs = thin_vec::thin_vec![s("b")];
+        let ed = Editor::of(&session, 0);
+        assert_eq!(ed.edge_count(&session, s("b"), 10), 4);
+        assert_eq!(ed.edge_count(&session, s("b"), 4), 4);
+        assert_eq!(
+            ed.edge_count(&session, s("b"), 1),
+            2,
+            "past the limit: limit + 1"
+        );
+        assert_eq!(ed.edge_count(&session, s("a"), 1), 1);
+        let a = session.graphs[0].nodes[0].clone();
+        assert_eq!(ed.node_output_edges(&session, &a, 9), 4);
+        assert_eq!(ed.node_output_edges(&session, &a, 0), 1);
+        let slots = ed.reader_slots(&session, s("b"));
+        assert_eq!(
+            slots,
+            vec![
+                EdgeEnd::new(1, 0),
+                EdgeEnd::new(1, 1),
+                EdgeEnd::new(2, 0),
+                EdgeEnd::new(2, usize::MAX)
+            ]
+        );
+        assert_eq!(ed.consumers(&session, s("b")).len(), 3);
+        assert_eq!(ed.implicit_readers(&session, s("b")), 1);
+        assert_eq!(ed.producer_slot(&session, s("c")), Some(EdgeEnd::new(1, 0)));
     }
 
     #[test]

@@ -59,7 +59,7 @@ fn removable(
     if me.removed
         || me.op != Sym::DEQUANTIZE_LINEAR
         || e.node_input_edges(session, me) != 1
-        || e.node_output_edges(session, me) != 1
+        || e.node_output_edges(session, me, 1) != 1
         || e.produces_graph_output(me)
     {
         return None;
@@ -74,14 +74,14 @@ fn removable(
     let &EdgeEnd { node: child, .. } = explicit(*out).first()?;
     let c = &g.nodes[child];
     if c.op != Sym::QUANTIZE_LINEAR
-        || e.node_output_edges(session, c) == 0
+        || e.node_output_edges(session, c, 0) == 0
         || e.produces_graph_output(c)
     {
         return None;
     }
     let EdgeEnd { node: parent, .. } = e.producer_slot(session, *me.inputs.first()?)?;
     let p = &g.nodes[parent];
-    if e.node_output_edges(session, p) != 1
+    if e.node_output_edges(session, p, 1) != 1
         || p.op != Sym::QUANTIZE_LINEAR
         || e.produces_graph_output(p)
     {
@@ -90,7 +90,7 @@ fn removable(
     // Every reader of Q2 is a DQ paired with it (reading it once, as its data input).
     let c_out = c.outputs.first()?;
     let readers = explicit(*c_out);
-    if readers.is_empty() || e.node_output_edges(session, c) != readers.len() {
+    if readers.is_empty() || e.node_output_edges(session, c, readers.len()) != readers.len() {
         return None;
     }
     let mut grandchildren = Vec::with_capacity(readers.len());

@@ -38,7 +38,7 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Editor>, ni: usize
 fn clean_up(session: &mut Session, gi: usize, e: &mut Editor, first: usize) -> bool {
     let g = &session.graphs[gi];
     let dq = &g.nodes[first];
-    if e.produces_graph_output(dq) || e.node_output_edges(session, dq) != 1 {
+    if e.produces_graph_output(dq) || e.node_output_edges(session, dq, 1) != 1 {
         return false;
     }
     let Some(out) = dq.outputs.first() else {
@@ -55,7 +55,7 @@ fn clean_up(session: &mut Session, gi: usize, e: &mut Editor, first: usize) -> b
         return false;
     };
     let produces_output = e.produces_graph_output(q);
-    if produces_output && e.node_output_edges(session, q) > 0 {
+    if produces_output && e.node_output_edges(session, q, 0) > 0 {
         return false;
     }
     // A pair whose DQ is a copy (its input read by another DQ too, as `EnsureUniqueDQForNodeUnit`

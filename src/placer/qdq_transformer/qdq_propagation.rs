@@ -95,7 +95,8 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
     }
     for &ni in &order {
         let n = &session.graphs[gi].nodes[ni];
-        if !is_dq(n) || p.ed.produces_graph_output(n) || p.ed.node_output_edges(session, n) != 1 {
+        if !is_dq(n) || p.ed.produces_graph_output(n) || p.ed.node_output_edges(session, n, 1) != 1
+        {
             continue;
         }
         let Some(has_zp) = constant_scalar_scale_and_zp(session, gi, n) else {
@@ -184,7 +185,7 @@ impl Propagation {
         let g = &session.graphs[self.gi];
         let arg = *g.nodes[ni].inputs.first().filter(|a| !a.is_empty())?;
         match self.ed.producer_slot(session, arg) {
-            Some(src) => (!self.ed.is_output(arg) && self.ed.edge_count(session, arg) == 1)
+            Some(src) => (!self.ed.is_output(arg) && self.ed.edge_count(session, arg, 1) == 1)
                 .then_some(Edge {
                     src: Some(src),
                     dst: Some(EdgeEnd::new(ni, 0)),

@@ -43,7 +43,7 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Editor>, ni: usize
         return false;
     }
     let e = edges.get_or_insert_with(|| Editor::of(session, gi));
-    if e.produces_graph_output(n) || e.node_output_edges(session, n) != 1 {
+    if e.produces_graph_output(n) || e.node_output_edges(session, n, 1) != 1 {
         return false;
     }
     let (Some(x), Some(y)) = (n.inputs.first().cloned(), n.outputs.first().cloned()) else {

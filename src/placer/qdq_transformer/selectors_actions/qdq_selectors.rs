@@ -201,7 +201,7 @@ fn can_create_node_group(
     let g = &session.graphs[gi];
     for &d in dq {
         let n = &g.nodes[d];
-        if e.produces_graph_output(n) || e.node_output_edges(session, n) != 1 {
+        if e.produces_graph_output(n) || e.node_output_edges(session, n, 1) != 1 {
             return false;
         }
         let to_target = n.existing_outputs().any(|(_, o)| {
@@ -252,7 +252,7 @@ fn check_qdq_nodes(
         return empty_q_allowed;
     }
     t.existing_outputs().count() == group.q.len()
-        && group.q.len() == e.node_output_edges(session, t)
+        && group.q.len() == e.node_output_edges(session, t, group.q.len())
         && !e.produces_graph_output(t)
 }
 
@@ -434,7 +434,7 @@ fn dq_matmul_nbits(
         .copied()
         .find(|&d| g.nodes[d].outputs.first() == Some(b))?;
     let dq = &g.nodes[w];
-    if e.produces_graph_output(dq) || e.node_output_edges(session, dq) != 1 {
+    if e.produces_graph_output(dq) || e.node_output_edges(session, dq, 1) != 1 {
         return None;
     }
     if gemm {
