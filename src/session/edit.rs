@@ -12,11 +12,14 @@
 //!
 //! Who edits through it: the level-1 optimiser (`placer/optimize/`), the level-2 fusions
 //! (`placer/fusions/`), every QDQ transformer (`placer/qdq_transformer/`, the
-//! selector/action transformer's actions included), the MatMulIntegerToFloat fusions and the
-//! cast passes (`placer/casts.rs`). The lookups in ORT's terms (an edge is an input position
-//! of a node, a subgraph's read counting one: [`Editor::reader_slots`], [`Editor::consumers`],
-//! [`Editor::edge_count`], [`Editor::node_output_edges`]) are built from the same per-node
-//! lists.
+//! selector/action transformer's actions and `EnsureUniqueDQForNodeUnit` included), the
+//! MatMulIntegerToFloat fusions, `FuseInitializersTransformer` and the cast passes
+//! (`placer/casts.rs`); who does not yet, and why, `tests/it/architecture.rs` lists. The lookups
+//! in ORT's terms (an edge is an input position of a node, a subgraph's read counting one:
+//! [`Editor::reader_slots`], [`Editor::consumers`], [`Editor::edge_count`],
+//! [`Editor::node_output_edges`]) are built from the same per-node lists, so one costs the
+//! inputs of the nodes it names: a node reading ten thousand values is read whole at each
+//! lookup of one of them.
 
 use crate::session::order::Producers;
 use crate::session::{EdgeEnd, SGraph, SNode, Session};

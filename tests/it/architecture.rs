@@ -30,6 +30,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// `file`'s path from the repository's root, with `/` between its parts.
+fn relative(repo: &Path, file: &Path) -> String {
+    file.strip_prefix(repo)
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
 /// The top-level module a file of `src/` belongs to (`None` for the crate roots).
 fn module_of(src: &Path, file: &Path) -> Option<String> {
     let rel = file.strip_prefix(src).ok()?;
@@ -147,11 +155,7 @@ fn no_hand_written_source_file_over_the_limit() {
     }
     let mut long = Vec::new();
     for f in files {
-        let rel = f
-            .strip_prefix(&repo)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = relative(&repo, &f);
         if GENERATED.contains(&rel.as_str()) {
             continue;
         }
@@ -217,11 +221,7 @@ fn session_graphs_are_edited_through_the_editor() {
     rust_files(&repo.join("src"), &mut files);
     let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for f in files {
-        let rel = f
-            .strip_prefix(&repo)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = relative(&repo, &f);
         // The ONNX model and the live session's logs are other graphs.
         if rel.starts_with("src/model/") || rel.starts_with("src/verify/") {
             continue;

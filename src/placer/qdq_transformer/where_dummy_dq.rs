@@ -180,19 +180,15 @@ fn insert(
     idx.add(
         session,
         SNode {
-            name: node_name,
-            op: Sym::DEQUANTIZE_LINEAR,
-            domain: dq_domain,
-            since: dq_since,
-            inputs: vec![xq_name, scale_name, zp_name],
-            outputs: vec![value],
-            attrs: thin_vec::ThinVec::new(),
-            subgraphs: thin_vec::ThinVec::new(),
-            implicit_inputs: thin_vec::ThinVec::new(),
-            ep: None,
-            kernel: None,
             origin,
-            removed: false,
+            ..SNode::plain(
+                node_name,
+                Sym::DEQUANTIZE_LINEAR,
+                dq_domain,
+                dq_since,
+                vec![xq_name, scale_name, zp_name],
+                vec![value],
+            )
         },
     );
     idx.set_input(session, EdgeEnd::new(ni, const_idx), value);
