@@ -105,11 +105,6 @@ impl Editor {
         Self::from_parts(session, gi, Producers::of(session, gi), reads)
     }
 
-    /// The producers of the index (for an order built from them).
-    pub fn producers(&self) -> &Producers {
-        &self.producer
-    }
-
     /// Records that node `i` reads each of `n`'s inputs: one entry per node, however many of its
     /// slots read a value (its entries are the last ones of each list while it is recorded).
     fn note_reads(readers: &mut SymMap<Sym, Readers>, i: usize, n: &SNode) {

@@ -236,8 +236,7 @@ fn editor_with_orders(session: &Session, gi: usize) -> (Editor, Vec<usize>, Vec<
 /// [`editor_with_orders`] builds them (a large graph's on two threads).
 fn orders(idx: &Editor, session: &Session, gi: usize) -> (Vec<usize>, Vec<usize>) {
     let g = &session.graphs[gi];
-    // The index may still name a removed node as a value's producer.
-    let by = |v| idx.producers().get(v).filter(|&p| !g.nodes[p].removed);
+    let by = |v| idx.producer(session, v);
     let (dfs, kahn) = beside(
         g.nodes.len(),
         || infer::topological_order_by(session, gi, &by),
