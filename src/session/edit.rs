@@ -17,18 +17,76 @@
 //! (`placer/casts.rs`); who does not yet, and why, `tests/it/architecture.rs` lists. The lookups
 //! in ORT's terms (an edge is an input position of a node, a subgraph's read counting one:
 //! [`Editor::reader_slots`], [`Editor::consumers`], [`Editor::edge_count`],
-//! [`Editor::node_output_edges`]) are built from the same per-node lists, so one costs the
-//! inputs of the nodes it names: a node reading ten thousand values is read whole at each
-//! lookup of one of them.
+//! [`Editor::node_output_edges`]) are built from the same lists: the index holds each read as
+//! ORT's edge does, a node and the input position it reads at, so a lookup checks one position
+//! per read, however many inputs the reading node has.
 
 use crate::session::order::Producers;
 use crate::session::{EdgeEnd, SGraph, SNode, Session};
 use crate::sym::{Sym, SymMap, SymSet};
 
-/// The nodes reading one value, as indices (below 2^32: [`crate::model::MAX_NODES`] bounds a
-/// graph's nodes). Most values have up to four readers, kept in place: no allocation per value,
-/// and no larger than a `Vec`.
-pub type Readers = smallvec::SmallVec<[u32; 4]>;
+/// One read of a value: the reading node's index and the position it reads at, an implicit
+/// input (a read by the node's subgraphs) tagged with [`Read::IMPLICIT`]. Indices fit 32 bits:
+/// [`crate::model::MAX_NODES`] bounds a graph's nodes, and a node's inputs are fewer than the
+/// bytes of its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Read {
+    node: u32,
+    slot: u32,
+}
+
+impl Read {
+    /// The tag of a position in the node's implicit inputs.
+    const IMPLICIT: u32 = 1 << 31;
+
+    /// Node `node`'s explicit input `slot`, or implicit input `slot` if `implicit`; `None` past
+    /// 32 bits.
+    fn new(node: usize, slot: usize, implicit: bool) -> Option<Read> {
+        let node = u32::try_from(node).ok()?;
+        let slot = u32::try_from(slot).ok().filter(|&s| s < Self::IMPLICIT)?;
+        Some(Read {
+            node,
+            slot: if implicit {
+                slot | Self::IMPLICIT
+            } else {
+                slot
+            },
+        })
+    }
+
+    /// Whether the read is one of the node's implicit inputs.
+    fn implicit(self) -> bool {
+        self.slot & Self::IMPLICIT != 0
+    }
+
+    /// Whether node `self.node` of `g` is live and still reads `v` at this position.
+    fn holds(self, g: &SGraph, v: Sym) -> bool {
+        let Some(n) = g.nodes.get(self.node as usize) else {
+            return false;
+        };
+        let list = if self.implicit() {
+            &n.implicit_inputs[..]
+        } else {
+            &n.inputs[..]
+        };
+        !n.removed && list.get((self.slot & !Self::IMPLICIT) as usize) == Some(&v)
+    }
+
+    /// The edge it is in ORT's terms: a node's input position, a read by its subgraphs as
+    /// position `usize::MAX` (one edge per node, however many implicit inputs name the value).
+    fn edge(self) -> EdgeEnd {
+        let arg = if self.implicit() {
+            usize::MAX
+        } else {
+            self.slot as usize
+        };
+        EdgeEnd::new(self.node as usize, arg)
+    }
+}
+
+/// The reads of one value. Most values have one or two, kept in place: no allocation per
+/// value, and no larger than a `Vec`.
+type Readers = smallvec::SmallVec<[Read; 2]>;
 
 /// What [`Editor::reads_of`] indexes of a graph's nodes.
 #[derive(Debug)]
@@ -44,8 +102,9 @@ pub struct Editor {
     /// The graph edited (an index into [`Session::graphs`]).
     pub gi: usize,
     producer: Producers,
-    /// The readers of each value: one entry per reading node, in the order they started reading
-    /// it; entries go stale (see the module's doc) and are checked on each lookup.
+    /// The reads of each value: one entry per input position that reads it, in the order they
+    /// started reading it; entries go stale (see the module's doc) and are checked on each
+    /// lookup, at the one position each names.
     readers: SymMap<Sym, Readers>,
     /// The graph's outputs (a value read from outside the graph).
     outputs: SymSet<Sym>,
@@ -105,20 +164,28 @@ impl Editor {
         Self::from_parts(session, gi, Producers::of(session, gi), reads)
     }
 
-    /// Records that node `i` reads each of `n`'s inputs: one entry per node, however many of its
-    /// slots read a value (its entries are the last ones of each list while it is recorded).
+    /// Records that node `i` reads each of `n`'s inputs, one entry per position.
     fn note_reads(readers: &mut SymMap<Sym, Readers>, i: usize, n: &SNode) {
-        let Ok(at) = u32::try_from(i) else {
-            return;
-        };
-        for &name in n.inputs.iter().chain(&n.implicit_inputs) {
-            if !name.is_empty() {
-                let l = readers.entry(name).or_default();
-                if l.last() != Some(&at) {
-                    l.push(at);
-                }
+        let explicit = n.inputs.iter().enumerate().map(|(k, v)| (k, v, false));
+        let implicit = n.implicit_inputs.iter().enumerate();
+        for (k, &name, imp) in explicit.chain(implicit.map(|(k, v)| (k, v, true))) {
+            if let (false, Some(r)) = (name.is_empty(), Read::new(i, k, imp)) {
+                readers.entry(name).or_default().push(r);
             }
         }
+    }
+
+    /// The reads of `v` that still hold, as recorded (a read an edit recorded twice comes
+    /// twice).
+    fn reads<'s>(&'s self, session: &'s Session, v: Sym) -> impl Iterator<Item = Read> + 's {
+        let g = &session.graphs[self.gi];
+        self.readers
+            .get(&v)
+            .map(|l| l.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(move |r| r.holds(g, v))
     }
 
     /// Whether `v` is one of the graph's outputs.
@@ -135,19 +202,9 @@ impl Editor {
     }
 
     /// The live nodes that read `v` (explicitly or through a subgraph), without collecting them;
-    /// a node an edit made read `v` again (another input set to it) may come twice.
+    /// a node comes once per position it reads `v` at, or more if an edit recorded it again.
     pub fn readers<'s>(&'s self, session: &'s Session, v: Sym) -> impl Iterator<Item = usize> + 's {
-        let g = &session.graphs[self.gi];
-        self.readers
-            .get(&v)
-            .map(|l| l.as_slice())
-            .unwrap_or_default()
-            .iter()
-            .map(|&k| k as usize)
-            .filter(move |&k| {
-                let n = &g.nodes[k];
-                !n.removed && (n.inputs.contains(&v) || n.implicit_inputs.contains(&v))
-            })
+        self.reads(session, v).map(|r| r.node as usize)
     }
 
     /// The live nodes that read `v`, ascending, each once.
@@ -161,21 +218,9 @@ impl Editor {
     /// The edges out of `v`: each input position of a live node that reads it (an implicit
     /// read as position `usize::MAX`), in ORT's edge order (by node, then position).
     pub fn reader_slots(&self, session: &Session, v: Sym) -> Vec<EdgeEnd> {
-        let g = &session.graphs[self.gi];
-        let mut out = Vec::new();
-        for c in self.users(session, v) {
-            let n = &g.nodes[c];
-            out.extend(
-                n.inputs
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &i)| i == v)
-                    .map(|(k, _)| EdgeEnd::new(c, k)),
-            );
-            if n.implicit_inputs.contains(&v) {
-                out.push(EdgeEnd::new(c, usize::MAX));
-            }
-        }
+        let mut out: Vec<EdgeEnd> = self.reads(session, v).map(Read::edge).collect();
+        out.sort_unstable();
+        out.dedup();
         out
     }
 
@@ -189,11 +234,14 @@ impl Editor {
 
     /// The live nodes whose subgraphs read `v`.
     pub fn implicit_readers(&self, session: &Session, v: Sym) -> usize {
-        let g = &session.graphs[self.gi];
-        self.users(session, v)
-            .into_iter()
-            .filter(|&c| g.nodes[c].implicit_inputs.contains(&v))
-            .count()
+        let mut nodes: Vec<u32> = self
+            .reads(session, v)
+            .filter(|r| r.implicit())
+            .map(|r| r.node)
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes.len()
     }
 
     /// The edge into `v`: its live producer and the position of `v` among that node's outputs.
@@ -212,23 +260,20 @@ impl Editor {
     /// has one edge, or as many as they found; asked of a value a thousand nodes read, by each
     /// of them, an exact count would cost a thousand each time.
     pub fn edge_count(&self, session: &Session, v: Sym, limit: usize) -> usize {
-        let g = &session.graphs[self.gi];
-        // The distinct nodes met so far: each adds an edge at least, so at most `limit + 1`.
-        let mut seen: smallvec::SmallVec<[usize; 4]> = smallvec::SmallVec::new();
-        let mut count = 0usize;
-        for k in self.readers(session, v) {
-            if seen.contains(&k) {
-                continue;
-            }
-            seen.push(k);
-            let n = &g.nodes[k];
-            count += n.inputs.iter().filter(|&&i| i == v).count();
-            count += usize::from(n.implicit_inputs.contains(&v));
-            if count > limit {
-                return limit + 1;
+        if limit >= SCAN_LIMIT {
+            return self.reader_slots(session, v).len().min(limit + 1);
+        }
+        // The distinct edges met so far, at most `limit + 1`: a short list to scan.
+        let mut seen: smallvec::SmallVec<[EdgeEnd; SCAN_LIMIT]> = smallvec::SmallVec::new();
+        for e in self.reads(session, v).map(Read::edge) {
+            if !seen.contains(&e) {
+                seen.push(e);
+                if seen.len() > limit {
+                    return limit + 1;
+                }
             }
         }
-        count
+        seen.len()
     }
 
     /// `Node::GetOutputEdgesCount`: [`Editor::edge_count`] over node `n`'s outputs, counted up to
@@ -273,10 +318,11 @@ impl Editor {
         users.all(|k| k == first).then_some(first)
     }
 
-    /// Records that node `node` reads `v`.
-    fn add_use(&mut self, v: Sym, node: usize) {
-        if let Ok(at) = u32::try_from(node) {
-            self.readers.entry(v).or_default().push(at);
+    /// Records that node `node` reads `v` at position `slot` (of its implicit inputs if
+    /// `implicit`).
+    fn add_use(&mut self, v: Sym, node: usize, slot: usize, implicit: bool) {
+        if let (false, Some(r)) = (v.is_empty(), Read::new(node, slot, implicit)) {
+            self.readers.entry(v).or_default().push(r);
         }
     }
 
@@ -333,8 +379,9 @@ impl Editor {
         if inputs.len() <= at.arg {
             inputs.resize(at.arg + 1, Sym::EMPTY);
         }
-        inputs[at.arg] = v;
-        self.add_use(v, at.node);
+        if std::mem::replace(&mut inputs[at.arg], v) != v {
+            self.add_use(v, at.node, at.arg, false);
+        }
     }
 
     /// Output `at.arg` of node `at.node` is `v` from here on.
@@ -356,39 +403,46 @@ impl Editor {
     /// for a rename that follows them).
     pub fn set_implicit_input(&mut self, session: &mut Session, node: usize, old: Sym, new: Sym) {
         let n = &mut session.graphs[self.gi].nodes[node];
-        let mut any = false;
-        for i in n.implicit_inputs.iter_mut().filter(|i| **i == old) {
-            *i = new;
-            any = true;
+        let mut at: smallvec::SmallVec<[usize; 2]> = smallvec::SmallVec::new();
+        for (k, i) in n.implicit_inputs.iter_mut().enumerate() {
+            if *i == old && old != new {
+                *i = new;
+                at.push(k);
+            }
         }
-        if any {
-            self.add_use(new, node);
+        for k in at {
+            self.add_use(new, node, k, true);
         }
     }
 
     /// Every live node of this graph that reads `old` reads `new` instead, explicitly and in its
     /// subgraphs (down to a subgraph that defines `old` itself); the nodes changed, ascending.
     pub fn replace_reads(&mut self, session: &mut Session, old: Sym, new: Sym) -> Vec<usize> {
-        let users = self.users(session, old);
-        for &k in &users {
+        if old == new {
+            return self.users(session, old);
+        }
+        let mut reads: Vec<Read> = self.reads(session, old).collect();
+        reads.sort_unstable();
+        reads.dedup();
+        let mut users: Vec<usize> = reads.iter().map(|r| r.node as usize).collect();
+        users.dedup();
+        for r in reads {
+            let k = r.node as usize;
+            let slot = (r.slot & !Read::IMPLICIT) as usize;
             let n = &mut session.graphs[self.gi].nodes[k];
-            for i in n.inputs.iter_mut() {
-                if *i == old {
-                    *i = new;
-                }
-            }
-            if n.implicit_inputs.contains(&old) {
-                for i in n.implicit_inputs.iter_mut() {
-                    if *i == old {
-                        *i = new;
+            if r.implicit() {
+                n.implicit_inputs[slot] = new;
+                // The subgraphs once per node: at the last of its implicit reads of `old`.
+                if !n.implicit_inputs.contains(&old) {
+                    let subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
+                    for sg in subs {
+                        rename_in_subgraph(session, sg, old, new, 0);
                     }
                 }
-                let subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
-                for sg in subs {
-                    rename_in_subgraph(session, sg, old, new, 0);
-                }
+            } else {
+                n.inputs[slot] = new;
             }
-            self.add_use(new, k);
+            self.add_use(new, k, slot, r.implicit());
         }
         users
     }
@@ -397,23 +451,20 @@ impl Editor {
     /// one walk of the graph, for many values at once.
     pub fn rename_inputs(&mut self, session: &mut Session, renames: &SymMap<Sym, Sym>) {
         let g = &mut session.graphs[self.gi];
-        let mut renamed: Vec<Sym> = Vec::new();
+        let mut renamed: Vec<(Sym, usize)> = Vec::new();
         for (k, n) in g.nodes.iter_mut().enumerate() {
             if n.removed {
                 continue;
             }
             renamed.clear();
-            for i in n.inputs.iter_mut() {
-                if let Some(&rep) = renames.get(i) {
+            for (slot, i) in n.inputs.iter_mut().enumerate() {
+                if let Some(&rep) = renames.get(i).filter(|&&rep| rep != *i) {
                     *i = rep;
-                    renamed.push(rep);
+                    renamed.push((rep, slot));
                 }
             }
-            // One use per (value, node).
-            renamed.sort_unstable_by_key(|s| s.id());
-            renamed.dedup();
-            for &rep in &renamed {
-                self.add_use(rep, k);
+            for &(rep, slot) in &renamed {
+                self.add_use(rep, k, slot, false);
             }
         }
     }
@@ -454,6 +505,10 @@ impl Editor {
             .unwrap_or(0)
     }
 }
+
+/// Up to this limit [`Editor::edge_count`] scans a short list of the edges it met; past it, it
+/// sorts them.
+const SCAN_LIMIT: usize = 8;
 
 /// The deepest subgraph nesting a rename follows (the reader bounds nesting well below).
 const MAX_RENAME_DEPTH: usize = 256;
