@@ -1012,11 +1012,14 @@ pub fn infer_and_record(session: &mut Session, gi: usize, ni: usize, values: &mu
             Entry::Occupied(mut o) => merge_into(o.get_mut(), i),
         };
     }
-    let key = nodes[ni].inference_key();
-    if g.inferred.len() <= ni {
-        g.inferred.resize(g.nodes.len(), 0);
+    // Kept for the main graph only, the one inferred incrementally (`SGraph::inferred`).
+    if g.parent.is_none() {
+        let key = nodes[ni].inference_key();
+        if g.inferred.len() <= ni {
+            g.inferred.resize(g.nodes.len(), 0);
+        }
+        g.inferred[ni] = key;
     }
-    g.inferred[ni] = key;
     changed
 }
 

@@ -21,6 +21,7 @@
 //! ORT's edge does, a node and the input position it reads at, so a lookup checks one position
 //! per read, however many inputs the reading node has.
 
+use crate::session::names::Taken;
 use crate::session::order::Producers;
 use crate::session::{EdgeEnd, SGraph, SNode, Session};
 use crate::sym::{Sym, SymMap, SymSet};
@@ -114,6 +115,13 @@ pub struct Editor {
     ops: Vec<Sym>,
     /// Live nodes per op, where the editor was built counting them; kept by the edits.
     op_counts: Option<SymMap<Sym, usize>>,
+    /// The graph's taken names, counted, from the first name asked of the editor on; kept by
+    /// the edits.
+    taken: Option<Taken>,
+    /// Per value with more than [`COMPACT_MIN`] reads recorded, how many of them an edit made
+    /// stale since its list was last compacted: past half the list, the list is compacted, so
+    /// that a lookup of a value many removed nodes read does not pass over all of them.
+    stale: SymMap<Sym, u32>,
 }
 
 impl Editor {
@@ -155,6 +163,8 @@ impl Editor {
             outputs: session.graphs[gi].outputs.iter().copied().collect(),
             ops: reads.ops,
             op_counts: reads.op_counts,
+            taken: None,
+            stale: SymMap::default(),
         }
     }
 
@@ -318,6 +328,22 @@ impl Editor {
         users.all(|k| k == first).then_some(first)
     }
 
+    /// One of `v`'s recorded reads no longer holds (its node was removed, or reads another
+    /// value there): its list is compacted once more than half of it is stale, so that each
+    /// stale read is passed over a bounded number of times, whatever the order of the edits.
+    fn staled(&mut self, session: &Session, v: Sym) {
+        let Some(list) = self.readers.get_mut(&v).filter(|l| l.len() > COMPACT_MIN) else {
+            return;
+        };
+        let count = self.stale.entry(v).or_default();
+        *count += 1;
+        if *count as usize * 2 > list.len() {
+            let g = &session.graphs[self.gi];
+            list.retain(|r| r.holds(g, v));
+            *count = 0;
+        }
+    }
+
     /// Records that node `node` reads `v` at position `slot` (of its implicit inputs if
     /// `implicit`).
     fn add_use(&mut self, v: Sym, node: usize, slot: usize, implicit: bool) {
@@ -331,6 +357,9 @@ impl Editor {
         let g = &mut session.graphs[self.gi];
         let ni = g.nodes.len();
         self.register(ni, &node);
+        if let (Some(t), false) = (self.taken.as_mut(), node.removed) {
+            t.node(&node, true);
+        }
         g.nodes.push(node);
         ni
     }
@@ -353,12 +382,21 @@ impl Editor {
     /// here on.
     pub fn remove(&mut self, session: &mut Session, ni: usize) {
         let n = &mut session.graphs[self.gi].nodes[ni];
+        if let (Some(t), false) = (self.taken.as_mut(), n.removed) {
+            t.node(n, false);
+        }
         n.removed = true;
         for &o in &n.outputs {
             if self.producer.get(o) == Some(ni) {
                 self.producer.remove(o);
             }
         }
+        let read: smallvec::SmallVec<[Sym; 4]> =
+            n.inputs.iter().chain(&n.implicit_inputs).copied().collect();
+        for v in read {
+            self.staled(session, v);
+        }
+        let n = &session.graphs[self.gi].nodes[ni];
         if let Some(k) = self.op_counts.as_mut().and_then(|c| c.get_mut(&n.op)) {
             *k = k.saturating_sub(1);
         }
@@ -375,22 +413,31 @@ impl Editor {
     /// Input `at.arg` of node `at.node` reads `v` from here on (empty inputs appended up to it,
     /// as ORT's optional inputs left out).
     pub fn set_input(&mut self, session: &mut Session, at: EdgeEnd, v: Sym) {
-        let inputs = &mut session.graphs[self.gi].nodes[at.node].inputs;
-        if inputs.len() <= at.arg {
-            inputs.resize(at.arg + 1, Sym::EMPTY);
+        let n = &mut session.graphs[self.gi].nodes[at.node];
+        if n.inputs.len() <= at.arg {
+            n.inputs.resize(at.arg + 1, Sym::EMPTY);
         }
-        if std::mem::replace(&mut inputs[at.arg], v) != v {
+        let old = std::mem::replace(&mut n.inputs[at.arg], v);
+        if old != v {
+            if let (Some(t), false) = (self.taken.as_mut(), n.removed) {
+                t.value(old, false);
+                t.value(v, true);
+            }
             self.add_use(v, at.node, at.arg, false);
+            self.staled(session, old);
         }
     }
 
     /// Output `at.arg` of node `at.node` is `v` from here on.
     pub fn set_output(&mut self, session: &mut Session, at: EdgeEnd, v: Sym) {
-        if let Some(o) = session.graphs[self.gi].nodes[at.node]
-            .outputs
-            .get_mut(at.arg)
-        {
+        let n = &mut session.graphs[self.gi].nodes[at.node];
+        let live = !n.removed;
+        if let Some(o) = n.outputs.get_mut(at.arg) {
             let old = std::mem::replace(o, v);
+            if let (Some(t), true) = (self.taken.as_mut(), live) {
+                t.value(old, false);
+                t.value(v, true);
+            }
             if self.producer.get(old) == Some(at.node) {
                 self.producer.remove(old);
             }
@@ -441,9 +488,16 @@ impl Editor {
                 }
             } else {
                 n.inputs[slot] = new;
+                if let Some(t) = self.taken.as_mut() {
+                    t.value(old, false);
+                    t.value(new, true);
+                }
             }
             self.add_use(new, k, slot, r.implicit());
         }
+        // Every read of `old` that held now reads `new`: its list holds nothing.
+        self.readers.remove(&old);
+        self.stale.remove(&old);
         users
     }
 
@@ -452,6 +506,7 @@ impl Editor {
     pub fn rename_inputs(&mut self, session: &mut Session, renames: &SymMap<Sym, Sym>) {
         let g = &mut session.graphs[self.gi];
         let mut renamed: Vec<(Sym, usize)> = Vec::new();
+        let mut old: Vec<Sym> = Vec::new();
         for (k, n) in g.nodes.iter_mut().enumerate() {
             if n.removed {
                 continue;
@@ -459,6 +514,11 @@ impl Editor {
             renamed.clear();
             for (slot, i) in n.inputs.iter_mut().enumerate() {
                 if let Some(&rep) = renames.get(i).filter(|&&rep| rep != *i) {
+                    if let Some(t) = self.taken.as_mut() {
+                        t.value(*i, false);
+                        t.value(rep, true);
+                    }
+                    old.push(*i);
                     *i = rep;
                     renamed.push((rep, slot));
                 }
@@ -467,6 +527,50 @@ impl Editor {
                 self.add_use(rep, k, slot, false);
             }
         }
+        for v in old {
+            self.staled(session, v);
+        }
+    }
+
+    /// Starts naming as ORT's name generation on the graph now (a fresh
+    /// [`crate::session::names::NameGen`]): what [`Editor::node_name`] and
+    /// [`Editor::value_name`] generated before is taken from here on only if the graph holds it
+    /// (a node's name, a value a live node reads or writes, an initializer) or it was recorded
+    /// as generated ([`SGraph::generated_names`]). The first call counts the graph's names (one
+    /// walk); the edits keep the counts from then on, so that a pass that names something at
+    /// each of many matches does not walk the graph at each.
+    pub fn begin_names(&mut self, session: &Session) {
+        match self.taken.as_mut() {
+            Some(t) => t.begin(),
+            None => self.taken = Some(Taken::of(&session.graphs[self.gi])),
+        }
+    }
+
+    /// ORT's `Graph::GenerateNodeName` within a naming begun by [`Editor::begin_names`]: `base`
+    /// if no live node has that name and none was generated, else `<base>_token_<k>` on the
+    /// graph's counter.
+    pub fn node_name(&mut self, session: &mut Session, base: &str) -> Sym {
+        let g = &mut session.graphs[self.gi];
+        self.taken
+            .get_or_insert_with(|| Taken::of(g))
+            .node_name(g, base)
+    }
+
+    /// ORT's `Graph::GenerateNodeArgName` within a naming begun by [`Editor::begin_names`].
+    pub fn value_name(&mut self, session: &mut Session, base: &str) -> Sym {
+        let g = &mut session.graphs[self.gi];
+        self.taken
+            .get_or_insert_with(|| Taken::of(g))
+            .value_name(g, base)
+    }
+
+    /// ORT's `Graph::GenerateNodeName` for one name: `base` if no live node has that name and
+    /// none was generated, else `<base>_token_<k>`; begun afresh and recorded as generated.
+    pub fn generate_node_name(&mut self, session: &mut Session, base: &str) -> Sym {
+        self.begin_names(session);
+        let name = self.node_name(session, base);
+        session.graphs[self.gi].generated_names.insert(name);
+        name
     }
 
     /// Brings the op array up to the graph: the nodes appended since the last call (or edit)
@@ -505,6 +609,10 @@ impl Editor {
             .unwrap_or(0)
     }
 }
+
+/// The reads a value's list holds before [`Editor`] counts its stale ones (a shorter list is
+/// read whole at little cost).
+const COMPACT_MIN: usize = 16;
 
 /// Up to this limit [`Editor::edge_count`] scans a short list of the edges it met; past it, it
 /// sorts them.
@@ -668,6 +776,70 @@ mod tests {
         assert_eq!(ed.consumers(&session, s("b")).len(), 3);
         assert_eq!(ed.implicit_readers(&session, s("b")), 1);
         assert_eq!(ed.producer_slot(&session, s("c")), Some(EdgeEnd::new(1, 0)));
+    }
+
+    /// Whatever the edits since, the editor's counted names come out as a generator built on
+    /// the graph at that moment would give them.
+    #[test]
+    fn names_come_out_as_a_fresh_generator_would_give_them() {
+        use crate::session::names::NameGen;
+        let mut session = chain();
+        let mut ed = Editor::of(&session, 0);
+        let bases = ["A", "B", "C", "a", "b", "c", "d", "b_token_0", "e"];
+        let check = |ed: &mut Editor, session: &mut Session| {
+            let before = session.graphs[0].clone();
+            let mut fresh = NameGen::new(&before);
+            ed.begin_names(session);
+            for base in bases {
+                assert_eq!(ed.node_name(session, base), fresh.node(base), "node {base}");
+                assert_eq!(
+                    ed.value_name(session, base),
+                    fresh.value(base),
+                    "value {base}"
+                );
+            }
+            assert_eq!(session.graphs[0].name_counter, fresh.counter);
+        };
+        check(&mut ed, &mut session);
+        // C leaves (its name and `d`'s read are free again, `d` stays a graph output); A reads
+        // `e`; a node named `e` produces `f`.
+        ed.remove(&mut session, 2);
+        ed.set_input(&mut session, EdgeEnd::new(0, 0), s("e"));
+        let mut n = session.graphs[0].nodes[0].clone();
+        (n.name, n.inputs, n.outputs) = (s("e"), vec![s("b")], vec![s("f")]);
+        ed.add(&mut session, n);
+        check(&mut ed, &mut session);
+        // A generated name is taken for good once recorded as generated.
+        let g = ed.generate_node_name(&mut session, "C");
+        assert!(session.graphs[0].generated_names.contains(&g));
+        check(&mut ed, &mut session);
+    }
+
+    /// A value that many removed nodes read keeps a short list of reads: lookups do not pass
+    /// over the removed ones again and again.
+    #[test]
+    fn stale_reads_are_compacted_away() {
+        let node = |k: usize| {
+            SNode::plain(
+                Sym::new(&format!("R{k}")),
+                s("Relu"),
+                Sym::AI_ONNX,
+                Some(14),
+                vec![s("x")],
+                vec![Sym::new(&format!("y{k}"))],
+            )
+        };
+        let mut session = Session::of_nodes((0..40).map(node).collect());
+        let mut ed = Editor::of(&session, 0);
+        for k in 0..36 {
+            ed.remove(&mut session, k);
+        }
+        assert_eq!(ed.users(&session, s("x")), vec![36, 37, 38, 39]);
+        let held = ed.readers.get(&s("x")).map_or(0, |l| l.len());
+        assert!(held <= COMPACT_MIN, "{held} of 40 reads kept");
+        ed.replace_reads(&mut session, s("x"), s("z"));
+        assert!(!ed.readers.contains_key(&s("x")), "all of x's reads moved");
+        assert_eq!(ed.users(&session, s("z")), vec![36, 37, 38, 39]);
     }
 
     #[test]

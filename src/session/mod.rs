@@ -263,19 +263,12 @@ pub struct SGraph {
     /// Per node, its [`SNode::inference_key`] when its output shapes were last inferred; 0 (or
     /// no entry) where they never were or must be again (an input's shape or value changed).
     /// What lets a pass that infers again after an edit infer only the nodes it touched.
+    /// Kept for the main graph only: a subgraph, whose outer-scope values are not tracked, is
+    /// inferred whole each time.
     pub inferred: Vec<u64>,
 }
 
 impl SGraph {
-    /// ORT's `Graph::GenerateNodeName`: `base` if no node has that name, else `base_token_<k>`.
-    pub fn generate_node_name(&mut self, base: &str) -> Sym {
-        let mut names = NameGen::new(self);
-        let name = names.node(base);
-        self.name_counter = names.counter;
-        self.generated_names.insert(name);
-        name
-    }
-
     /// About how many distinct values the graph's nodes read: its nodes' outputs (about 1.25
     /// per node), its initializers and its inputs. A map keyed by value sized by this does not
     /// grow while it is filled on a typical model, and has half the buckets of one sized at
@@ -712,7 +705,9 @@ impl Session {
     /// Forgets which nodes' shapes were inferred ([`SGraph::inferred`]): after an edit that does
     /// not say what it touched, the next inference goes over every node again.
     pub fn infer_again(&mut self) {
-        for g in &mut self.graphs {
+        // Only the main graph keeps the record: one clear, however many subgraphs there are
+        // (an `If` inlined per node of a long chain asks this at each).
+        if let Some(g) = self.graphs.first_mut() {
             g.inferred.clear();
         }
     }

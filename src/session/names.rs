@@ -1,8 +1,8 @@
 //! ORT's name generation (`Graph::GenerateNodeName`, `Graph::GenerateNodeArgName`): one counter
 //! per graph, shared by node and value names.
 
-use super::SGraph;
-use crate::sym::Sym;
+use super::{SGraph, SNode};
+use crate::sym::{Sym, SymMap, SymSet};
 
 /// ORT's `GenerateNodeName`/`GenerateNodeArgName`: the base name if free, else
 /// `<base>_token_<k>`, with one counter per graph shared by both.
@@ -35,12 +35,8 @@ impl NameGen {
         }
     }
 
-    fn fresh(set: &mut crate::sym::SymSet<Sym>, counter: &mut usize, base: &str) -> Sym {
-        let mut name = Sym::new(base);
-        while set.contains(&name) {
-            name = Sym::new(&format!("{base}_token_{counter}"));
-            *counter += 1;
-        }
+    fn fresh(set: &mut SymSet<Sym>, counter: &mut usize, base: &str) -> Sym {
+        let name = fresh_by(counter, base, |s| set.contains(&s));
         set.insert(name);
         name
     }
@@ -57,6 +53,97 @@ impl NameGen {
     pub fn reserve_value(&mut self, name: Sym) {
         self.values.insert(name);
     }
+}
+
+/// The names taken in one graph, each counted by its uses, kept current by the graph's
+/// [`crate::session::edit::Editor`]: what [`NameGen::new`] would find at any moment (the live
+/// nodes' names and the values they read or write, the graph's inputs and outputs, its
+/// initializers, the node names generated before) without a walk of the graph per name asked.
+#[derive(Debug, Default)]
+pub struct Taken {
+    nodes: SymMap<Sym, u32>,
+    values: SymMap<Sym, u32>,
+    /// Generated since the last [`Taken::begin`]: taken, as [`NameGen`] takes what it generates.
+    pending_nodes: SymSet<Sym>,
+    pending_values: SymSet<Sym>,
+}
+
+impl Taken {
+    /// The names graph `g` holds now.
+    pub fn of(g: &SGraph) -> Taken {
+        let mut t = Taken::default();
+        for &v in g.inputs.iter().chain(&g.outputs) {
+            t.value(v, true);
+        }
+        for (_, n) in g.live_nodes() {
+            t.node(n, true);
+        }
+        t
+    }
+
+    /// Node `n` joins the graph's live nodes (`live`) or leaves them.
+    pub fn node(&mut self, n: &SNode, live: bool) {
+        count(&mut self.nodes, n.name, live);
+        for &v in n.inputs.iter().chain(&n.outputs) {
+            self.value(v, live);
+        }
+    }
+
+    /// A live node's input or output reads or writes `v` (`live`), or no longer does.
+    pub fn value(&mut self, v: Sym, live: bool) {
+        if !v.is_empty() {
+            count(&mut self.values, v, live);
+        }
+    }
+
+    /// Starts what a fresh [`NameGen`] would start: the names generated so far are taken only
+    /// if the graph holds them.
+    pub fn begin(&mut self) {
+        self.pending_nodes.clear();
+        self.pending_values.clear();
+    }
+
+    /// [`NameGen::node`] on graph `g`'s counter.
+    pub fn node_name(&mut self, g: &mut SGraph, base: &str) -> Sym {
+        let (nodes, pending) = (&self.nodes, &self.pending_nodes);
+        let generated = &g.generated_names;
+        let name = fresh_by(&mut g.name_counter, base, |s| {
+            nodes.get(&s).is_some_and(|&c| c > 0) || generated.contains(&s) || pending.contains(&s)
+        });
+        self.pending_nodes.insert(name);
+        name
+    }
+
+    /// [`NameGen::value`] on graph `g`'s counter.
+    pub fn value_name(&mut self, g: &mut SGraph, base: &str) -> Sym {
+        let (values, pending) = (&self.values, &self.pending_values);
+        let inits = &g.initializers;
+        let name = fresh_by(&mut g.name_counter, base, |s| {
+            values.get(&s).is_some_and(|&c| c > 0) || inits.contains_key(&s) || pending.contains(&s)
+        });
+        self.pending_values.insert(name);
+        name
+    }
+}
+
+/// One more use of `name` (`up`) or one fewer.
+fn count(map: &mut SymMap<Sym, u32>, name: Sym, up: bool) {
+    let c = map.entry(name).or_default();
+    *c = if up {
+        c.saturating_add(1)
+    } else {
+        c.saturating_sub(1)
+    };
+}
+
+/// `base` if `taken` says it is free, else the first free `<base>_token_<k>` on `counter`.
+fn fresh_by(counter: &mut usize, base: &str, taken: impl Fn(Sym) -> bool) -> Sym {
+    let mut name = Sym::new(base);
+    while taken(name) {
+        name = Sym::new(&format!("{base}_token_{counter}"));
+        *counter += 1;
+    }
+    name
 }
 
 impl SGraph {

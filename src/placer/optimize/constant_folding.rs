@@ -182,25 +182,25 @@ impl Optimizer<'_> {
         // an outer-scope value, a branch initializer or an earlier node's output (ORT throws
         // otherwise, failing the session; here the `If` is left alone).
         let mut known: HashSet<Sym> = sub.initializers.keys().copied().collect();
+        let defined: HashSet<Sym> = sub
+            .live_nodes()
+            .flat_map(|(_, m)| m.outputs.iter().copied())
+            .chain(sub.inputs.iter().copied())
+            .collect();
         for &k in &order {
             let n = &sub.nodes[k];
-            if n.inputs.iter().any(|i| {
-                !i.is_empty()
-                    && !known.contains(i)
-                    && (sub.inputs.contains(i)
-                        || sub
-                            .nodes
-                            .iter()
-                            .any(|m| !m.removed && m.outputs.contains(i)))
-            }) {
+            if n.inputs
+                .iter()
+                .any(|i| !i.is_empty() && !known.contains(i) && defined.contains(i))
+            {
                 return false;
             }
             known.extend(n.outputs.iter().filter(|o| !o.is_empty()).copied());
         }
 
-        let mut names = NameGen::new(&session.graphs[gi]);
+        idx.begin_names(session);
         let mut generated: Vec<Sym> = Vec::new();
-        let prefix = names.node(&format!("_if_{branch}"));
+        let prefix = idx.node_name(session, &format!("_if_{branch}"));
         generated.push(prefix);
         // Branch output i is the If's output i (the first mention wins, as in ORT).
         let mut rename: HashMap<Sym, Sym> = HashMap::default();
@@ -215,13 +215,13 @@ impl Optimizer<'_> {
         for &name in &inits {
             rename
                 .entry(name)
-                .or_insert_with(|| names.value(&format!("{prefix}_{name}")));
+                .or_insert_with(|| idx.value_name(session, &format!("{prefix}_{name}")));
         }
         for &k in &order {
             for &o in sub.nodes[k].outputs.iter().filter(|o| !o.is_empty()) {
                 rename
                     .entry(o)
-                    .or_insert_with(|| names.value(&format!("{prefix}_{o}")));
+                    .or_insert_with(|| idx.value_name(session, &format!("{prefix}_{o}")));
             }
         }
         let map = |n: &Sym| rename.get(n).copied().unwrap_or(*n);
@@ -275,7 +275,7 @@ impl Optimizer<'_> {
         renames.sort_unstable();
         for &k in &order {
             let mut n = sub.nodes[k].clone();
-            n.name = names.node(&format!("{prefix}_{}", n.op));
+            n.name = idx.node_name(session, &format!("{prefix}_{}", n.op));
             generated.push(n.name);
             // ORT drops trailing missing inputs and outputs.
             while n.inputs.last().is_some_and(|i| i.is_empty()) {
@@ -296,6 +296,9 @@ impl Optimizer<'_> {
                 .collect();
             n.implicit_inputs = n.implicit_inputs.iter().map(map).collect();
             let new_index = session.graphs[gi].nodes.len();
+            if !n.subgraphs.is_empty() {
+                self.parents.insert(gi);
+            }
             for (_, s) in &n.subgraphs {
                 session.graphs[*s].parent = Some(crate::session::NodeRef::new(gi, new_index));
                 for &(from, to) in &renames {
@@ -333,7 +336,7 @@ impl Optimizer<'_> {
             if src == target {
                 continue;
             }
-            let name = names.node(&format!("{prefix}_Identity"));
+            let name = idx.node_name(session, &format!("{prefix}_Identity"));
             generated.push(name);
             idx.add(
                 session,
@@ -341,7 +344,6 @@ impl Optimizer<'_> {
             );
         }
         let g = &mut session.graphs[gi];
-        g.name_counter = names.counter;
         g.generated_names.extend(generated);
         idx.remove(session, ni);
         true

@@ -53,7 +53,7 @@ impl Optimizer<'_> {
         }
         let sum_out = sn.outputs[0];
         let gemm = session.graphs[gi].nodes[ni].clone();
-        let name = session.graphs[gi].generate_node_name(&format!("{}/GemmSumFusion/", gemm.name));
+        let name = idx.generate_node_name(session, &format!("{}/GemmSumFusion/", gemm.name));
         let ta = gemm.attr_i("transA").unwrap_or(0) != 0;
         let tb = gemm.attr_i("transB").unwrap_or(0) != 0;
         let mut inputs = gemm.inputs.clone();

@@ -118,8 +118,7 @@ impl Optimizer<'_> {
             return false;
         }
         let gemm = session.graphs[gi].nodes[ni].clone();
-        let name =
-            session.graphs[gi].generate_node_name(&format!("{}/GemmTransposeFusion/", gemm.name));
+        let name = idx.generate_node_name(session, &format!("{}/GemmTransposeFusion/", gemm.name));
         let node = Self::fused_gemm(&gemm, name, inputs, output, trans[0], trans[1]);
         for k in gone {
             idx.remove(session, k);

@@ -69,6 +69,11 @@ pub fn run(
         declined: Vec::new(),
         seen: None,
         shareable: session.graphs[0].initializers.keys().copied().collect(),
+        parents: session
+            .graphs
+            .iter()
+            .filter_map(|g| g.parent.map(|p| p.graph()))
+            .collect(),
     };
     if reinfer {
         shapes::infer_graph(session, 0, &mut opt.values);
@@ -205,6 +210,10 @@ struct Optimizer<'t> {
     /// branch brought): the only ones `ConstantSharing` merges. Those the optimiser creates
     /// (folded values, fusion shapes) live in memory in ORT and are never shared.
     shareable: HashSet<Sym>,
+    /// The graphs some graph names as its parent (a subgraph of one of their nodes, removed
+    /// nodes' included): kept as `If` inlining moves subgraphs up, so that a pass over each of
+    /// many subgraphs does not look through every graph of the session.
+    parents: HashSet<usize>,
 }
 
 /// Graph `gi`'s editor and its two node orders (Kahn's, then the reverse DFS), from one
@@ -349,10 +358,7 @@ impl Optimizer<'_> {
         // whatever their op).
         idx.ops_of(session);
         let starts = pass.start_ops();
-        let has_subgraphs = session
-            .graphs
-            .iter()
-            .any(|g| g.parent.is_some_and(|p| p.graph() == gi));
+        let has_subgraphs = self.parents.contains(&gi);
         let filtered: Vec<usize>;
         let order: &[usize] = match starts {
             Some(ops) if !has_subgraphs => {

@@ -68,9 +68,11 @@ impl Optimizer<'_> {
                     ..Default::default()
                 });
             } else {
-                let mut names = NameGen::new(&session.graphs[gi]);
-                let zero = names.value(&format!("FuseReluClip_{relu_name}_min_zero_constant"));
-                session.graphs[gi].name_counter = names.counter;
+                idx.begin_names(session);
+                let zero = idx.value_name(
+                    session,
+                    &format!("FuseReluClip_{relu_name}_min_zero_constant"),
+                );
                 let float = [D::Float, D::Float16, D::Double, D::Bfloat16]
                     .iter()
                     .any(|&t| elem == t as i32);

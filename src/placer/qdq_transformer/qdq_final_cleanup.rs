@@ -89,7 +89,7 @@ fn clean_up(session: &mut Session, gi: usize, e: &mut Editor, first: usize) -> b
     } else if let Some(s) = src {
         e.set_output(session, s, q_out);
     } else {
-        let name = session.graphs[gi].generate_node_name("QDQFinalCleanupTransformer");
+        let name = e.generate_node_name(session, "QDQFinalCleanupTransformer");
         e.add(
             session,
             SNode {
