@@ -14,14 +14,19 @@
 //!   weights in the file; ORT must load each (checked when onnxruntime is importable);
 //! - a TorchScript-style Llama decoder of about 7k nodes (`tools/probes/gen.py`'s `llama`, 66
 //!   layers; needs python with `onnx`), compared whole-process with ORT's session creation;
-//! - a model whose 2 GiB of weights live in an external-data file (sparse, never read).
+//! - a model whose 2 GiB of weights live in an external-data file (sparse, never read);
+//! - the shapes that made some pass quadratic once (one value read by thousands of nodes, a
+//!   node reading thousands, thousands of `If`s to inline, of fusions that name something, of
+//!   CPU fallbacks the rules report), each at two sizes four times apart, whole process: a
+//!   ratio near 4x is linear growth, 16x quadratic.
 //!
 //! Python: `$ONNX_LINT_PYTHON`, else `python3`; without `onnxruntime` the ORT columns say so.
 //! `ONNX_LINT_BENCH_MAX` (nodes, default 1000000) caps the decoder sizes,
 //! `ONNX_LINT_BENCH_ORT_MAX` (default 100000) the sizes ORT is run on (its `DISABLE_ALL` session
 //! grows super-linearly: minutes at 100k). Real TorchScript exports of 2,000 nodes or more in
 //! `$ONNX_LINT_TSDECODERS` (default `target/tsdecoders`, where `tools/tsexport/export.py target/tsdecoders llama:64 qwen2:32` writes them) are compared whole-process too.
-//! `speed --gen NODES PATH` writes the decoder, to profile it outside the bench.
+//! `speed --gen NODES PATH` writes the decoder, `speed --shape NAME UNITS PATH` a linearity case,
+//! to profile them outside the bench.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -223,6 +228,272 @@ fn qdq_chain(blocks: usize) -> ModelProto {
     }
     g.output.push(vi(&prev, FLOAT, &["1", "64"]));
     model(g)
+}
+
+/// A graph attribute (an `If`'s branch).
+fn graph_attr(name: &str, g: GraphProto) -> onnx_lint::model::proto::AttributeProto {
+    use onnx_lint::model::proto::{AttributeProto, attribute_proto::AttributeType};
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(AttributeType::Graph as i32),
+        g: Some(Box::new(g)),
+        ..Default::default()
+    }
+}
+
+/// An int attribute.
+fn int_attr(name: &str, v: i64) -> onnx_lint::model::proto::AttributeProto {
+    use onnx_lint::model::proto::{AttributeProto, attribute_proto::AttributeType};
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(v),
+        ..Default::default()
+    }
+}
+
+/// The shapes of the linearity cases, `n` units each (see [`shape`]).
+const SHAPES: [(&str, &str); 6] = [
+    (
+        "fan-in",
+        "one value quantized n times, the n DQs summed by one node",
+    ),
+    ("fan-out", "one value read by n nodes, each a graph output"),
+    (
+        "shape-concat",
+        "n Relu->Shape->Gather->Unsqueeze chains into one Concat",
+    ),
+    (
+        "if-chain",
+        "n Ifs on a constant condition in a chain (inlined at `all`)",
+    ),
+    (
+        "relu-clip",
+        "n Relu->Clip(max) pairs (FuseReluClip names a zero each)",
+    ),
+    (
+        "cpu-blocks",
+        "n Relu->Cast(string)->Cast(float) blocks: two copies and a CPU node each",
+    ),
+];
+
+/// One linearity case of `n` units: the model, and the `place` level or lint it is timed with.
+fn shape(name: &str, n: usize) -> ModelProto {
+    let x = vi("x", FLOAT, &["1", "64"]);
+    let mut g = GraphProto {
+        name: Some(name.into()),
+        input: vec![x],
+        ..Default::default()
+    };
+    let scalar = |name: &str, data_type: i32| TensorProto {
+        name: Some(name.into()),
+        data_type: Some(data_type),
+        ..Default::default()
+    };
+    let mut last = "x".to_string();
+    match name {
+        "fan-in" => {
+            let mut s = scalar("s", FLOAT);
+            s.float_data = vec![0.05];
+            let mut z = scalar("z", tensor_proto::DataType::Uint8 as i32);
+            z.int32_data = vec![128];
+            g.initializer.extend([s, z]);
+            g.node.push(node("Relu", "R".into(), &["x"], &["r"]));
+            let mut dqs = Vec::new();
+            for i in 0..n {
+                let (q, d) = (format!("q{i}"), format!("d{i}"));
+                g.node.push(node(
+                    "QuantizeLinear",
+                    format!("Q{i}"),
+                    &["r", "s", "z"],
+                    &[&q],
+                ));
+                g.node.push(node(
+                    "DequantizeLinear",
+                    format!("DQ{i}"),
+                    &[&q, "s", "z"],
+                    &[&d],
+                ));
+                dqs.push(d);
+            }
+            let dqs: Vec<&str> = dqs.iter().map(String::as_str).collect();
+            g.node.push(node("Sum", "S".into(), &dqs, &["y"]));
+            last = "y".into();
+        }
+        "fan-out" => {
+            g.node.push(node("Relu", "R".into(), &["x"], &["r"]));
+            for i in 0..n {
+                let y = format!("y{i}");
+                g.node.push(node("Neg", format!("N{i}"), &["r"], &[&y]));
+                g.output.push(vi(&y, FLOAT, &["1", "64"]));
+            }
+            return model(g);
+        }
+        "shape-concat" => {
+            let mut i0 = scalar("i0", INT64);
+            i0.int64_data = vec![0];
+            g.initializer.extend([i0, i64_tensor("ax", &[0])]);
+            let mut parts = Vec::new();
+            for i in 0..n {
+                let v = |p: &str| format!("{p}{i}");
+                g.node.push(node("Relu", v("R"), &["x"], &[&v("r")]));
+                g.node.push(node("Shape", v("S"), &[&v("r")], &[&v("s")]));
+                let mut gather = node("Gather", v("G"), &[&v("s"), "i0"], &[&v("g")]);
+                gather.attribute.push(int_attr("axis", 0));
+                g.node.push(gather);
+                g.node
+                    .push(node("Unsqueeze", v("U"), &[&v("g"), "ax"], &[&v("u")]));
+                parts.push(v("u"));
+            }
+            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let mut concat = node("Concat", "C".into(), &parts, &["c"]);
+            concat.attribute.push(int_attr("axis", 0));
+            g.node.push(concat);
+            g.output.push(vi("c", INT64, &[&n.to_string()]));
+            return model(g);
+        }
+        "if-chain" => {
+            let mut cond = scalar("cond", tensor_proto::DataType::Bool as i32);
+            cond.int32_data = vec![1];
+            g.initializer.push(cond);
+            for i in 0..n {
+                let branch = |op: &str, tag: &str| {
+                    let out = format!("{tag}{i}");
+                    GraphProto {
+                        name: Some(format!("{tag}_branch{i}")),
+                        node: vec![node(op, format!("{op}{i}"), &[&last], &[&out])],
+                        output: vec![vi(&out, FLOAT, &["1", "64"])],
+                        ..Default::default()
+                    }
+                };
+                let y = format!("i{i}");
+                let mut n_if = node("If", format!("If{i}"), &["cond"], &[&y]);
+                n_if.attribute
+                    .push(graph_attr("then_branch", branch("Relu", "t")));
+                n_if.attribute
+                    .push(graph_attr("else_branch", branch("Neg", "e")));
+                g.node.push(n_if);
+                last = y;
+            }
+        }
+        "relu-clip" => {
+            let mut mx = scalar("mx", FLOAT);
+            mx.float_data = vec![6.0];
+            g.initializer.push(mx);
+            for i in 0..n {
+                let (r, c) = (format!("r{i}"), format!("c{i}"));
+                g.node.push(node("Relu", format!("R{i}"), &[&last], &[&r]));
+                g.node
+                    .push(node("Clip", format!("C{i}"), &[&r, "", "mx"], &[&c]));
+                last = c;
+            }
+        }
+        _ => {
+            for i in 0..n {
+                let v = |p: &str| format!("{p}{i}");
+                g.node.push(node("Relu", v("R"), &[&last], &[&v("r")]));
+                let mut to_s = node("Cast", v("S"), &[&v("r")], &[&v("s")]);
+                to_s.attribute
+                    .push(int_attr("to", tensor_proto::DataType::String as i64));
+                g.node.push(to_s);
+                let mut to_f = node("Cast", v("F"), &[&v("s")], &[&v("f")]);
+                to_f.attribute.push(int_attr("to", FLOAT as i64));
+                g.node.push(to_f);
+                last = v("f");
+            }
+        }
+    }
+    g.output.push(vi(&last, FLOAT, &["1", "64"]));
+    model(g)
+}
+
+/// The whole process's median time of `bin args..` over `runs`, a finding exit (1) included;
+/// `None` where it fails (exit 2: a bound it ran past, say).
+fn whole(bin: &Path, args: &[&str], runs: usize) -> Option<f64> {
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = Command::new(bin).args(args).output().ok()?;
+        if !matches!(out.status.code(), Some(0 | 1)) {
+            eprintln!(
+                "{args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Some(times[times.len() / 2])
+}
+
+/// The linearity cases: each shape at `n` and `4n` units, `place` at both levels and the lint.
+fn linearity(bin: &Path, dir: &Path, n: usize) {
+    println!(
+        "\nLinear growth, whole process, median of 3 (ms at {n} units / at {} units = ratio; 4x is \
+         linear):",
+        4 * n
+    );
+    println!("| shape | nodes at {n} | place disable | place all | lint |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, what) in SHAPES {
+        let mut paths = Vec::new();
+        let mut nodes = 0;
+        for k in [n, 4 * n] {
+            let m = shape(name, k);
+            if k == n {
+                nodes = m.graph.as_ref().map_or(0, |g| g.node.len());
+            }
+            let p = dir.join(format!("{name}-{k}.onnx"));
+            if std::fs::write(&p, m.encode_to_vec()).is_err() {
+                return;
+            }
+            paths.push(p.to_string_lossy().to_string());
+        }
+        let cell = |args: &dyn Fn(&str) -> Vec<String>| {
+            let t: Vec<Option<f64>> = paths
+                .iter()
+                .map(|p| {
+                    let a = args(p);
+                    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+                    whole(bin, &a, 3)
+                })
+                .collect();
+            match (t[0], t[1]) {
+                (Some(a), Some(b)) => {
+                    format!("{:.0} / {:.0} = {:.1}x", a * 1e3, b * 1e3, b / a)
+                }
+                _ => "failed".into(),
+            }
+        };
+        let place = |level: &'static str| {
+            move |p: &str| {
+                [
+                    "place",
+                    p,
+                    "--ort",
+                    "1.31.1",
+                    "--opt-level",
+                    level,
+                    "--format",
+                    "json",
+                ]
+                .map(String::from)
+                .to_vec()
+            }
+        };
+        let lint = |p: &str| {
+            [p, "--ort", "1.31.1", "--format", "json"]
+                .map(String::from)
+                .to_vec()
+        };
+        println!(
+            "| {name} ({what}) | {nodes} | {} | {} | {} |",
+            cell(&place("disable")),
+            cell(&place("all")),
+            cell(&lint)
+        );
+    }
 }
 
 fn model(g: GraphProto) -> ModelProto {
@@ -490,6 +761,12 @@ fn main() {
     if args.first().map(String::as_str) == Some("--child") {
         return child(&args[1..]);
     }
+    // `speed --shape NAME UNITS PATH`: write a linearity case, to profile it outside the bench.
+    if args.first().map(String::as_str) == Some("--shape") {
+        let units: usize = args[2].parse().expect("--shape NAME UNITS PATH");
+        std::fs::write(&args[3], shape(&args[1], units).encode_to_vec()).expect("write shape");
+        return;
+    }
     // `speed --gen NODES PATH`: write the bench's decoder, to profile it outside the bench.
     if args.first().map(String::as_str) == Some("--gen") {
         let nodes: usize = args[1].parse().expect("--gen NODES PATH");
@@ -651,6 +928,10 @@ fn main() {
         if !any {
             println!("(no real TorchScript export of 2,000 nodes or more in {ts})");
         }
+    }
+
+    if bin.is_file() {
+        linearity(&bin, dir.path(), 5_000);
     }
 
     let ext = external(dir.path());

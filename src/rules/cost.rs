@@ -138,16 +138,9 @@ pub fn sort_by_cost(findings: &mut [Finding]) {
 /// The values copied by the Memcpy nodes that feed node `ni` of graph `gi` or read its outputs.
 pub fn copies_at(cx: &Context, gi: usize, ni: usize) -> Vec<Sym> {
     let g = &cx.session().graphs[gi];
-    let Some(node) = g.nodes.get(ni) else {
-        return Vec::new();
-    };
-    g.live_nodes()
-        .filter(|(_, m)| m.op == Sym::MEMCPY_FROM_HOST || m.op == Sym::MEMCPY_TO_HOST)
-        .filter(|(_, m)| {
-            m.outputs.iter().any(|o| node.inputs.contains(o))
-                || m.inputs.iter().any(|i| node.outputs.contains(i))
-        })
-        .filter_map(|(_, m)| m.inputs.first().cloned())
+    crate::rules::copy_nodes_at(cx, gi, ni)
+        .into_iter()
+        .filter_map(|m| g.nodes[m].inputs.first().copied())
         .collect()
 }
 

@@ -4,7 +4,7 @@ use crate::declare_rule;
 use crate::diagnostics::Finding;
 use crate::infer::Type;
 use crate::model::DataType;
-use crate::rules::{Context, Edges, nodes};
+use crate::rules::{Context, nodes};
 use crate::sym::Sym;
 use crate::tables::Ep;
 
@@ -53,8 +53,8 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         if s.type_of(gi, *x) != Some(&int64) {
             continue;
         }
-        let edges = Edges::new(s, gi);
-        let copies = crate::rules::copies_touching(s, gi, ni);
+        let edges = cx.edges(gi);
+        let copies = crate::rules::copies_touching(cx, gi, ni);
         let on_cpu = node.ep == Some(Ep::Cpu);
         if !on_cpu && copies == 0 {
             continue;

@@ -125,7 +125,6 @@ fn is_float(s: &Session, gi: usize, v: Sym) -> bool {
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
     // One producer/consumer index per graph, built when a graph first needs it.
-    let mut all_edges: Vec<Option<Edges>> = (0..s.graphs.len()).map(|_| None).collect();
     for (gi, ni, node) in nodes(s) {
         if !matches!(
             node.op.as_str(),
@@ -133,7 +132,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         ) {
             continue;
         }
-        let edges: &Edges = all_edges[gi].get_or_insert_with(|| Edges::new(s, gi));
+        let edges: &Edges = cx.edges(gi);
         // The mask input of the attention computation.
         let mask = match (node.domain.as_str(), node.op.as_str()) {
             ("ai.onnx", "Softmax") => {

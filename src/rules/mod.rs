@@ -132,6 +132,9 @@ pub struct Context<'a> {
     /// The dims sizes are evaluated at (`--dim`, `dims` in the configuration).
     pub dims: &'a cost::Dims,
     symbolic: std::cell::OnceCell<symbolic::Shapes>,
+    /// Per session graph, its producer/consumer maps, built on first use and shared by the
+    /// rules: a rule that asks them per finding does not walk the graph per finding.
+    edges: Vec<std::cell::OnceCell<Edges>>,
 }
 
 impl<'a> Context<'a> {
@@ -149,6 +152,9 @@ impl<'a> Context<'a> {
             releases,
             dims,
             symbolic: std::cell::OnceCell::new(),
+            edges: (0..placement.session.graphs.len())
+                .map(|_| std::cell::OnceCell::new())
+                .collect(),
         }
     }
 
@@ -204,9 +210,10 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Producer of each value and consumers, per graph, over the final session graph.
-    pub fn edges(&self, gi: usize) -> Edges {
-        Edges::new(self.session(), gi)
+    /// Producer of each value and consumers in session graph `gi` (the final graph), built
+    /// once per graph.
+    pub fn edges(&self, gi: usize) -> &Edges {
+        self.edges[gi].get_or_init(|| Edges::new(self.session(), gi))
     }
 }
 
@@ -432,16 +439,38 @@ pub fn copies_of_chain_list(cx: &Context, gi: usize, chain: &[usize]) -> Vec<Sym
 }
 
 /// Copy nodes that feed node `ni` or read its outputs.
-pub fn copies_touching(s: &Session, gi: usize, ni: usize) -> usize {
-    let g = &s.graphs[gi];
-    let node = &g.nodes[ni];
-    g.live_nodes()
-        .filter(|(_, m)| m.op == Sym::MEMCPY_FROM_HOST || m.op == Sym::MEMCPY_TO_HOST)
-        .filter(|(_, m)| {
-            m.outputs.iter().any(|o| node.inputs.contains(o))
-                || m.inputs.iter().any(|i| node.outputs.contains(i))
-        })
-        .count()
+pub fn copies_touching(cx: &Context, gi: usize, ni: usize) -> usize {
+    copy_nodes_at(cx, gi, ni).len()
+}
+
+/// The live copy nodes that write one of node `ni`'s inputs or read one of its outputs, each
+/// once, ascending: found from the graph's edges, not by a walk of the graph per node asked.
+pub fn copy_nodes_at(cx: &Context, gi: usize, ni: usize) -> Vec<usize> {
+    let g = &cx.session().graphs[gi];
+    let Some(node) = g.nodes.get(ni) else {
+        return Vec::new();
+    };
+    let edges = cx.edges(gi);
+    let is_copy = |m: usize| {
+        let op = g.nodes[m].op;
+        op == Sym::MEMCPY_FROM_HOST || op == Sym::MEMCPY_TO_HOST
+    };
+    // The copies writing one of its inputs or reading one of its outputs, each once.
+    let mut copies: Vec<usize> = node
+        .inputs
+        .iter()
+        .filter_map(|i| edges.producer.get(i).copied())
+        .chain(
+            node.outputs
+                .iter()
+                .filter(|o| !o.is_empty())
+                .flat_map(|o| edges.consumers.get(o).into_iter().flatten().copied()),
+        )
+        .filter(|&m| is_copy(m))
+        .collect();
+    copies.sort_unstable();
+    copies.dedup();
+    copies
 }
 
 /// Helper for rules: every live node of every session graph.

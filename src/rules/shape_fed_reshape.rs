@@ -94,7 +94,6 @@ const MAX_DEPTH: usize = 24;
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
     // One producer/consumer index per graph, built when a graph first needs it.
-    let mut all_edges: Vec<Option<Edges>> = (0..s.graphs.len()).map(|_| None).collect();
     for (gi, ni, node) in nodes(s) {
         if node.domain != Sym::AI_ONNX {
             continue;
@@ -105,7 +104,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         let Some(shape) = node.inputs.get(k).filter(|n| !n.is_empty()) else {
             continue;
         };
-        let edges: &Edges = all_edges[gi].get_or_insert_with(|| Edges::new(s, gi));
+        let edges: &Edges = cx.edges(gi);
         let mut chain = Vec::new();
         let mut seen = HashSet::new();
         if !reaches_shape(s, gi, edges, *shape, &mut chain, &mut seen, 0) {

@@ -158,7 +158,14 @@ pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
         .filter(|f| f.severity == crate::diagnostics::Severity::Warn)
         .count();
     let placement = placement_json(&a.model.path.display().to_string(), p);
-    json!({
+    // Built apart and moved in: `json!` would copy a value given to it (tens of MB on a model
+    // with tens of thousands of findings).
+    let findings: Vec<Value> = a
+        .findings
+        .iter()
+        .map(|f| finding_json(&a.model, listing.as_ref(), f))
+        .collect();
+    let mut out = json!({
         "model": a.model.path.display().to_string(),
         "ort": p.ort,
         "ort_reason": settings.release_reason,
@@ -181,11 +188,13 @@ pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
             "bytes_copied_expr": a.copied.1,
             "dims": settings.dims.0,
         },
-        "findings": a.findings.iter().map(|f| finding_json(&a.model, listing.as_ref(), f)).collect::<Vec<_>>(),
+        "findings": null,
         "problems": a.model.problems.iter().map(|p| json!({
             "level": match p.level { ProblemLevel::Error => "error", ProblemLevel::Warning => "warning" },
             "code": p.code,
             "message": p.message,
         })).collect::<Vec<_>>(),
-    })
+    });
+    out["findings"] = Value::Array(findings);
+    out
 }
