@@ -13,8 +13,10 @@
 //! Who edits through it: the level-1 optimiser (`placer/optimize/`), the level-2 fusions
 //! (`placer/fusions/`), every QDQ transformer (`placer/qdq_transformer/`, the
 //! selector/action transformer's actions and `EnsureUniqueDQForNodeUnit` included), the
-//! MatMulIntegerToFloat fusions, `FuseInitializersTransformer` and the cast passes
-//! (`placer/casts.rs`); who does not yet, and why, `tests/it/architecture.rs` lists. The lookups
+//! MatMulIntegerToFloat fusions, `FuseInitializersTransformer`, the cast passes
+//! (`placer/casts.rs`) and the TransposeOptimizer with the NHWC transformer (`placer/transpose/`,
+//! whose graph API, as ORT's `api::GraphRef`, is a thin layer over an editor); who does not yet,
+//! and why, `tests/it/architecture.rs` lists. The lookups
 //! in ORT's terms (an edge is an input position of a node, a subgraph's read counting one:
 //! [`Editor::reader_slots`], [`Editor::consumers`], [`Editor::edge_count`],
 //! [`Editor::node_output_edges`]) are built from the same lists: the index holds each read as
@@ -428,10 +430,14 @@ impl Editor {
         }
     }
 
-    /// Output `at.arg` of node `at.node` is `v` from here on.
+    /// Output `at.arg` of node `at.node` is `v` from here on (empty outputs appended up to it,
+    /// as ORT's optional outputs left out).
     pub fn set_output(&mut self, session: &mut Session, at: EdgeEnd, v: Sym) {
         let n = &mut session.graphs[self.gi].nodes[at.node];
         let live = !n.removed;
+        if n.outputs.len() <= at.arg {
+            n.outputs.resize(at.arg + 1, Sym::EMPTY);
+        }
         if let Some(o) = n.outputs.get_mut(at.arg) {
             let old = std::mem::replace(o, v);
             if let (Some(t), true) = (self.taken.as_mut(), live) {

@@ -179,11 +179,6 @@ const EDITS_OUTSIDE_THE_EDITOR: &[(&str, &str)] = &[
         "builds the graphs from a model; lists implicit inputs",
     ),
     (
-        "src/placer/transpose/mod.rs",
-        "the TransposeOptimizer's own graph API over the session, as ORT's `api::GraphRef`",
-    ),
-    ("src/placer/transpose/handlers.rs", "the same"),
-    (
         "src/placer/nchwc_transformer.rs",
         "counts uses in the graph as it was before its walk, as ORT's `NchwcTransformerImpl`",
     ),

@@ -323,11 +323,7 @@ impl Opt<'_> {
             .collect();
         let name = self.names().node(&old);
         self.generated.push(name);
-        let index = self.session.graphs[self.gi].nodes.len();
-        for i in inputs.iter().filter(|i| !i.is_empty()) {
-            self.uses.entry(*i).or_default().push(index);
-        }
-        self.session.graphs[self.gi].nodes.push(SNode {
+        let pool = SNode {
             name,
             op: "NhwcMaxPool".into(),
             domain: Sym::COM_MICROSOFT,
@@ -341,7 +337,8 @@ impl Opt<'_> {
             kernel: None,
             origin,
             removed: false,
-        });
+        };
+        let index = self.ed.add(self.session, pool);
         for j in 0..outputs {
             if !self.node(node).outputs[j].is_empty() {
                 self.move_output(node, j, index, j);

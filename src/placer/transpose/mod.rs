@@ -17,7 +17,8 @@ use crate::infer::eval::Tensor;
 use crate::infer::shapes::Values;
 use crate::infer::{self, Type};
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
-use crate::session::{Init, NameGen, SNode, Session};
+use crate::session::edit::Editor;
+use crate::session::{EdgeEnd, Init, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::KernelTable;
 
@@ -205,9 +206,9 @@ struct Opt<'s> {
     /// Built on first use: it reads every name of the graph, and most passes add nothing.
     names: Option<NameGen>,
     generated: Vec<Sym>,
-    producer: HashMap<Sym, usize>,
-    uses: HashMap<Sym, Vec<usize>>,
-    outputs: HashSet<Sym>,
+    /// The graph's editor: every edit of the optimizer goes through it, and its producers and
+    /// readers are ORT's `GetNodeProducingOutput`/`GetValueConsumers`.
+    ed: Editor,
     /// ORT's `provider_type`: at level 2 the optimizer runs for the CPU provider, over the
     /// nodes assigned to it, and assigns it the nodes it adds (`None` at level 1).
     provider: Option<crate::tables::Ep>,
@@ -276,6 +277,7 @@ pub fn wrap_channels_last(
     let versions = infer::domain_versions(session, table);
     let mut values = Values::default();
     let opset = versions.get(&Sym::AI_ONNX).copied().unwrap_or(0);
+    let ed = Editor::of(session, gi);
     let mut opt = Opt {
         gi,
         table,
@@ -284,13 +286,10 @@ pub fn wrap_channels_last(
         opset,
         names: None,
         generated: Vec::new(),
-        producer: HashMap::default(),
-        uses: HashMap::default(),
-        outputs: session.graphs[gi].outputs.iter().cloned().collect(),
+        ed,
         provider: Some(crate::tables::Ep::Cpu),
         session,
     };
-    opt.index();
     let mut wrapped = false;
     for &ni in order {
         if !wrap(opt.session, gi, ni) {
@@ -338,6 +337,7 @@ fn run_for(
         have_dq |= n.op == Sym::DEQUANTIZE_LINEAR;
     }
     if (MIN_OPSET..=max_supported_opset(table)).contains(&opset) && (transposes || have_dq) {
+        let ed = Editor::of(session, gi);
         let mut opt = Opt {
             gi,
             table,
@@ -346,13 +346,10 @@ fn run_for(
             opset,
             names: None,
             generated: Vec::new(),
-            producer: HashMap::default(),
-            uses: HashMap::default(),
-            outputs: session.graphs[gi].outputs.iter().cloned().collect(),
+            ed,
             provider,
             session,
         };
-        opt.index();
         changed = transposes && opt.optimize(order);
         if have_dq {
             changed |= opt.fix_qdq_node_units();
@@ -410,20 +407,6 @@ fn max_supported_opset(table: &KernelTable) -> i64 {
 }
 
 impl Opt<'_> {
-    fn index(&mut self) {
-        let g = &self.session.graphs[self.gi];
-        for (i, n) in g.live_nodes() {
-            for o in n.outputs.iter().filter(|o| !o.is_empty()) {
-                self.producer.insert(*o, i);
-            }
-            for x in n.inputs.iter().chain(&n.implicit_inputs) {
-                if !x.is_empty() {
-                    self.uses.entry(*x).or_default().push(i);
-                }
-            }
-        }
-    }
-
     /// The graph's name generator (ORT's `GenerateNodeName`/`GenerateNodeArgName`).
     fn names(&mut self) -> &mut NameGen {
         let (session, gi) = (&*self.session, self.gi);
@@ -443,64 +426,34 @@ impl Opt<'_> {
     }
 
     fn producer(&self, name: Sym) -> Option<usize> {
-        self.producer
-            .get(&name)
-            .copied()
-            .filter(|&p| !self.node(p).removed && self.node(p).outputs.contains(&name))
+        self.ed.producer(self.session, name)
     }
 
     /// Live nodes that read `name` explicitly, in index order, and whether that list is all
     /// (ORT's `comprehensive`: no subgraph reads it and it is no graph output).
     fn consumers(&self, name: Sym) -> (Vec<usize>, bool) {
+        let mut comprehensive = !self.ed.is_output(name);
         let mut out: Vec<usize> = Vec::new();
-        let mut comprehensive = !self.outputs.contains(&name);
-        if let Some(l) = self.uses.get(&name) {
-            for &k in l {
-                let n = self.node(k);
-                if n.removed || out.contains(&k) {
-                    continue;
-                }
-                if n.implicit_inputs.contains(&name) {
-                    comprehensive = false;
-                }
-                if n.inputs.contains(&name) {
-                    out.push(k);
-                }
+        for e in self.ed.reader_slots(self.session, name) {
+            if e.arg == usize::MAX {
+                comprehensive = false;
+            } else if out.last() != Some(&e.node) {
+                out.push(e.node);
             }
         }
-        out.sort_unstable();
         (out, comprehensive)
     }
 
     fn has_consumers(&self, name: Sym) -> bool {
-        if self.outputs.contains(&name) {
-            return true;
-        }
-        self.uses.get(&name).is_some_and(|l| {
-            l.iter().any(|&k| {
-                let n = self.node(k);
-                !n.removed
-                    && n.inputs
-                        .iter()
-                        .chain(&n.implicit_inputs)
-                        .any(|i| *i == name)
-            })
-        })
+        self.ed.is_output(name) || self.ed.has_users(self.session, name)
     }
 
     fn set_input(&mut self, n: usize, i: usize, name: Sym) {
-        let node = self.node_mut(n);
-        while node.inputs.len() <= i {
-            node.inputs.push(Sym::EMPTY);
-        }
-        node.inputs[i] = name;
-        if !name.is_empty() {
-            self.uses.entry(name).or_default().push(n);
-        }
+        self.ed.set_input(self.session, EdgeEnd::new(n, i), name);
     }
 
     fn remove_node(&mut self, n: usize) {
-        self.node_mut(n).removed = true;
+        self.ed.remove(self.session, n);
     }
 
     fn perm_of(&self, n: usize) -> Option<Vec<i64>> {
@@ -728,14 +681,7 @@ impl Opt<'_> {
         let since = infer::resolve_schema(self.table, self.versions, domain, op)
             .ok()
             .map(|s| s.since);
-        let index = self.session.graphs[self.gi].nodes.len();
-        for &o in &outs {
-            self.producer.insert(o, index);
-        }
-        for i in inputs.iter().filter(|i| !i.is_empty()) {
-            self.uses.entry(*i).or_default().push(index);
-        }
-        self.session.graphs[self.gi].nodes.push(SNode {
+        let node = SNode {
             name,
             op,
             domain,
@@ -749,8 +695,8 @@ impl Opt<'_> {
             kernel: None,
             origin: None,
             removed: false,
-        });
-        index
+        };
+        self.ed.add(self.session, node)
     }
 
     /// `SwapNodeOpTypeDomainAndSinceVersion(node, <op>, "com.microsoft", 1)` with
@@ -763,10 +709,6 @@ impl Opt<'_> {
         let outputs: Vec<Sym> = (0..n.outputs.len())
             .map(|i| self.names().value(&format!("{name}_out{i}")))
             .collect();
-        let index = self.session.graphs[self.gi].nodes.len();
-        for i in n.inputs.iter().filter(|i| !i.is_empty()) {
-            self.uses.entry(*i).or_default().push(index);
-        }
         let mut attrs: Vec<AttributeProto> = n
             .attrs
             .iter()
@@ -774,7 +716,7 @@ impl Opt<'_> {
             .cloned()
             .collect();
         attrs.push(int_attr("channels_last", 1));
-        self.session.graphs[self.gi].nodes.push(SNode {
+        let copy = SNode {
             name,
             domain: Sym::COM_MICROSOFT,
             since: Some(1),
@@ -783,7 +725,8 @@ impl Opt<'_> {
             ep: self.provider,
             kernel: None,
             ..n.clone()
-        });
+        };
+        let index = self.ed.add(self.session, copy);
         for j in 0..n.outputs.len() {
             if !self.node(node).outputs[j].is_empty() {
                 self.move_output(node, j, index, j);
@@ -811,14 +754,10 @@ impl Opt<'_> {
             let base = self.node(src).name;
             self.names().value(&base)
         };
-        let d = self.node_mut(dst);
-        while d.outputs.len() <= di {
-            d.outputs.push(Sym::EMPTY);
-        }
-        d.outputs[di] = name;
-        self.producer.insert(name, dst);
-        self.node_mut(src).outputs[si] = fresh;
-        self.producer.insert(fresh, src);
+        self.ed
+            .set_output(self.session, EdgeEnd::new(dst, di), name);
+        self.ed
+            .set_output(self.session, EdgeEnd::new(src, si), fresh);
     }
 
     fn replace_references(&mut self, nodes: &[usize], old: Sym, new: Sym) {

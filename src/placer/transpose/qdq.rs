@@ -204,7 +204,7 @@ impl Opt<'_> {
             self.remove_node(q);
             return true;
         }
-        if q_users.is_empty() && self.outputs.contains(&q_out) {
+        if q_users.is_empty() && self.ed.is_output(q_out) {
             let Some(parent) = self.producer(dq_in) else {
                 return false;
             };
