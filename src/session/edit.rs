@@ -213,10 +213,17 @@ impl Editor {
         })
     }
 
-    /// The live nodes that read `v` (explicitly or through a subgraph), without collecting them;
-    /// a node comes once per position it reads `v` at, or more if an edit recorded it again.
+    /// The live nodes that read `v` (explicitly or through a subgraph), without collecting them,
+    /// in the order they started reading it: a node once for the positions it was built or
+    /// added reading `v` at (recorded together), again for each position an edit made it read
+    /// `v` at later.
     pub fn readers<'s>(&'s self, session: &'s Session, v: Sym) -> impl Iterator<Item = usize> + 's {
-        self.reads(session, v).map(|r| r.node as usize)
+        let mut last = u32::MAX;
+        self.reads(session, v).filter_map(move |r| {
+            let new = r.node != last;
+            last = r.node;
+            new.then_some(r.node as usize)
+        })
     }
 
     /// The live nodes that read `v`, ascending, each once.
