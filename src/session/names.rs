@@ -105,25 +105,46 @@ impl Taken {
 
     /// [`NameGen::node`] on graph `g`'s counter.
     pub fn node_name(&mut self, g: &mut SGraph, base: &str) -> Sym {
-        let (nodes, pending) = (&self.nodes, &self.pending_nodes);
         let generated = &g.generated_names;
-        let name = fresh_by(&mut g.name_counter, base, |s| {
-            nodes.get(&s).is_some_and(|&c| c > 0) || generated.contains(&s) || pending.contains(&s)
-        });
-        self.pending_nodes.insert(name);
-        name
+        let held = |s: Sym| generated.contains(&s);
+        fresh_counted(
+            &self.nodes,
+            &mut self.pending_nodes,
+            &mut g.name_counter,
+            base,
+            held,
+        )
     }
 
     /// [`NameGen::value`] on graph `g`'s counter.
     pub fn value_name(&mut self, g: &mut SGraph, base: &str) -> Sym {
-        let (values, pending) = (&self.values, &self.pending_values);
         let inits = &g.initializers;
-        let name = fresh_by(&mut g.name_counter, base, |s| {
-            values.get(&s).is_some_and(|&c| c > 0) || inits.contains_key(&s) || pending.contains(&s)
-        });
-        self.pending_values.insert(name);
-        name
+        let held = |s: Sym| inits.contains_key(&s);
+        fresh_counted(
+            &self.values,
+            &mut self.pending_values,
+            &mut g.name_counter,
+            base,
+            held,
+        )
     }
+}
+
+/// A name from `base` on `counter` that no use in `counts`, nothing generated since the last
+/// [`Taken::begin`] (`pending`, which takes it) and nothing `held` (what the graph holds
+/// besides its nodes) has.
+fn fresh_counted(
+    counts: &SymMap<Sym, u32>,
+    pending: &mut SymSet<Sym>,
+    counter: &mut usize,
+    base: &str,
+    held: impl Fn(Sym) -> bool,
+) -> Sym {
+    let name = fresh_by(counter, base, |s| {
+        counts.get(&s).is_some_and(|&c| c > 0) || held(s) || pending.contains(&s)
+    });
+    pending.insert(name);
+    name
 }
 
 /// One more use of `name` (`up`) or one fewer.
