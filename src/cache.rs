@@ -215,7 +215,12 @@ impl Cache {
 
     /// Stores `value` under `key`, with the facts about the external files it depended on.
     /// Failing to write is not an error: the next run analyses again.
-    pub fn put(&self, key: &Key, files: &[FileFacts], value: &Value) -> io::Result<()> {
+    pub fn put<V: serde::Serialize + ?Sized>(
+        &self,
+        key: &Key,
+        files: &[FileFacts],
+        value: &V,
+    ) -> io::Result<()> {
         let dir = self.dir.join(ENTRIES);
         fs::create_dir_all(&dir)?;
         let tag = self.dir.join("CACHEDIR.TAG");
@@ -225,21 +230,30 @@ impl Cache {
                 "Signature: 8a477f597d28d172789f06886806bc55\n# cargo-onnx-lint's cache; safe to delete.\n",
             );
         }
-        let entry = json!({
-            "key": key.0,
-            "files": files.iter().map(FileFacts::to_json).collect::<Vec<_>>(),
-            "value": value,
-        });
+        // Serialised from the value in place (its keys in the order `json!` would give them):
+        // a report of tens of thousands of findings is not copied for the cache.
+        #[derive(serde::Serialize)]
+        struct Entry<'a, V: serde::Serialize + ?Sized> {
+            files: Vec<Value>,
+            key: &'a str,
+            value: &'a V,
+        }
+        let entry = Entry {
+            files: files.iter().map(FileFacts::to_json).collect(),
+            key: &key.0,
+            value,
+        };
         let body = serde_json::to_vec(&entry).map_err(io::Error::other)?;
-        let mut bytes = checksum(key, &body).into_bytes();
-        bytes.push(b'\n');
-        bytes.extend_from_slice(&body);
+        let head = format!("{}\n", checksum(key, &body));
         let nanos = std::time::SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
         let tmp = dir.join(format!(".{}.{}.{nanos}.tmp", key.0, std::process::id()));
-        let written = fs::File::create(&tmp).and_then(|mut f| f.write_all(&bytes));
+        let written = fs::File::create(&tmp).and_then(|mut f| {
+            f.write_all(head.as_bytes())
+                .and_then(|()| f.write_all(&body))
+        });
         if let Err(e) = written {
             let _ = fs::remove_file(&tmp);
             return Err(e);

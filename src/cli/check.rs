@@ -555,13 +555,39 @@ impl ModelReport {
         r
     }
 
-    fn to_json(&self) -> Value {
-        json!({
-            "exit": self.exit, "text": self.text, "summary": self.summary, "lines": self.lines,
-            "section": self.section, "value": self.value, "deny": self.deny, "warn": self.warn,
-            "cpu_nodes": self.cpu_nodes, "copies": self.copies, "session_fails": self.session_fails,
-            "per_rule": self.per_rule,
-        })
+    /// The report as the cache keeps it (read back by [`ModelReport::from_json`]), serialised
+    /// from the report in place: its keys in the order `json!` would give them, and no copy of
+    /// a large `value`.
+    fn to_json(&self) -> impl serde::Serialize + '_ {
+        #[derive(serde::Serialize)]
+        struct Stored<'a> {
+            copies: usize,
+            cpu_nodes: usize,
+            deny: usize,
+            exit: u8,
+            lines: &'a [String],
+            per_rule: &'a [(String, String, String, usize)],
+            section: &'a str,
+            session_fails: bool,
+            summary: &'a str,
+            text: &'a str,
+            value: &'a Value,
+            warn: usize,
+        }
+        Stored {
+            copies: self.copies,
+            cpu_nodes: self.cpu_nodes,
+            deny: self.deny,
+            exit: self.exit,
+            lines: &self.lines,
+            per_rule: &self.per_rule,
+            section: &self.section,
+            session_fails: self.session_fails,
+            summary: &self.summary,
+            text: &self.text,
+            value: &self.value,
+            warn: self.warn,
+        }
     }
 
     fn from_json(v: &Value) -> Option<ModelReport> {
