@@ -124,7 +124,6 @@ fn is_float(s: &Session, gi: usize, v: Sym) -> bool {
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
-    // One producer/consumer index per graph, built when a graph first needs it.
     for (gi, ni, node) in nodes(s) {
         if !matches!(
             node.op.as_str(),

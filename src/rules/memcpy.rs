@@ -7,7 +7,6 @@ use crate::model::tensor_byte_size;
 use crate::placer::{Decision, Miss};
 use crate::rules::Context;
 use crate::sym::Sym;
-use crate::sym::SymMap as HashMap;
 
 declare_rule! {
     /// ## What it does
@@ -43,20 +42,16 @@ declare_rule! {
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
     let mut found = Vec::new();
-    // Per graph, its live copy nodes by name (the first of a name), found on first use.
-    let mut copy_nodes: Vec<Option<HashMap<Sym, usize>>> = vec![None; s.graphs.len()];
     for copy in &cx.placement.copies {
         let gi = copy.graph;
         let g = &s.graphs[gi];
         let edges = cx.edges(gi);
-        let by_name = copy_nodes[gi].get_or_insert_with(|| {
-            let mut m = HashMap::default();
-            for (ni, n) in g.live_nodes().filter(|(_, n)| n.op.starts_with("Memcpy")) {
-                m.entry(n.name).or_insert(ni);
-            }
-            m
-        });
-        let copy_node = by_name.get(&copy.node_name).map(|&ni| (ni, &g.nodes[ni]));
+        // The copy pass records the node it inserted, the graph's last edit.
+        let copy_node = g
+            .nodes
+            .get(copy.node)
+            .filter(|n| !n.removed && n.name == copy.node_name && n.op.starts_with("Memcpy"))
+            .map(|n| (copy.node, n));
         let (host_side, device_side): (Vec<usize>, Vec<usize>) = match (copy.direction, copy_node) {
             (Direction::FromHost, Some((_, n))) => (
                 edges

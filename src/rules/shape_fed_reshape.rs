@@ -93,7 +93,6 @@ const MAX_DEPTH: usize = 24;
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let s = cx.session();
-    // One producer/consumer index per graph, built when a graph first needs it.
     for (gi, ni, node) in nodes(s) {
         if node.domain != Sym::AI_ONNX {
             continue;
