@@ -465,8 +465,9 @@ pub fn lint_groups(groups: &[Group], cache: Option<&Cache>, p: &Printing, sink: 
     }
 }
 
-/// One model's rendered report in the run's format, with its counts: what the cache stores.
-#[derive(Debug, Clone, PartialEq)]
+/// One model's rendered report in the run's format, with its counts: what the cache stores
+/// (serialised in place, read back by `ModelReport::from_json`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ModelReport {
     /// `EXIT_OK` or `EXIT_FINDINGS`.
     pub exit: u8,
@@ -555,41 +556,6 @@ impl ModelReport {
         r
     }
 
-    /// The report as the cache keeps it (read back by [`ModelReport::from_json`]), serialised
-    /// from the report in place: its keys in the order `json!` would give them, and no copy of
-    /// a large `value`.
-    fn to_json(&self) -> impl serde::Serialize + '_ {
-        #[derive(serde::Serialize)]
-        struct Stored<'a> {
-            copies: usize,
-            cpu_nodes: usize,
-            deny: usize,
-            exit: u8,
-            lines: &'a [String],
-            per_rule: &'a [(String, String, String, usize)],
-            section: &'a str,
-            session_fails: bool,
-            summary: &'a str,
-            text: &'a str,
-            value: &'a Value,
-            warn: usize,
-        }
-        Stored {
-            copies: self.copies,
-            cpu_nodes: self.cpu_nodes,
-            deny: self.deny,
-            exit: self.exit,
-            lines: &self.lines,
-            per_rule: &self.per_rule,
-            section: &self.section,
-            session_fails: self.session_fails,
-            summary: &self.summary,
-            text: &self.text,
-            value: &self.value,
-            warn: self.warn,
-        }
-    }
-
     fn from_json(v: &Value) -> Option<ModelReport> {
         let n = |k: &str| v.get(k)?.as_u64().and_then(|x| usize::try_from(x).ok());
         let s = |k: &str| Some(v.get(k)?.as_str()?.to_string());
@@ -675,7 +641,7 @@ fn report_for(
             .filter(|l| seen.insert((*l).clone()))
             .map(|l| FileFacts::of(&dir.join(l)))
             .collect();
-        let _ = c.put(k, &facts, &r.to_json());
+        let _ = c.put(k, &facts, &r);
     }
     Ok(r)
 }
