@@ -7,6 +7,7 @@
 
 use crate::sym::SymSet as HashSet;
 
+use crate::session::edit::Editor;
 use crate::session::{EdgeEnd, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::Ep;
@@ -209,6 +210,9 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
     // initializers read on both sides and the copies to plan are decided here, before the
     // graph is edited.
     let (both, planned) = plan(session, gi);
+    // The copies are the last edit: they rewire only the positions found below, so the
+    // editor never needs its index.
+    let mut ed = Editor::lazy(session, gi);
 
     // The name generator indexes every name of the graph: built only when a name is needed
     // (a duplicated initializer or a copy), from the graph as it stands here (nothing below
@@ -239,8 +243,8 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
                 }
                 g.initializers.insert(dup, tensor);
             }
-            for &EdgeEnd { node: ni, arg: i } in uses.get(&init).map(Vec::as_slice).unwrap_or(&[]) {
-                session.graphs[gi].nodes[ni].inputs[i] = dup;
+            for &at in uses.get(&init).map(Vec::as_slice).unwrap_or(&[]) {
+                ed.set_input(session, at, dup);
             }
         }
     }
@@ -284,16 +288,12 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
         let new_value = names.value(&format!("{value}_CUDAExecutionProvider"));
         // Device-memory reads of the value now read the copy (FromHost) or the CUDA producer's
         // renamed output (ToHost); a ToHost copy produces the original name on the host.
-        for &EdgeEnd { node: ni, arg: i } in
-            device_reads.get(&value).map(Vec::as_slice).unwrap_or(&[])
-        {
-            session.graphs[gi].nodes[ni].inputs[i] = new_value;
+        for &at in device_reads.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
+            ed.set_input(session, at, new_value);
         }
         if direction == Direction::ToHost {
-            for &EdgeEnd { node: ni, arg: o } in
-                device_writes.get(&value).map(Vec::as_slice).unwrap_or(&[])
-            {
-                session.graphs[gi].nodes[ni].outputs[o] = new_value;
+            for &at in device_writes.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
+                ed.set_output(session, at, new_value);
             }
         }
         let (input, output, op) = match direction {
@@ -311,24 +311,27 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
                 t,
             );
         }
-        g.nodes.push(SNode {
-            name: node_name,
-            op,
-            domain: Sym::AI_ONNX,
-            since: Some(1),
-            inputs: vec![input],
-            outputs: vec![output],
-            attrs: thin_vec::ThinVec::new(),
-            subgraphs: thin_vec::ThinVec::new(),
-            implicit_inputs: thin_vec::ThinVec::new(),
-            ep: Some(Ep::Cuda),
-            kernel: None,
-            origin: None,
-            removed: false,
-        });
+        let node = ed.add(
+            session,
+            SNode {
+                name: node_name,
+                op,
+                domain: Sym::AI_ONNX,
+                since: Some(1),
+                inputs: vec![input],
+                outputs: vec![output],
+                attrs: thin_vec::ThinVec::new(),
+                subgraphs: thin_vec::ThinVec::new(),
+                implicit_inputs: thin_vec::ThinVec::new(),
+                ep: Some(Ep::Cuda),
+                kernel: None,
+                origin: None,
+                removed: false,
+            },
+        );
         copies.push(Copy {
             graph: gi,
-            node: g.nodes.len() - 1,
+            node,
             direction,
             cause,
             value,

@@ -40,7 +40,8 @@ use crate::model::DataType as D;
 use crate::model::proto::AttributeProto;
 use crate::model::proto::attribute_proto::AttributeType;
 use crate::placer::OptLevel;
-use crate::session::{Init, NameGen, SNode, Session};
+use crate::session::edit::Editor;
+use crate::session::{EdgeEnd, Init, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
@@ -111,6 +112,9 @@ struct Impl<'n> {
     hard_swish: bool,
     /// Nodes an earlier fusion of the walk took (removed at `Finalize`, skipped until then).
     taken: crate::sym::SymSet<usize>,
+    /// The graph's editor, built without an index: the walk looks values up in its own counts
+    /// of the graph as it was (`reads`, `producers`), as ORT's does.
+    ed: Editor,
     names: &'n mut NameGen,
     /// Original value → its NCHWc form, in creation order (ORT's `Finalize` walks a hash map;
     /// the names it generates do not depend on the order).
@@ -172,6 +176,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
             newer,
             hard_swish: table.release_at_least(1, 29),
             taken: Default::default(),
+            ed: Editor::lazy(session, gi),
             names: &mut names,
             args: Vec::new(),
             index: HashMap::default(),
@@ -370,10 +375,8 @@ impl Impl<'_> {
     }
 
     fn add_node(&mut self, session: &mut Session, node: SNode) -> usize {
-        let g = &mut session.graphs[self.gi];
-        g.generated_names.insert(node.name);
-        g.nodes.push(node);
-        g.nodes.len() - 1
+        session.graphs[self.gi].generated_names.insert(node.name);
+        self.ed.add(session, node)
     }
 
     fn new_node(name: Sym, op: &str, domain: Sym, inputs: Vec<Sym>, outputs: Vec<Sym>) -> SNode {
@@ -755,7 +758,7 @@ impl Impl<'_> {
         }
         if all_match {
             for (k, a) in inputs.iter().enumerate() {
-                session.graphs[gi].nodes[ni].inputs[k] = a.value;
+                self.ed.set_input(session, EdgeEnd::new(ni, k), a.value);
                 if let Some(x) = self.arg_mut(n.inputs[k]) {
                     x.remaining_uses = x.remaining_uses.saturating_sub(1);
                 }
@@ -795,7 +798,7 @@ impl Impl<'_> {
         for (k, a) in inputs.iter().enumerate() {
             let v = self.names.value("reshape");
             self.reshape(session, a.value, v, true);
-            session.graphs[gi].nodes[ni].inputs[k] = v;
+            self.ed.set_input(session, EdgeEnd::new(ni, k), v);
             if let Some(x) = self.arg_mut(n.inputs[k]) {
                 x.remaining_uses = x.remaining_uses.saturating_sub(1);
             }
@@ -852,7 +855,7 @@ impl Impl<'_> {
         }
         let total: i64 = inputs.iter().map(|a| a.channels).sum();
         for (k, a) in inputs.iter().enumerate() {
-            session.graphs[gi].nodes[ni].inputs[k] = a.value;
+            self.ed.set_input(session, EdgeEnd::new(ni, k), a.value);
             if let Some(x) = self.arg_mut(n.inputs[k]) {
                 x.remaining_uses = x.remaining_uses.saturating_sub(1);
             }
@@ -876,7 +879,7 @@ impl Impl<'_> {
         let Some(a) = self.arg(*x).cloned() else {
             return;
         };
-        session.graphs[gi].nodes[ni].inputs[0] = a.value;
+        self.ed.set_input(session, EdgeEnd::new(ni, 0), a.value);
         if let Some(x) = self.arg_mut(*x) {
             x.remaining_uses = x.remaining_uses.saturating_sub(1);
         }
@@ -1161,7 +1164,7 @@ impl Impl<'_> {
             self.add_node(session, node);
         }
         for &ni in &self.removed {
-            session.graphs[self.gi].nodes[ni].removed = true;
+            self.ed.remove(session, ni);
         }
         !self.args.is_empty() || !self.removed.is_empty()
     }

@@ -10,13 +10,16 @@
 //! The index may keep stale entries (a removed node, a node that no longer reads a value): every
 //! lookup checks the node it names, so that an edit never has to find and remove them.
 //!
-//! Who edits through it: the level-1 optimiser (`placer/optimize/`), the level-2 fusions
-//! (`placer/fusions/`), every QDQ transformer (`placer/qdq_transformer/`, the
-//! selector/action transformer's actions and `EnsureUniqueDQForNodeUnit` included), the
-//! MatMulIntegerToFloat fusions, `FuseInitializersTransformer`, the cast passes
-//! (`placer/casts.rs`) and the TransposeOptimizer with the NHWC transformer (`placer/transpose/`,
-//! whose graph API, as ORT's `api::GraphRef`, is a thin layer over an editor); who does not yet,
-//! and why, `tests/it/architecture.rs` lists. The lookups
+//! Who edits through it: every pass after the session is built. The level-1 optimiser
+//! (`placer/optimize/`), the level-2 fusions (`placer/fusions/`), every QDQ transformer
+//! (`placer/qdq_transformer/`, the selector/action transformer's actions and
+//! `EnsureUniqueDQForNodeUnit` included), the MatMulIntegerToFloat fusions,
+//! `FuseInitializersTransformer`, the cast passes (`placer/casts.rs`) and the TransposeOptimizer
+//! with the NHWC transformer (`placer/transpose/`, whose graph API, as ORT's `api::GraphRef`, is
+//! a thin layer over an editor) look values up in its index; the NCHWc transformer, function
+//! inlining, an inlined `If` branch's move and the copy pass only write edits at positions they
+//! found themselves, through an editor built [`Editor::lazy`], which indexes nothing until a
+//! lookup. `tests/it/architecture.rs` checks that nothing else writes a graph's nodes. The lookups
 //! in ORT's terms (an edge is an input position of a node, a subgraph's read counting one:
 //! [`Editor::reader_slots`], [`Editor::consumers`], [`Editor::edge_count`],
 //! [`Editor::node_output_edges`]) are built from the same lists: the index holds each read as
@@ -99,16 +102,29 @@ pub struct Reads {
     op_counts: Option<SymMap<Sym, usize>>,
 }
 
-/// One graph's producer/consumer index, and the edits that keep it current.
+/// An [`Editor`]'s producer/consumer index.
 #[derive(Debug)]
-pub struct Editor {
-    /// The graph edited (an index into [`Session::graphs`]).
-    pub gi: usize,
+struct Index {
     producer: Producers,
     /// The reads of each value: one entry per input position that reads it, in the order they
     /// started reading it; entries go stale (see the module's doc) and are checked on each
     /// lookup, at the one position each names.
     readers: SymMap<Sym, Readers>,
+    /// Per value with more than [`COMPACT_MIN`] reads recorded, how many of them an edit made
+    /// stale since its list was last compacted: past half the list, the list is compacted, so
+    /// that a lookup of a value many removed nodes read does not pass over all of them.
+    stale: SymMap<Sym, u32>,
+}
+
+/// One graph's producer/consumer index, and the edits that keep it current.
+#[derive(Debug)]
+pub struct Editor {
+    /// The graph edited (an index into [`Session::graphs`]).
+    pub gi: usize,
+    /// The index: built with the editor, or, for an editor built [`Editor::lazy`], at its first
+    /// lookup, from the graph as the edits made through it left it; kept by every edit from
+    /// then on.
+    index: std::sync::OnceLock<Index>,
     /// The graph's outputs (a value read from outside the graph).
     outputs: SymSet<Sym>,
     /// Each node's op, by node index, up to the last node [`Editor::ops_of`] or an edit saw
@@ -120,10 +136,6 @@ pub struct Editor {
     /// The graph's taken names, counted, from the first name asked of the editor on; kept by
     /// the edits.
     taken: Option<Taken>,
-    /// Per value with more than [`COMPACT_MIN`] reads recorded, how many of them an edit made
-    /// stale since its list was last compacted: past half the list, the list is compacted, so
-    /// that a lookup of a value many removed nodes read does not pass over all of them.
-    stale: SymMap<Sym, u32>,
 }
 
 impl Editor {
@@ -160,14 +172,39 @@ impl Editor {
     pub fn from_parts(session: &Session, gi: usize, producer: Producers, reads: Reads) -> Editor {
         Editor {
             gi,
-            producer,
-            readers: reads.readers,
+            index: std::sync::OnceLock::from(Index {
+                producer,
+                readers: reads.readers,
+                stale: SymMap::default(),
+            }),
             outputs: session.graphs[gi].outputs.iter().copied().collect(),
             ops: reads.ops,
             op_counts: reads.op_counts,
             taken: None,
-            stale: SymMap::default(),
         }
+    }
+
+    /// The editor of graph `gi`, with no index until its first lookup: a pass that only edits
+    /// (appends nodes, removes or rewires nodes it found itself) builds none, and its edits cost
+    /// what writing them into the graph costs.
+    pub fn lazy(session: &Session, gi: usize) -> Editor {
+        Editor {
+            gi,
+            index: std::sync::OnceLock::new(),
+            outputs: session.graphs[gi].outputs.iter().copied().collect(),
+            ops: Vec::new(),
+            op_counts: None,
+            taken: None,
+        }
+    }
+
+    /// The index, built now from the graph if it has not been.
+    fn index(&self, session: &Session) -> &Index {
+        self.index.get_or_init(|| Index {
+            producer: Producers::of(session, self.gi),
+            readers: Self::reads_of(session, self.gi, false).readers,
+            stale: SymMap::default(),
+        })
     }
 
     /// The editor of graph `gi`.
@@ -191,7 +228,8 @@ impl Editor {
     /// twice).
     fn reads<'s>(&'s self, session: &'s Session, v: Sym) -> impl Iterator<Item = Read> + 's {
         let g = &session.graphs[self.gi];
-        self.readers
+        self.index(session)
+            .readers
             .get(&v)
             .map(|l| l.as_slice())
             .unwrap_or_default()
@@ -207,7 +245,7 @@ impl Editor {
 
     /// The live node that produces `v` in this graph.
     pub fn producer(&self, session: &Session, v: Sym) -> Option<usize> {
-        self.producer.get(v).filter(|&p| {
+        self.index(session).producer.get(v).filter(|&p| {
             let n = &session.graphs[self.gi].nodes[p];
             !n.removed && n.outputs.contains(&v)
         })
@@ -341,10 +379,13 @@ impl Editor {
     /// value there): its list is compacted once more than half of it is stale, so that each
     /// stale read is passed over a bounded number of times, whatever the order of the edits.
     fn staled(&mut self, session: &Session, v: Sym) {
-        let Some(list) = self.readers.get_mut(&v).filter(|l| l.len() > COMPACT_MIN) else {
+        let Some(ix) = self.index.get_mut() else {
             return;
         };
-        let count = self.stale.entry(v).or_default();
+        let Some(list) = ix.readers.get_mut(&v).filter(|l| l.len() > COMPACT_MIN) else {
+            return;
+        };
+        let count = ix.stale.entry(v).or_default();
         *count += 1;
         if *count as usize * 2 > list.len() {
             let g = &session.graphs[self.gi];
@@ -356,8 +397,12 @@ impl Editor {
     /// Records that node `node` reads `v` at position `slot` (of its implicit inputs if
     /// `implicit`).
     fn add_use(&mut self, v: Sym, node: usize, slot: usize, implicit: bool) {
-        if let (false, Some(r)) = (v.is_empty(), Read::new(node, slot, implicit)) {
-            self.readers.entry(v).or_default().push(r);
+        if let (Some(ix), false, Some(r)) = (
+            self.index.get_mut(),
+            v.is_empty(),
+            Read::new(node, slot, implicit),
+        ) {
+            ix.readers.entry(v).or_default().push(r);
         }
     }
 
@@ -375,10 +420,12 @@ impl Editor {
 
     /// Indexes node `ni`, about to be appended by [`Editor::add`].
     fn register(&mut self, ni: usize, n: &SNode) {
-        for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
-            self.producer.insert(o, ni);
+        if let Some(ix) = self.index.get_mut() {
+            for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
+                ix.producer.insert(o, ni);
+            }
+            Self::note_reads(&mut ix.readers, ni, n);
         }
-        Self::note_reads(&mut self.readers, ni, n);
         if self.ops.len() == ni {
             self.ops.push(n.op);
         }
@@ -395,9 +442,11 @@ impl Editor {
             t.node(n, false);
         }
         n.removed = true;
-        for &o in &n.outputs {
-            if self.producer.get(o) == Some(ni) {
-                self.producer.remove(o);
+        if let Some(ix) = self.index.get_mut() {
+            for &o in &n.outputs {
+                if ix.producer.get(o) == Some(ni) {
+                    ix.producer.remove(o);
+                }
             }
         }
         let read: smallvec::SmallVec<[Sym; 4]> =
@@ -417,6 +466,13 @@ impl Editor {
                 subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
             }
         }
+    }
+
+    /// Marks node `ni` removed, its subgraphs left as they are: they went with a copy of it to
+    /// another graph (an inlined `If` branch's nodes move into the `If`'s graph).
+    pub fn move_out(&mut self, session: &mut Session, ni: usize) {
+        session.graphs[self.gi].nodes[ni].subgraphs.clear();
+        self.remove(session, ni);
     }
 
     /// Input `at.arg` of node `at.node` reads `v` from here on (empty inputs appended up to it,
@@ -451,10 +507,12 @@ impl Editor {
                 t.value(old, false);
                 t.value(v, true);
             }
-            if self.producer.get(old) == Some(at.node) {
-                self.producer.remove(old);
+            if let Some(ix) = self.index.get_mut() {
+                if ix.producer.get(old) == Some(at.node) {
+                    ix.producer.remove(old);
+                }
+                ix.producer.insert(v, at.node);
             }
-            self.producer.insert(v, at.node);
         }
     }
 
@@ -509,8 +567,10 @@ impl Editor {
             self.add_use(new, k, slot, r.implicit());
         }
         // Every read of `old` that held now reads `new`: its list holds nothing.
-        self.readers.remove(&old);
-        self.stale.remove(&old);
+        if let Some(ix) = self.index.get_mut() {
+            ix.readers.remove(&old);
+            ix.stale.remove(&old);
+        }
         users
     }
 
@@ -848,10 +908,17 @@ mod tests {
             ed.remove(&mut session, k);
         }
         assert_eq!(ed.users(&session, s("x")), vec![36, 37, 38, 39]);
-        let held = ed.readers.get(&s("x")).map_or(0, |l| l.len());
+        let held = ed
+            .index(&session)
+            .readers
+            .get(&s("x"))
+            .map_or(0, |l| l.len());
         assert!(held <= COMPACT_MIN, "{held} of 40 reads kept");
         ed.replace_reads(&mut session, s("x"), s("z"));
-        assert!(!ed.readers.contains_key(&s("x")), "all of x's reads moved");
+        assert!(
+            !ed.index(&session).readers.contains_key(&s("x")),
+            "all of x's reads moved"
+        );
         assert_eq!(ed.users(&session, s("z")), vec![36, 37, 38, 39]);
     }
 
@@ -865,5 +932,57 @@ mod tests {
             vec![s("a"), Sym::EMPTY, s("z")]
         );
         assert_eq!(ed.sole_user(&session, s("z")), Some(0));
+    }
+
+    #[test]
+    fn a_lazy_editor_indexes_the_graph_its_edits_left() {
+        let mut session = chain();
+        let mut ed = Editor::lazy(&session, 0);
+        assert!(ed.index.get().is_none(), "no index before a lookup");
+        // Edits before the first lookup: C reads `a`, a new node D reads `d`, A goes.
+        ed.set_input(&mut session, EdgeEnd::new(2, 0), s("a"));
+        let d = ed.add(
+            &mut session,
+            SNode::plain(
+                s("D"),
+                s("Relu"),
+                Sym::AI_ONNX,
+                Some(14),
+                vec![s("d")],
+                vec![s("e")],
+            ),
+        );
+        ed.remove(&mut session, 0);
+        assert!(ed.index.get().is_none(), "edits alone build no index");
+        // The first lookup indexes the graph as the edits left it ...
+        assert_eq!(ed.users(&session, s("a")), vec![2]);
+        assert_eq!(ed.producer(&session, s("e")), Some(d));
+        assert_eq!(ed.producer(&session, s("b")), None);
+        assert!(ed.is_output(s("d")));
+        // ... and the edits after it keep the index.
+        ed.set_output(&mut session, EdgeEnd::new(d, 0), s("f"));
+        assert_eq!(ed.producer(&session, s("f")), Some(d));
+        assert_eq!(ed.producer(&session, s("e")), None);
+        // A node moved out leaves its subgraphs alone.
+        let mut nested = chain();
+        let sub = nested.graphs.len();
+        nested.graphs.push(SGraph::default());
+        nested.graphs[sub].nodes.push(SNode::plain(
+            s("E"),
+            s("Relu"),
+            Sym::AI_ONNX,
+            Some(14),
+            vec![s("x")],
+            vec![s("y")],
+        ));
+        nested.graphs[0].nodes[1].subgraphs.push((s("body"), sub));
+        let mut ed = Editor::lazy(&nested, 0);
+        ed.move_out(&mut nested, 1);
+        assert!(nested.graphs[0].nodes[1].removed);
+        assert!(nested.graphs[0].nodes[1].subgraphs.is_empty());
+        assert!(
+            !nested.graphs[sub].nodes[0].removed,
+            "the subgraph went elsewhere"
+        );
     }
 }

@@ -178,22 +178,6 @@ const EDITS_OUTSIDE_THE_EDITOR: &[(&str, &str)] = &[
         "src/session/mod.rs",
         "builds the graphs from a model; lists implicit inputs",
     ),
-    (
-        "src/placer/nchwc_transformer.rs",
-        "counts uses in the graph as it was before its walk, as ORT's `NchwcTransformerImpl`",
-    ),
-    (
-        "src/placer/functions/mod.rs",
-        "function inlining, between partitioning rounds",
-    ),
-    (
-        "src/placer/optimize/constant_folding.rs",
-        "an inlined `If` branch's nodes leave the branch graph",
-    ),
-    (
-        "src/memcpy/mod.rs",
-        "the last edit: the copies, from edge lists of the copied values only",
-    ),
 ];
 
 /// A line that edits a session graph's nodes in place.

@@ -38,6 +38,7 @@ use std::sync::OnceLock;
 use crate::infer::{self, Type};
 use crate::model::normalize_domain;
 use crate::model::proto::{AttributeProto, FunctionProto, GraphProto, NodeProto};
+use crate::session::edit::Editor;
 use crate::session::{self, NodeRef, SGraph, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::KernelTable;
@@ -169,14 +170,15 @@ pub(crate) fn body_size(nodes: &[NodeProto]) -> usize {
     count
 }
 
-/// Inlines function nodes one after another, keeping each graph's live node names (counted:
-/// several nodes may share one) from the first call on, so the prefix of every inlined body
-/// costs a look-up rather than a scan of the graph: without it a model of many small calls
-/// (up to `MAX_INLINED_CALLS`) took time quadratic in its inlined nodes (the fuzzer's slow case).
-/// Valid while only this inliner changes the graphs' nodes: one per batch of calls.
+/// Inlines function nodes one after another, through one [`Editor`] per graph inlined into
+/// (built without an index: the splice only removes the call node and appends the body), whose
+/// counted names, kept by its edits from the first call on, make the prefix of every inlined
+/// body cost a look-up rather than a scan of the graph: without them a model of many small
+/// calls (up to `MAX_INLINED_CALLS`) took time quadratic in its inlined nodes (the fuzzer's slow
+/// case). Valid while only this inliner changes the graphs' nodes: one per batch of calls.
 #[derive(Default)]
 pub struct Inliner {
-    names: HashMap<usize, crate::sym::SymMap<Sym, u32>>,
+    editors: HashMap<usize, Editor>,
 }
 
 impl Inliner {
@@ -192,27 +194,11 @@ impl Inliner {
         inline_with(self, session, table, gi, ni)
     }
 
-    fn names(&mut self, g: &SGraph, gi: usize) -> &mut crate::sym::SymMap<Sym, u32> {
-        self.names.entry(gi).or_insert_with(|| {
-            let mut m = crate::sym::SymMap::default();
-            for (_, n) in g.live_nodes() {
-                *m.entry(n.name).or_insert(0) += 1;
-            }
-            m
-        })
-    }
-
-    /// ORT's `GenerateNodeName` for the prefix: `base` unless a live node has that name or it
-    /// was generated before, else `base_token_<k>` from the graph's shared counter.
-    fn unique_prefix(&mut self, g: &mut SGraph, gi: usize, base: &str) -> Sym {
-        let live = self.names(g, gi);
-        let mut name = Sym::new(base);
-        while g.generated_names.contains(&name) || live.get(&name).is_some_and(|&c| c > 0) {
-            name = Sym::new(&format!("{base}_token_{}", g.name_counter));
-            g.name_counter += 1;
-        }
-        g.generated_names.insert(name);
-        name
+    /// The editor of graph `gi`.
+    fn editor(&mut self, session: &Session, gi: usize) -> &mut Editor {
+        self.editors
+            .entry(gi)
+            .or_insert_with(|| Editor::lazy(session, gi))
     }
 }
 
@@ -504,11 +490,11 @@ fn splice(
     node: &SNode,
     body: &FunctionProto,
 ) {
-    let uniq = inliner.unique_prefix(
-        &mut session.graphs[gi],
-        gi,
-        &format!("_inlfunc_{}", node.op),
-    );
+    // ORT's `GenerateNodeName` for the prefix: `base` unless a live node has that name or it
+    // was generated before, else `base_token_<k>` from the graph's shared counter.
+    let uniq = inliner
+        .editor(session, gi)
+        .generate_node_name(session, &format!("_inlfunc_{}", node.op));
     let mut r = Renamer {
         prefix: format!("{uniq}_"),
         scopes: vec![HashMap::default()],
@@ -544,28 +530,16 @@ fn splice(
         })
         .collect();
     let had_subgraphs = !node.subgraphs.is_empty();
-    orphan_subgraphs(session, gi, ni);
     if had_subgraphs {
-        // Nodes of other graphs went away: their kept names are rebuilt when next needed.
-        inliner.names.retain(|&k, _| k == gi);
+        // The call node's subgraphs go with it (`Editor::remove`): the editors of other
+        // graphs, whose counted names would miss that, are built again when next needed.
+        inliner.editors.retain(|&k, _| k == gi);
     }
-    session.graphs[gi].nodes[ni].removed = true;
-    if let Some(c) = inliner
-        .names
-        .get_mut(&gi)
-        .and_then(|m| m.get_mut(&node.name))
-    {
-        *c = c.saturating_sub(1);
-    }
+    let ed = inliner.editor(session, gi);
+    ed.remove(session, ni);
     let graphs_before = session.graphs.len();
-    let nodes_before = session.graphs[gi].nodes.len();
     for (n, inputs, outputs) in nodes {
-        add_node(session, gi, n, inputs, outputs, node.origin);
-    }
-    if let Some(m) = inliner.names.get_mut(&gi) {
-        for n in session.graphs[gi].nodes.iter().skip(nodes_before) {
-            *m.entry(n.name).or_insert(0) += 1;
-        }
+        add_node(ed, session, n, inputs, outputs, node.origin);
     }
     // Implicit inputs change only where subgraphs come or go: a body reads nothing from outer
     // scopes that the call node did not already read.
@@ -574,28 +548,12 @@ fn splice(
     }
 }
 
-/// The subgraphs of a node that is going away are no longer part of the session.
-fn orphan_subgraphs(session: &mut Session, gi: usize, ni: usize) {
-    let subs: Vec<usize> = session.graphs[gi].nodes[ni]
-        .subgraphs
-        .iter()
-        .map(|(_, g)| *g)
-        .collect();
-    for sg in subs {
-        for k in 0..session.graphs[sg].nodes.len() {
-            if !session.graphs[sg].nodes[k].removed {
-                orphan_subgraphs(session, sg, k);
-                session.graphs[sg].nodes[k].removed = true;
-            }
-        }
-    }
-}
-
-/// Adds a (renamed) node of a body to graph `gi`, with its (renamed) inputs and outputs: a
-/// `Constant` becomes an initializer, graph attributes become subgraphs of the session.
+/// Adds a (renamed) node of a body to the graph `ed` edits, with its (renamed) inputs and
+/// outputs: a `Constant` becomes an initializer, graph attributes become subgraphs of the
+/// session.
 fn add_node(
+    ed: &mut Editor,
     session: &mut Session,
-    gi: usize,
     np: NodeProto,
     inputs: Vec<Sym>,
     outputs: Vec<Sym>,
@@ -605,6 +563,7 @@ fn add_node(
         && normalize_domain(np.domain()) == "ai.onnx"
         && let Some(mut t) = session::constant_tensor(&np)
     {
+        let gi = ed.gi;
         let name = outputs.first().copied().unwrap_or_default();
         t.name = Some(name.to_string());
         let init = session::init_owning(t, false);
@@ -633,26 +592,31 @@ fn add_node(
             attrs.push(a);
         }
     }
-    let new_ni = session.graphs[gi].nodes.len();
-    session.graphs[gi].nodes.push(SNode {
-        name,
-        op,
-        domain,
-        since: None,
-        inputs,
-        outputs,
-        attrs: attrs.into(),
-        subgraphs: thin_vec::ThinVec::new(),
-        implicit_inputs: thin_vec::ThinVec::new(),
-        ep: None,
-        kernel: None,
-        origin,
-        removed: false,
-    });
-    for (attr, g) in graphs {
-        let sg = add_graph(session, NodeRef::new(gi, new_ni), g, origin);
-        session.graphs[gi].nodes[new_ni].subgraphs.push((attr, sg));
-    }
+    // The node's subgraphs first, each knowing the index the node will have (they are graphs
+    // of their own: the node's graph gains no node meanwhile).
+    let at = NodeRef::new(ed.gi, session.graphs[ed.gi].nodes.len());
+    let subgraphs = graphs
+        .into_iter()
+        .map(|(attr, g)| (attr, add_graph(session, at, g, origin)))
+        .collect();
+    ed.add(
+        session,
+        SNode {
+            name,
+            op,
+            domain,
+            since: None,
+            inputs,
+            outputs,
+            attrs: attrs.into(),
+            subgraphs,
+            implicit_inputs: thin_vec::ThinVec::new(),
+            ep: None,
+            kernel: None,
+            origin,
+            removed: false,
+        },
+    );
 }
 
 /// Adds a subgraph held by node `parent`; returns its index.
@@ -694,10 +658,11 @@ fn add_graph(
     }
     let sg = session.graphs.len();
     session.graphs.push(graph);
+    let mut ed = Editor::lazy(session, sg);
     for n in g.node {
         let inputs = n.input.iter().map(|s| Sym::new(s)).collect();
         let outputs = n.output.iter().map(|s| Sym::new(s)).collect();
-        add_node(session, sg, n, inputs, outputs, origin);
+        add_node(&mut ed, session, n, inputs, outputs, origin);
     }
     sg
 }

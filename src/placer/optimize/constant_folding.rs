@@ -273,6 +273,7 @@ impl Optimizer<'_> {
             .map(|(&from, &to)| (from, to))
             .collect();
         renames.sort_unstable();
+        let mut branch = crate::session::edit::Editor::lazy(session, sg);
         for &k in &order {
             let mut n = sub.nodes[k].clone();
             n.name = idx.node_name(session, &format!("{prefix}_{}", n.op));
@@ -306,9 +307,8 @@ impl Optimizer<'_> {
                 }
             }
             idx.add(session, n);
-            // The branch's own node: the branch graph is left empty, never walked again.
-            session.graphs[sg].nodes[k].removed = true;
-            session.graphs[sg].nodes[k].subgraphs.clear();
+            // The branch's own node moved: the branch graph is left empty, never walked again.
+            branch.move_out(session, k);
         }
         // A branch output that no branch node or initializer defines (an outer-scope value
         // passed through): ORT leaves the If's output undefined. Keep the graph well formed
