@@ -94,10 +94,87 @@ impl Read {
 /// value, and no larger than a `Vec`.
 type Readers = smallvec::SmallVec<[Read; 2]>;
 
+/// The reads of each value of one graph. A graph large against the interner (most of its names
+/// are its values) gets a table indexed by symbol id, as [`Producers`] does: a lookup without
+/// hashing, and the lists of values named one after another (a file's names are interned in
+/// its order) side by side; a small graph in a model of many names gets a hash map. The table
+/// holds at most [`DENSE_READS_PER_NODE`] lists per node of its graph.
+#[derive(Debug)]
+enum ReadTable {
+    Dense(Vec<Readers>),
+    Sparse(SymMap<Sym, Readers>),
+}
+
+/// The most lists of reads a graph's node may account for in a [`ReadTable::Dense`] (24 bytes
+/// each).
+const DENSE_READS_PER_NODE: usize = 4;
+
+impl ReadTable {
+    /// An empty table for graph `g`.
+    fn for_graph(g: &SGraph) -> ReadTable {
+        let nodes = g.nodes.len();
+        let ids = crate::sym::ids();
+        let most = nodes.saturating_mul(DENSE_READS_PER_NODE);
+        if nodes >= 64 && ids <= most {
+            // Room for the names this graph's edits will add, as far as its size allows.
+            let mut t = Vec::with_capacity((ids + ids / 4).min(most));
+            t.resize_with(ids, Readers::new);
+            ReadTable::Dense(t)
+        } else {
+            ReadTable::Sparse(SymMap::with_capacity_and_hasher(
+                g.values_estimate(),
+                Default::default(),
+            ))
+        }
+    }
+
+    fn get(&self, v: Sym) -> Option<&Readers> {
+        match self {
+            ReadTable::Dense(t) => t.get(v.id() as usize),
+            ReadTable::Sparse(m) => m.get(&v),
+        }
+    }
+
+    fn get_mut(&mut self, v: Sym) -> Option<&mut Readers> {
+        match self {
+            ReadTable::Dense(t) => t.get_mut(v.id() as usize),
+            ReadTable::Sparse(m) => m.get_mut(&v),
+        }
+    }
+
+    /// Records read `r` of `v`.
+    fn push(&mut self, v: Sym, r: Read) {
+        match self {
+            ReadTable::Dense(t) => {
+                let k = v.id() as usize;
+                if k >= t.len() {
+                    t.resize_with(k + 1, Readers::new);
+                }
+                t[k].push(r);
+            }
+            ReadTable::Sparse(m) => m.entry(v).or_default().push(r),
+        }
+    }
+
+    /// Forgets every read of `v`.
+    fn clear(&mut self, v: Sym) {
+        match self {
+            ReadTable::Dense(t) => {
+                if let Some(l) = t.get_mut(v.id() as usize) {
+                    *l = Readers::new();
+                }
+            }
+            ReadTable::Sparse(m) => {
+                m.remove(&v);
+            }
+        }
+    }
+}
+
 /// What [`Editor::reads_of`] indexes of a graph's nodes.
 #[derive(Debug)]
 pub struct Reads {
-    readers: SymMap<Sym, Readers>,
+    readers: ReadTable,
     ops: Vec<Sym>,
     op_counts: Option<SymMap<Sym, usize>>,
 }
@@ -109,7 +186,7 @@ struct Index {
     /// The reads of each value: one entry per input position that reads it, in the order they
     /// started reading it; entries go stale (see the module's doc) and are checked on each
     /// lookup, at the one position each names.
-    readers: SymMap<Sym, Readers>,
+    readers: ReadTable,
     /// Per value with more than [`COMPACT_MIN`] reads recorded, how many of them an edit made
     /// stale since its list was last compacted: past half the list, the list is compacted, so
     /// that a lookup of a value many removed nodes read does not pass over all of them.
@@ -144,9 +221,7 @@ impl Editor {
     /// [`Editor::op_count`]); one walk of the nodes, which may run beside an order's.
     pub fn reads_of(session: &Session, gi: usize, count_ops: bool) -> Reads {
         let g = &session.graphs[gi];
-        // Sized once: about as many read values as nodes output.
-        let mut readers: SymMap<Sym, Readers> =
-            SymMap::with_capacity_and_hasher(g.values_estimate(), Default::default());
+        let mut readers = ReadTable::for_graph(g);
         let mut counts: SymMap<Sym, usize> = SymMap::default();
         let mut ops = Vec::new();
         if count_ops {
@@ -214,12 +289,12 @@ impl Editor {
     }
 
     /// Records that node `i` reads each of `n`'s inputs, one entry per position.
-    fn note_reads(readers: &mut SymMap<Sym, Readers>, i: usize, n: &SNode) {
+    fn note_reads(readers: &mut ReadTable, i: usize, n: &SNode) {
         let explicit = n.inputs.iter().enumerate().map(|(k, v)| (k, v, false));
         let implicit = n.implicit_inputs.iter().enumerate();
         for (k, &name, imp) in explicit.chain(implicit.map(|(k, v)| (k, v, true))) {
             if let (false, Some(r)) = (name.is_empty(), Read::new(i, k, imp)) {
-                readers.entry(name).or_default().push(r);
+                readers.push(name, r);
             }
         }
     }
@@ -230,7 +305,7 @@ impl Editor {
         let g = &session.graphs[self.gi];
         self.index(session)
             .readers
-            .get(&v)
+            .get(v)
             .map(|l| l.as_slice())
             .unwrap_or_default()
             .iter()
@@ -382,7 +457,7 @@ impl Editor {
         let Some(ix) = self.index.get_mut() else {
             return;
         };
-        let Some(list) = ix.readers.get_mut(&v).filter(|l| l.len() > COMPACT_MIN) else {
+        let Some(list) = ix.readers.get_mut(v).filter(|l| l.len() > COMPACT_MIN) else {
             return;
         };
         let count = ix.stale.entry(v).or_default();
@@ -402,7 +477,7 @@ impl Editor {
             v.is_empty(),
             Read::new(node, slot, implicit),
         ) {
-            ix.readers.entry(v).or_default().push(r);
+            ix.readers.push(v, r);
         }
     }
 
@@ -568,7 +643,7 @@ impl Editor {
         }
         // Every read of `old` that held now reads `new`: its list holds nothing.
         if let Some(ix) = self.index.get_mut() {
-            ix.readers.remove(&old);
+            ix.readers.clear(old);
             ix.stale.remove(&old);
         }
         users
@@ -911,12 +986,15 @@ mod tests {
         let held = ed
             .index(&session)
             .readers
-            .get(&s("x"))
+            .get(s("x"))
             .map_or(0, |l| l.len());
         assert!(held <= COMPACT_MIN, "{held} of 40 reads kept");
         ed.replace_reads(&mut session, s("x"), s("z"));
         assert!(
-            !ed.index(&session).readers.contains_key(&s("x")),
+            ed.index(&session)
+                .readers
+                .get(s("x"))
+                .is_none_or(|l| l.is_empty()),
             "all of x's reads moved"
         );
         assert_eq!(ed.users(&session, s("z")), vec![36, 37, 38, 39]);
@@ -984,5 +1062,36 @@ mod tests {
             !nested.graphs[sub].nodes[0].removed,
             "the subgraph went elsewhere"
         );
+    }
+
+    #[test]
+    fn the_dense_and_the_sparse_tables_of_reads_answer_alike() {
+        let names: Vec<Sym> = (0..50)
+            .map(|k| Sym::new(&format!("read_table_{k}")))
+            .collect();
+        let mut dense = ReadTable::Dense(Vec::new());
+        let mut sparse = ReadTable::Sparse(SymMap::default());
+        for (k, &v) in names.iter().enumerate() {
+            for t in [&mut dense, &mut sparse] {
+                for r in 0..k % 4 {
+                    t.push(
+                        v,
+                        Read::new(r, k, r == 3).unwrap_or(Read { node: 0, slot: 0 }),
+                    );
+                }
+                if k % 7 == 0 {
+                    t.clear(v);
+                }
+            }
+        }
+        for &v in &names {
+            let list = |t: &ReadTable| t.get(v).map(|l| l.to_vec()).unwrap_or_default();
+            assert_eq!(list(&dense), list(&sparse), "{v}");
+        }
+        let v = names[5];
+        if let Some(l) = dense.get_mut(v) {
+            l.clear();
+        }
+        assert!(dense.get(v).is_some_and(|l| l.is_empty()));
     }
 }
