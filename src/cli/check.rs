@@ -383,7 +383,7 @@ pub fn lint_groups(groups: &[Group], cache: Option<&Cache>, p: &Printing, sink: 
                         }
                     }
                 }
-                Ok(r) => {
+                Ok(mut r) => {
                     exit = exit.max(r.exit);
                     totals.add(&r);
                     match format {
@@ -403,9 +403,13 @@ pub fn lint_groups(groups: &[Group], cache: Option<&Cache>, p: &Printing, sink: 
                             rows.push(r.text.clone());
                             sections.push(r.section.clone());
                         }
-                        Format::Json => json_records.push(r.value.clone()),
+                        // Moved, not copied: a report of tens of thousands of findings is
+                        // hundreds of MB as a JSON tree.
+                        Format::Json => json_records.push(r.value.take()),
                         Format::Sarif => {
-                            sarif_results.extend(r.value.as_array().cloned().unwrap_or_default())
+                            if let Value::Array(results) = r.value.take() {
+                                sarif_results.extend(results);
+                            }
                         }
                     }
                 }
@@ -433,7 +437,7 @@ pub fn lint_groups(groups: &[Group], cache: Option<&Cache>, p: &Printing, sink: 
             } else {
                 Value::Array(json_records)
             };
-            sink.line(&serde_json::to_string_pretty(&v).unwrap_or_default());
+            sink.json(&v);
         }
         Format::Sarif => {
             let log = sarif::log(
@@ -443,7 +447,7 @@ pub fn lint_groups(groups: &[Group], cache: Option<&Cache>, p: &Printing, sink: 
                 &rules::all(),
                 env!("CARGO_PKG_VERSION"),
             );
-            sink.line(&serde_json::to_string_pretty(&log).unwrap_or_default());
+            sink.json(&log);
         }
         Format::Github => {
             if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {

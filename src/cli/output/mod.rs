@@ -109,6 +109,24 @@ impl Sink {
         }
     }
 
+    /// Writes `value` as pretty-printed JSON and a newline (what `line` would write of
+    /// `serde_json::to_string_pretty(value)`), straight to stdout rather than through a
+    /// `String` of the whole report.
+    pub fn json(&mut self, value: &impl serde::Serialize) {
+        if self.file.is_some() {
+            self.line(&serde_json::to_string_pretty(value).unwrap_or_default());
+            return;
+        }
+        let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        let written = serde_json::to_writer_pretty(&mut stdout, value)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(stdout))
+            .and_then(|()| stdout.flush());
+        if let Err(e) = written {
+            write_failed("stdout", &e);
+        }
+    }
+
     /// Writes the file, if there is one.
     pub fn finish(self) -> Result<(), String> {
         let Some(path) = self.file else {
