@@ -893,6 +893,8 @@ impl Impl<'_> {
             && a.starting_uses == 1
             && conv.attr("activation").is_none()
         {
+            // An attribute set in place (`SGraph::edited`), not through the editor.
+            session.graphs[gi].edited = true;
             session.graphs[gi].nodes[a.node].attrs.push(AttributeProto {
                 name: Some("activation".into()),
                 r#type: Some(AttributeType::String as i32),
@@ -954,6 +956,8 @@ impl Impl<'_> {
         {
             return false;
         }
+        // An attribute set in place (`SGraph::edited`), not through the editor.
+        session.graphs[gi].edited = true;
         session.graphs[gi].nodes[a.node].attrs.push(AttributeProto {
             name: Some("activation".into()),
             r#type: Some(AttributeType::String as i32),

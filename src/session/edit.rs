@@ -517,6 +517,8 @@ impl Editor {
             t.node(n, false);
         }
         n.removed = true;
+        session.graphs[self.gi].edited = true;
+        let n = &session.graphs[self.gi].nodes[ni];
         if let Some(ix) = self.index.get_mut() {
             for &o in &n.outputs {
                 if ix.producer.get(o) == Some(ni) {
@@ -536,7 +538,9 @@ impl Editor {
         let mut subs: Vec<usize> = n.subgraphs.iter().map(|(_, s)| *s).collect();
         // The subgraphs below, each graph once (a graph has one parent node).
         while let Some(sg) = subs.pop() {
-            for n in session.graphs[sg].nodes.iter_mut().filter(|n| !n.removed) {
+            let g = &mut session.graphs[sg];
+            g.edited |= g.nodes.iter().any(|n| !n.removed);
+            for n in g.nodes.iter_mut().filter(|n| !n.removed) {
                 n.removed = true;
                 subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
             }
@@ -554,11 +558,16 @@ impl Editor {
     /// as ORT's optional inputs left out).
     pub fn set_input(&mut self, session: &mut Session, at: EdgeEnd, v: Sym) {
         let n = &mut session.graphs[self.gi].nodes[at.node];
-        if n.inputs.len() <= at.arg {
+        let grown = n.inputs.len() <= at.arg;
+        if grown {
             n.inputs.resize(at.arg + 1, Sym::EMPTY);
         }
         let old = std::mem::replace(&mut n.inputs[at.arg], v);
+        if grown || old != v {
+            session.graphs[self.gi].edited = true;
+        }
         if old != v {
+            let n = &session.graphs[self.gi].nodes[at.node];
             if let (Some(t), false) = (self.taken.as_mut(), n.removed) {
                 t.value(old, false);
                 t.value(v, true);
@@ -573,11 +582,15 @@ impl Editor {
     pub fn set_output(&mut self, session: &mut Session, at: EdgeEnd, v: Sym) {
         let n = &mut session.graphs[self.gi].nodes[at.node];
         let live = !n.removed;
-        if n.outputs.len() <= at.arg {
+        let grown = n.outputs.len() <= at.arg;
+        if grown {
             n.outputs.resize(at.arg + 1, Sym::EMPTY);
         }
         if let Some(o) = n.outputs.get_mut(at.arg) {
             let old = std::mem::replace(o, v);
+            if grown || old != v {
+                session.graphs[self.gi].edited = true;
+            }
             if let (Some(t), true) = (self.taken.as_mut(), live) {
                 t.value(old, false);
                 t.value(v, true);
@@ -634,6 +647,7 @@ impl Editor {
                 }
             } else {
                 n.inputs[slot] = new;
+                session.graphs[self.gi].edited = true;
                 if let Some(t) = self.taken.as_mut() {
                     t.value(old, false);
                     t.value(new, true);
@@ -674,6 +688,9 @@ impl Editor {
             for &(rep, slot) in &renamed {
                 self.add_use(rep, k, slot, false);
             }
+        }
+        if !old.is_empty() {
+            session.graphs[self.gi].edited = true;
         }
         for v in old {
             self.staled(session, v);
@@ -779,7 +796,13 @@ pub fn rename_in_subgraph(session: &mut Session, sg: usize, old: Sym, new: Sym, 
     let mut subs = Vec::new();
     let g: &mut SGraph = &mut session.graphs[sg];
     for n in g.nodes.iter_mut() {
-        for i in n.inputs.iter_mut().chain(n.implicit_inputs.iter_mut()) {
+        for i in n.inputs.iter_mut() {
+            if *i == old {
+                *i = new;
+                g.edited = true;
+            }
+        }
+        for i in n.implicit_inputs.iter_mut() {
             if *i == old {
                 *i = new;
             }
@@ -1093,5 +1116,29 @@ mod tests {
             l.clear();
         }
         assert!(dense.get(v).is_some_and(|l| l.is_empty()));
+    }
+
+    #[test]
+    fn an_edit_in_place_marks_the_graph_changed_since_its_load() {
+        let mut session = chain();
+        session.graphs[0].record_loaded();
+        let mut ed = Editor::lazy(&session, 0);
+        ed.set_input(&mut session, EdgeEnd::new(2, 0), s("b"));
+        assert!(
+            !session.changed_since_load(),
+            "the same value: nothing changed"
+        );
+        ed.set_input(&mut session, EdgeEnd::new(2, 0), s("a"));
+        assert!(session.changed_since_load());
+        let mut session = chain();
+        session.graphs[0].record_loaded();
+        let mut ed = Editor::lazy(&session, 0);
+        ed.remove(&mut session, 2);
+        assert!(session.graphs[0].edited && session.changed_since_load());
+        let mut session = chain();
+        session.graphs[0].record_loaded();
+        let mut ed = Editor::lazy(&session, 0);
+        ed.set_output(&mut session, EdgeEnd::new(0, 0), s("b2"));
+        assert!(session.changed_since_load());
     }
 }

@@ -256,10 +256,15 @@ pub struct SGraph {
     /// Node names generated so far (ORT remembers them: a name generated once is never handed
     /// out again, even when no node took it, as the prefix of an inlined function).
     pub generated_names: crate::sym::SymSet<Sym>,
-    /// The node count of the graph as loaded and a digest of those nodes (names, ops, inputs,
-    /// outputs, attributes, which are removed): whether any transformation changed the graph
-    /// ([`SGraph::changed_since_load`]).
-    pub loaded: (usize, u64),
+    /// The node count of the graph as loaded: with [`SGraph::edited`], whether any
+    /// transformation changed the graph ([`SGraph::changed_since_load`]).
+    pub loaded: usize,
+    /// Whether an edit changed one of the graph's nodes in place since it was loaded: removed
+    /// it, pointed an input or an output at another value, or set an attribute. Set by the
+    /// [`edit::Editor`] (every such edit goes through one, `tests/it/architecture.rs`) and by
+    /// the two passes that set an attribute of a node they keep (the TransposeOptimizer, the
+    /// NCHWc transformer).
+    pub edited: bool,
     /// Per node, its [`SNode::inference_key`] when its output shapes were last inferred; 0 (or
     /// no entry) where they never were or must be again (an input's shape or value changed).
     /// What lets a pass that infers again after an edit infer only the nodes it touched.
@@ -300,74 +305,16 @@ impl SGraph {
         )
     }
 
-    /// A digest of the first `upto` nodes: what a transformation can change in place.
-    fn structure_digest(&self, upto: usize) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = rustc_hash::FxHasher::default();
-        // One buffer for the encoding of every attribute that holds a message.
-        let mut buf = Vec::new();
-        for n in self.nodes.iter().take(upto) {
-            (&n.name, &n.op, &n.domain, &n.inputs, &n.outputs, n.removed).hash(&mut h);
-            for a in &n.attrs {
-                hash_attribute(a, &mut h, &mut buf);
-            }
-            for (attr, sg) in &n.subgraphs {
-                (attr, sg).hash(&mut h);
-            }
-        }
-        h.finish()
-    }
-
     /// Records the graph as loaded (the session calls it once it is built).
     pub(super) fn record_loaded(&mut self) {
-        self.loaded = (self.nodes.len(), self.structure_digest(self.nodes.len()));
+        self.loaded = self.nodes.len();
+        self.edited = false;
     }
 
     /// Whether a transformation added, removed or edited a node of this graph since it was
     /// loaded.
     pub fn changed_since_load(&self) -> bool {
-        let (count, digest) = self.loaded;
-        self.nodes.len() != count || self.structure_digest(count) != digest
-    }
-}
-
-/// Hashes all of attribute `a` into `h`: its plain fields as they are (an attribute of numbers
-/// or strings, nearly every one, is hashed without encoding it), and one that holds a message
-/// (a tensor, a graph, a type) by its encoding, into `buf`. Two attributes that differ in any
-/// field hash apart, but for collisions.
-fn hash_attribute(a: &AttributeProto, h: &mut rustc_hash::FxHasher, buf: &mut Vec<u8>) {
-    use prost::Message;
-    use std::hash::Hash;
-    let plain = a.t.is_none()
-        && a.g.is_none()
-        && a.sparse_tensor.is_none()
-        && a.tp.is_none()
-        && a.tensors.is_empty()
-        && a.graphs.is_empty()
-        && a.sparse_tensors.is_empty()
-        && a.type_protos.is_empty();
-    if plain {
-        (
-            &a.name,
-            &a.ref_attr_name,
-            &a.doc_string,
-            a.r#type,
-            a.f.map(f32::to_bits),
-            a.i,
-            &a.s,
-            &a.ints,
-            &a.strings,
-        )
-            .hash(h);
-        a.floats.len().hash(h);
-        for f in &a.floats {
-            f.to_bits().hash(h);
-        }
-    } else {
-        buf.clear();
-        // Encoding into a `Vec` cannot fail (it grows).
-        let _ = a.encode(buf);
-        buf.as_slice().hash(h);
+        self.nodes.len() != self.loaded || self.edited
     }
 }
 
@@ -470,7 +417,7 @@ impl Session {
             if gi == 0 || changed {
                 out.extend(g.live_nodes().map(|(_, n)| n.name));
             } else {
-                out.extend(g.nodes.iter().take(g.loaded.0).map(|n| n.name));
+                out.extend(g.nodes.iter().take(g.loaded).map(|n| n.name));
             }
         }
         out

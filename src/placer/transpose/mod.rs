@@ -736,6 +736,8 @@ impl Opt<'_> {
     }
 
     fn set_attr(&mut self, n: usize, a: AttributeProto) {
+        // An attribute is set in place (`SGraph::edited`), not through the editor.
+        self.session.graphs[self.gi].edited = true;
         let node = self.node_mut(n);
         node.attrs.retain(|x| x.name() != a.name());
         node.attrs.push(a);
