@@ -513,11 +513,12 @@ impl Editor {
     /// here on.
     pub fn remove(&mut self, session: &mut Session, ni: usize) {
         let n = &mut session.graphs[self.gi].nodes[ni];
-        if let (Some(t), false) = (self.taken.as_mut(), n.removed) {
+        let was_live = !n.removed;
+        if let (Some(t), true) = (self.taken.as_mut(), was_live) {
             t.node(n, false);
         }
         n.removed = true;
-        session.graphs[self.gi].edited = true;
+        session.graphs[self.gi].edited |= was_live;
         let n = &session.graphs[self.gi].nodes[ni];
         if let Some(ix) = self.index.get_mut() {
             for &o in &n.outputs {
@@ -827,6 +828,18 @@ mod tests {
         Sym::new(name)
     }
 
+    /// A `Relu` node `name` from `x` to `y`.
+    fn relu(name: &str, x: &str, y: &str) -> SNode {
+        SNode::plain(
+            s(name),
+            s("Relu"),
+            Sym::AI_ONNX,
+            Some(14),
+            vec![s(x)],
+            vec![s(y)],
+        )
+    }
+
     /// `a -> A -> b -> B -> c`, `b -> C -> d`: three nodes, `c` and `d` the graph's outputs.
     fn chain() -> Session {
         let node = |name: &str, op: &str, i: &[&str], o: &[&str]| {
@@ -884,17 +897,7 @@ mod tests {
         assert_eq!(ed.users(&session, s("a")), vec![0, 2]);
         assert_eq!(ed.sole_user(&session, s("b")), Some(1));
         // A new node D produces `e` from `c`; B now writes `f`.
-        let d = ed.add(
-            &mut session,
-            SNode::plain(
-                s("D"),
-                s("Relu"),
-                Sym::AI_ONNX,
-                Some(14),
-                vec![s("c")],
-                vec![s("e")],
-            ),
-        );
+        let d = ed.add(&mut session, relu("D", "c", "e"));
         assert_eq!(d, 3);
         assert_eq!(ed.op_count(s("Relu")), 3);
         assert_eq!(ed.op_at(3), Some(s("Relu")));
@@ -1042,17 +1045,7 @@ mod tests {
         assert!(ed.index.get().is_none(), "no index before a lookup");
         // Edits before the first lookup: C reads `a`, a new node D reads `d`, A goes.
         ed.set_input(&mut session, EdgeEnd::new(2, 0), s("a"));
-        let d = ed.add(
-            &mut session,
-            SNode::plain(
-                s("D"),
-                s("Relu"),
-                Sym::AI_ONNX,
-                Some(14),
-                vec![s("d")],
-                vec![s("e")],
-            ),
-        );
+        let d = ed.add(&mut session, relu("D", "d", "e"));
         ed.remove(&mut session, 0);
         assert!(ed.index.get().is_none(), "edits alone build no index");
         // The first lookup indexes the graph as the edits left it ...
@@ -1068,14 +1061,7 @@ mod tests {
         let mut nested = chain();
         let sub = nested.graphs.len();
         nested.graphs.push(SGraph::default());
-        nested.graphs[sub].nodes.push(SNode::plain(
-            s("E"),
-            s("Relu"),
-            Sym::AI_ONNX,
-            Some(14),
-            vec![s("x")],
-            vec![s("y")],
-        ));
+        nested.graphs[sub].nodes.push(relu("E", "x", "y"));
         nested.graphs[0].nodes[1].subgraphs.push((s("body"), sub));
         let mut ed = Editor::lazy(&nested, 0);
         ed.move_out(&mut nested, 1);
