@@ -112,12 +112,10 @@ const DENSE_READS_PER_NODE: usize = 4;
 impl ReadTable {
     /// An empty table for graph `g`.
     fn for_graph(g: &SGraph) -> ReadTable {
-        let nodes = g.nodes.len();
-        let ids = crate::sym::ids();
-        let most = nodes.saturating_mul(DENSE_READS_PER_NODE);
-        if nodes >= 64 && ids <= most {
-            // Room for the names this graph's edits will add, as far as its size allows.
-            let mut t = Vec::with_capacity((ids + ids / 4).min(most));
+        if let Some((ids, room)) =
+            crate::session::order::dense_table(g.nodes.len(), DENSE_READS_PER_NODE)
+        {
+            let mut t = Vec::with_capacity(room);
             t.resize_with(ids, Readers::new);
             ReadTable::Dense(t)
         } else {
@@ -527,10 +525,13 @@ impl Editor {
                 }
             }
         }
-        let read: smallvec::SmallVec<[Sym; 4]> =
-            n.inputs.iter().chain(&n.implicit_inputs).copied().collect();
-        for v in read {
-            self.staled(session, v);
+        // Its reads went stale: counted only where there is an index to compact.
+        if self.index.get().is_some() {
+            let read: smallvec::SmallVec<[Sym; 4]> =
+                n.inputs.iter().chain(&n.implicit_inputs).copied().collect();
+            for v in read {
+                self.staled(session, v);
+            }
         }
         let n = &session.graphs[self.gi].nodes[ni];
         if let Some(k) = self.op_counts.as_mut().and_then(|c| c.get_mut(&n.op)) {

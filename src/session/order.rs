@@ -21,13 +21,20 @@ pub enum Producers {
 /// The most table entries a graph's node may account for (see [`Producers`]).
 pub const DENSE_PER_NODE: usize = 16;
 
+/// Whether a graph of `nodes` nodes gets a table indexed by symbol id, holding at most
+/// `per_node` entries per node (a graph large against the interner, most of whose names are its
+/// own): the table's length now (every id so far) and the capacity to reserve (room for the names
+/// the graph's edits will add, as far as its size allows).
+pub fn dense_table(nodes: usize, per_node: usize) -> Option<(usize, usize)> {
+    let ids = crate::sym::ids();
+    let most = nodes.saturating_mul(per_node);
+    (nodes >= 64 && ids <= most).then(|| (ids, (ids + ids / 4).min(most)))
+}
+
 impl Producers {
     /// An empty index for a graph of `nodes` nodes.
     pub fn for_nodes(nodes: usize) -> Producers {
-        let ids = crate::sym::ids();
-        if nodes >= 64 && ids <= nodes.saturating_mul(DENSE_PER_NODE) {
-            // Room for the names this graph's edits will add, as far as its size allows.
-            let room = (ids + ids / 4).min(nodes.saturating_mul(DENSE_PER_NODE));
+        if let Some((ids, room)) = dense_table(nodes, DENSE_PER_NODE) {
             let mut t = Vec::with_capacity(room);
             t.resize(ids, usize::MAX);
             Producers::Dense(t)
