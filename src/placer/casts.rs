@@ -147,6 +147,7 @@ fn insert_casts(
             insert_casts(session, cx, sg, updates, moved);
         }
     }
+    ed.keep(session);
 }
 
 /// Adds a CPU Cast for `value`: on an input, fp16 → float producing a new value; on an output,
@@ -203,7 +204,7 @@ fn add_cast(
 /// unassigned, in node order, so that it is cast to fp32 with its neighbours. The graph's
 /// editor, built for the check.
 fn force_single_node_fp32(session: &mut Session, cx: &Cx<'_>, gi: usize) -> Editor {
-    let e = Editor::of(session, gi);
+    let e = Editor::open(session, gi);
     let indices: Vec<usize> = session.graphs[gi].live_nodes().map(|(i, _)| i).collect();
     for ni in indices {
         if isolated_fp16_node_on_cpu(session, cx, gi, ni, &e) {
@@ -412,7 +413,7 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
         }
         let mut removed_self = false;
         if session.graphs[gi].nodes[ni].op == Sym::CAST {
-            let ed = e.get_or_insert_with(|| Editor::of(session, gi));
+            let ed = e.get_or_insert_with(|| Editor::open(session, gi));
             removed_self = remove_around(session, ni, ed, rules);
         }
         if !removed_self {
@@ -425,6 +426,9 @@ fn remove_duplicate_casts(session: &mut Session, gi: usize, rules: CastRules) {
                 remove_duplicate_casts(session, sg, rules);
             }
         }
+    }
+    if let Some(ed) = e {
+        ed.keep(session);
     }
 }
 

@@ -62,7 +62,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         let Some(out) = n.outputs.first().filter(|o| !o.is_empty()).cloned() else {
             continue;
         };
-        let ed = editor.get_or_insert_with(|| Editor::of(session, gi));
+        let ed = editor.get_or_insert_with(|| Editor::open(session, gi));
         let produces_output = ed.is_output(out);
         // ORT's output edges of DQ output 0: (consumer index, input position), explicit inputs
         // first by position; a subgraph's use is an edge past the explicit inputs.
@@ -112,6 +112,9 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
             modified = true;
         }
         session.graphs[gi].name_counter = gen_.counter;
+    }
+    if let Some(ed) = editor {
+        ed.keep(session);
     }
     modified
 }

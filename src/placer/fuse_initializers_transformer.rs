@@ -44,7 +44,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         return false;
     }
     let order = crate::session::order::ort_topological_order(session, gi);
-    let mut ed = crate::session::edit::Editor::of(session, gi);
+    let mut ed = crate::session::edit::Editor::open(session, gi);
     let g = &session.graphs[gi];
     let mut fused: Vec<(usize, usize, usize)> = Vec::new();
     for ni in order {
@@ -101,6 +101,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
         ed.remove(session, cast);
     }
     session.graphs[gi].name_counter = names.counter;
+    ed.keep(session);
     true
 }
 

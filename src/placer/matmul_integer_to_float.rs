@@ -50,7 +50,7 @@ fn run_at(session: &mut Session, fusion: Fusion) -> bool {
         if session.graphs[gi].nodes[ni].removed {
             return false;
         }
-        let e = edges.get_or_insert_with(|| Editor::of(session, gi));
+        let e = edges.get_or_insert_with(|| Editor::open(session, gi));
         fusion(session, gi, e, ni)
     })
 }

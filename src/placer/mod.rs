@@ -753,7 +753,11 @@ fn partition(
     let shared: &Session = session;
     let order_all = || -> Vec<Vec<usize>> {
         (0..shared.graphs.len())
-            .map(|gi| infer::topological_order(shared, gi))
+            .map(|gi| match crate::session::edit::Editor::peek(shared, gi) {
+                // The producers of the editor the optimiser kept, where it is current.
+                Some(ed) => infer::topological_order_by(shared, gi, &|v| ed.producer(shared, v)),
+                None => infer::topological_order(shared, gi),
+            })
             .collect()
     };
     let nodes: usize = shared.graphs.iter().map(|g| g.nodes.len()).sum();

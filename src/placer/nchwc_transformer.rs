@@ -778,7 +778,11 @@ impl Impl<'_> {
                             .first()
                             .cloned()
                             .unwrap_or_default();
-                        let conv = &mut session.graphs[gi].nodes[a.node];
+                        // In place, as ORT: the Conv's uses are counted in the graph as
+                        // it was (see the module's doc); no editor kept is current after.
+                        let g = &mut session.graphs[gi];
+                        g.touch();
+                        let conv = &mut g.nodes[a.node];
                         conv.inputs.resize(4, Sym::EMPTY);
                         conv.inputs[3] = other;
                         let a = a.clone();

@@ -148,6 +148,7 @@ pub fn from_bytes(path: &Path, bytes: &Bytes) -> R<Built> {
             graphs: Vec::new(),
             opsets: opsets.iter().map(|(d, v)| (Sym::new(d), *v)).collect(),
             ir_version,
+            kept: Default::default(),
             functions: m
                 .functions
                 .into_iter()

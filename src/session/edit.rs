@@ -3,9 +3,11 @@
 //! A transformer that rewires a graph does it through an [`Editor`]: appending a node
 //! ([`Editor::add`]), removing one ([`Editor::remove`]), pointing an input or an output at another
 //! value ([`Editor::set_input`], [`Editor::set_output`]), renaming a value's reads
-//! ([`Editor::replace_reads`]). Each edit updates the index as it goes, so that the index is
-//! built once per graph and pass framework, never again after an edit, and a lookup costs the
-//! readers of one value, not a walk of the graph.
+//! ([`Editor::replace_reads`]). Each edit updates the index as it goes, so that a lookup costs
+//! the readers of one value, not a walk of the graph, and the index is built once per graph for
+//! the whole session: a pass keeps its editor when it is done ([`Editor::keep`]) and the next
+//! pass over the graph takes it ([`Editor::open`]) rather than index the graph again, as long as
+//! every edit of the graph since went through it ([`crate::session::SGraph::generation`]).
 //!
 //! The index may keep stale entries (a removed node, a node that no longer reads a value): every
 //! lookup checks the node it names, so that an edit never has to find and remove them.
@@ -140,18 +142,22 @@ impl ReadTable {
         }
     }
 
-    /// Records read `r` of `v`.
-    fn push(&mut self, v: Sym, r: Read) {
-        match self {
+    /// Records read `r` of `v`; whether it came after every read the list holds (where it
+    /// did not, the list is no longer in the order a fresh index lists it).
+    fn push(&mut self, v: Sym, r: Read) -> bool {
+        let list = match self {
             ReadTable::Dense(t) => {
                 let k = v.id() as usize;
                 if k >= t.len() {
                     t.resize_with(k + 1, Readers::new);
                 }
-                t[k].push(r);
+                &mut t[k]
             }
-            ReadTable::Sparse(m) => m.entry(v).or_default().push(r),
-        }
+            ReadTable::Sparse(m) => m.entry(v).or_default(),
+        };
+        let in_order = list.last().is_none_or(|&last| last < r);
+        list.push(r);
+        in_order
     }
 
     /// Forgets every read of `v`.
@@ -189,6 +195,46 @@ struct Index {
     /// stale since its list was last compacted: past half the list, the list is compacted, so
     /// that a lookup of a value many removed nodes read does not pass over all of them.
     stale: SymMap<Sym, u32>,
+    /// The values whose lists an edit appended a read to out of order (ahead of a read of a
+    /// later node or position, or one the list held already): sorted when the editor is handed
+    /// to the next pass ([`Editor::open`]), so that it lists them as a fresh index would.
+    unsorted: Vec<Sym>,
+}
+
+impl Index {
+    /// The index of graph `gi` as it is.
+    fn of(session: &Session, gi: usize) -> Index {
+        Index {
+            producer: Producers::of(session, gi),
+            readers: Editor::reads_of(session, gi, false).readers,
+            stale: SymMap::default(),
+            unsorted: Vec::new(),
+        }
+    }
+}
+
+/// The editors the passes kept ([`Editor::keep`]), at most one per graph, for the next pass over
+/// the graph to take ([`Editor::open`]) rather than index the graph again: one producer/consumer
+/// index per graph for the whole session, built by the first pass that needs it and kept by
+/// every edit from then on, as long as every edit goes through it. An editor is taken only if no
+/// edit has been made to its graph since but through it ([`SGraph::generation`]). A clone of the
+/// session keeps none.
+#[derive(Default)]
+pub struct Kept(Vec<Option<Editor>>);
+
+impl Clone for Kept {
+    fn clone(&self) -> Kept {
+        Kept::default()
+    }
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let graphs: Vec<usize> = (0..self.0.len())
+            .filter(|&gi| self.0[gi].is_some())
+            .collect();
+        f.debug_tuple("Kept").field(&graphs).finish()
+    }
 }
 
 /// One graph's producer/consumer index, and the edits that keep it current.
@@ -196,6 +242,10 @@ struct Index {
 pub struct Editor {
     /// The graph edited (an index into [`Session::graphs`]).
     pub gi: usize,
+    /// The graph's [`SGraph::generation`] after the last edit made through this editor, while
+    /// every edit of the graph since the editor was built went through it; [`STALE`] once one
+    /// did not.
+    generation: u64,
     /// The index: built with the editor, or, for an editor built [`Editor::lazy`], at its first
     /// lookup, from the graph as the edits made through it left it; kept by every edit from
     /// then on.
@@ -226,8 +276,11 @@ impl Editor {
             ops.reserve(g.nodes.len());
             ops.extend(g.nodes.iter().map(|n| n.op));
         }
+        // A graph's nodes are walked in order: every list comes out sorted, but where a node
+        // reads a value at two positions of one list twice (never: positions differ).
+        let mut unsorted = Vec::new();
         for (i, n) in g.live_nodes() {
-            Self::note_reads(&mut readers, i, n);
+            Self::note_reads(&mut readers, i, n, &mut unsorted);
             if count_ops {
                 *counts.entry(n.op).or_default() += 1;
             }
@@ -245,10 +298,12 @@ impl Editor {
     pub fn from_parts(session: &Session, gi: usize, producer: Producers, reads: Reads) -> Editor {
         Editor {
             gi,
+            generation: session.graphs[gi].generation,
             index: std::sync::OnceLock::from(Index {
                 producer,
                 readers: reads.readers,
                 stale: SymMap::default(),
+                unsorted: Vec::new(),
             }),
             outputs: session.graphs[gi].outputs.iter().copied().collect(),
             ops: reads.ops,
@@ -263,6 +318,7 @@ impl Editor {
     pub fn lazy(session: &Session, gi: usize) -> Editor {
         Editor {
             gi,
+            generation: session.graphs[gi].generation,
             index: std::sync::OnceLock::new(),
             outputs: session.graphs[gi].outputs.iter().copied().collect(),
             ops: Vec::new(),
@@ -273,26 +329,139 @@ impl Editor {
 
     /// The index, built now from the graph if it has not been.
     fn index(&self, session: &Session) -> &Index {
-        self.index.get_or_init(|| Index {
-            producer: Producers::of(session, self.gi),
-            readers: Self::reads_of(session, self.gi, false).readers,
-            stale: SymMap::default(),
-        })
+        self.index.get_or_init(|| Index::of(session, self.gi))
     }
 
-    /// The editor of graph `gi`.
+    /// The editor of graph `gi`, a new one: see [`Editor::open`] for one a pass kept.
     pub fn of(session: &Session, gi: usize) -> Editor {
         let reads = Self::reads_of(session, gi, false);
         Self::from_parts(session, gi, Producers::of(session, gi), reads)
     }
 
-    /// Records that node `i` reads each of `n`'s inputs, one entry per position.
-    fn note_reads(readers: &mut ReadTable, i: usize, n: &SNode) {
+    /// The editor of graph `gi`: the one the last pass over the graph kept, where no edit was
+    /// made to the graph since but through it ([`Editor::kept`]), else a new one.
+    pub fn open(session: &mut Session, gi: usize) -> Editor {
+        Self::kept(session, gi).unwrap_or_else(|| Self::of(session, gi))
+    }
+
+    /// The editor a pass kept for graph `gi` ([`Editor::keep`]), if every edit of the graph
+    /// since went through it. Handed over as a fresh editor of the graph would be: the reads an
+    /// edit appended out of order sorted, no names counted (the graph's initializers, which
+    /// name generation reads, change outside the editors), the graph's outputs read again.
+    pub fn kept(session: &mut Session, gi: usize) -> Option<Editor> {
+        let mut ed = session.kept.0.get_mut(gi)?.take()?;
+        if ed.generation != session.graphs[gi].generation {
+            return None;
+        }
+        let g = &session.graphs[gi];
+        let ix = ed.index.get_mut()?;
+        for v in std::mem::take(&mut ix.unsorted) {
+            if let Some(list) = ix.readers.get_mut(v) {
+                list.retain(|r| r.holds(g, v));
+                list.sort_unstable();
+                list.dedup();
+            }
+            ix.stale.remove(&v);
+        }
+        ed.taken = None;
+        ed.outputs = g.outputs.iter().copied().collect();
+        ed.ops_of(session);
+        debug_assert!(
+            ed.agrees_with(session),
+            "the editor kept for graph {gi} does not index it as a fresh one would"
+        );
+        Some(ed)
+    }
+
+    /// The editor kept for graph `gi`, to look values up in without taking it, where every edit
+    /// of the graph since went through it.
+    pub fn peek(session: &Session, gi: usize) -> Option<&Editor> {
+        let ed = session.kept.0.get(gi)?.as_ref()?;
+        (ed.generation == session.graphs[gi].generation && ed.index.get().is_some()).then_some(ed)
+    }
+
+    /// Keeps the editor for the next pass over its graph ([`Editor::open`]), if it has an
+    /// index and every edit of the graph since it was built went through it.
+    pub fn keep(self, session: &mut Session) {
+        let gi = self.gi;
+        if self.index.get().is_none() || self.generation != session.graphs[gi].generation {
+            return;
+        }
+        let kept = &mut session.kept.0;
+        if kept.len() <= gi {
+            kept.resize_with(session.graphs.len().max(gi + 1), || None);
+        }
+        kept[gi] = Some(self);
+    }
+
+    /// The live nodes of graph `gi` per op (one walk of the nodes, which may run beside an
+    /// order's), for [`Editor::set_op_counts`].
+    pub fn op_counts_of(session: &Session, gi: usize) -> SymMap<Sym, usize> {
+        let mut counts: SymMap<Sym, usize> = SymMap::default();
+        for (_, n) in session.graphs[gi].live_nodes() {
+            *counts.entry(n.op).or_default() += 1;
+        }
+        counts
+    }
+
+    /// The live nodes of the graph per op, as [`Editor::op_counts_of`] counted them, kept by the
+    /// edits from here on.
+    pub fn set_op_counts(&mut self, counts: SymMap<Sym, usize>) {
+        self.op_counts = Some(counts);
+    }
+
+    /// Whether the editor answers every lookup as a fresh editor of the graph would: the same
+    /// producer and the same reads, in the same order, of every value a live node reads or
+    /// writes; its op array (where it keeps one) every node's op, and its op counts those of
+    /// the graph. What [`Editor::kept`] checks in a
+    /// debug build.
+    pub fn agrees_with(&self, session: &Session) -> bool {
+        let fresh = Editor::from_parts(
+            session,
+            self.gi,
+            Producers::of(session, self.gi),
+            Self::reads_of(session, self.gi, self.op_counts.is_some()),
+        );
+        let g = &session.graphs[self.gi];
+        let reads_agree = g.live_nodes().all(|(_, n)| {
+            n.inputs
+                .iter()
+                .chain(&n.implicit_inputs)
+                .all(|&v| v.is_empty() || self.reads(session, v).eq(fresh.reads(session, v)))
+                && n.outputs.iter().all(|&v| {
+                    v.is_empty() || self.producer(session, v) == fresh.producer(session, v)
+                })
+        });
+        let ops_agree = (self.ops.is_empty() || self.ops.len() == g.nodes.len())
+            && self.ops.iter().zip(&g.nodes).all(|(&op, n)| op == n.op);
+        let counts_agree = match (&self.op_counts, &fresh.op_counts) {
+            (Some(a), Some(b)) => {
+                a.iter()
+                    .all(|(op, &k)| b.get(op).copied().unwrap_or(0) == k)
+                    && b.iter()
+                        .all(|(op, &k)| a.get(op).copied().unwrap_or(0) == k)
+            }
+            _ => true,
+        };
+        reads_agree && ops_agree && counts_agree && self.outputs == fresh.outputs
+    }
+
+    /// Records an edit of the graph: its [`SGraph::generation`] moves on, and this editor's
+    /// with it while the editor is current.
+    fn touch(&mut self, session: &mut Session) {
+        self.generation = bump(&mut session.graphs[self.gi], self.generation);
+    }
+
+    /// Records that node `i` reads each of `n`'s inputs, one entry per position; the values
+    /// whose lists that left out of order are added to `unsorted`.
+    fn note_reads(readers: &mut ReadTable, i: usize, n: &SNode, unsorted: &mut Vec<Sym>) {
         let explicit = n.inputs.iter().enumerate().map(|(k, v)| (k, v, false));
         let implicit = n.implicit_inputs.iter().enumerate();
         for (k, &name, imp) in explicit.chain(implicit.map(|(k, v)| (k, v, true))) {
-            if let (false, Some(r)) = (name.is_empty(), Read::new(i, k, imp)) {
-                readers.push(name, r);
+            if let (false, Some(r)) = (name.is_empty(), Read::new(i, k, imp))
+                && !readers.push(name, r)
+            {
+                unsorted.push(name);
             }
         }
     }
@@ -474,13 +643,15 @@ impl Editor {
             self.index.get_mut(),
             v.is_empty(),
             Read::new(node, slot, implicit),
-        ) {
-            ix.readers.push(v, r);
+        ) && !ix.readers.push(v, r)
+        {
+            ix.unsorted.push(v);
         }
     }
 
     /// Appends `node` to the graph and indexes it; its index.
     pub fn add(&mut self, session: &mut Session, node: SNode) -> usize {
+        self.touch(session);
         let g = &mut session.graphs[self.gi];
         let ni = g.nodes.len();
         self.register(ni, &node);
@@ -497,7 +668,7 @@ impl Editor {
             for &o in n.outputs.iter().filter(|o| !o.is_empty()) {
                 ix.producer.insert(o, ni);
             }
-            Self::note_reads(&mut ix.readers, ni, n);
+            Self::note_reads(&mut ix.readers, ni, n, &mut ix.unsorted);
         }
         if self.ops.len() == ni {
             self.ops.push(n.op);
@@ -517,6 +688,9 @@ impl Editor {
         }
         n.removed = true;
         session.graphs[self.gi].edited |= was_live;
+        if was_live {
+            self.touch(session);
+        }
         let n = &session.graphs[self.gi].nodes[ni];
         if let Some(ix) = self.index.get_mut() {
             for &o in &n.outputs {
@@ -541,7 +715,10 @@ impl Editor {
         // The subgraphs below, each graph once (a graph has one parent node).
         while let Some(sg) = subs.pop() {
             let g = &mut session.graphs[sg];
-            g.edited |= g.nodes.iter().any(|n| !n.removed);
+            if g.nodes.iter().any(|n| !n.removed) {
+                g.edited = true;
+                g.touch();
+            }
             for n in g.nodes.iter_mut().filter(|n| !n.removed) {
                 n.removed = true;
                 subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
@@ -567,6 +744,7 @@ impl Editor {
         let old = std::mem::replace(&mut n.inputs[at.arg], v);
         if grown || old != v {
             session.graphs[self.gi].edited = true;
+            self.touch(session);
         }
         if old != v {
             let n = &session.graphs[self.gi].nodes[at.node];
@@ -592,6 +770,7 @@ impl Editor {
             let old = std::mem::replace(o, v);
             if grown || old != v {
                 session.graphs[self.gi].edited = true;
+                self.touch(session);
             }
             if let (Some(t), true) = (self.taken.as_mut(), live) {
                 t.value(old, false);
@@ -618,6 +797,9 @@ impl Editor {
                 at.push(k);
             }
         }
+        if !at.is_empty() {
+            self.touch(session);
+        }
         for k in at {
             self.add_use(new, node, k, true);
         }
@@ -634,6 +816,9 @@ impl Editor {
         reads.dedup();
         let mut users: Vec<usize> = reads.iter().map(|r| r.node as usize).collect();
         users.dedup();
+        if !reads.is_empty() {
+            self.touch(session);
+        }
         for r in reads {
             let k = r.node as usize;
             let slot = (r.slot & !Read::IMPLICIT) as usize;
@@ -693,6 +878,7 @@ impl Editor {
         }
         if !old.is_empty() {
             session.graphs[self.gi].edited = true;
+            self.touch(session);
         }
         for v in old {
             self.staled(session, v);
@@ -777,6 +963,17 @@ impl Editor {
     }
 }
 
+/// The generation of an editor some edit of its graph did not go through.
+const STALE: u64 = u64::MAX;
+
+/// The generation an editor at `generation` is at after an edit of `g` made through it: the
+/// graph's next one if the editor was current, else [`STALE`].
+fn bump(g: &mut SGraph, generation: u64) -> u64 {
+    let current = generation == g.generation;
+    g.touch();
+    if current { g.generation } else { STALE }
+}
+
 /// The reads a value's list holds before [`Editor`] counts its stale ones (a shorter list is
 /// read whole at little cost).
 const COMPACT_MIN: usize = 16;
@@ -797,16 +994,19 @@ pub fn rename_in_subgraph(session: &mut Session, sg: usize, old: Sym, new: Sym, 
     }
     let mut subs = Vec::new();
     let g: &mut SGraph = &mut session.graphs[sg];
+    let mut renamed = false;
     for n in g.nodes.iter_mut() {
         for i in n.inputs.iter_mut() {
             if *i == old {
                 *i = new;
                 g.edited = true;
+                renamed = true;
             }
         }
         for i in n.implicit_inputs.iter_mut() {
             if *i == old {
                 *i = new;
+                renamed = true;
             }
         }
         subs.extend(n.subgraphs.iter().map(|(_, s)| *s));
@@ -814,7 +1014,11 @@ pub fn rename_in_subgraph(session: &mut Session, sg: usize, old: Sym, new: Sym, 
     for o in g.outputs.iter_mut() {
         if *o == old {
             *o = new;
+            renamed = true;
         }
+    }
+    if renamed {
+        g.touch();
     }
     for s in subs {
         rename_in_subgraph(session, s, old, new, depth + 1);
@@ -1127,5 +1331,80 @@ mod tests {
         let mut ed = Editor::lazy(&session, 0);
         ed.set_output(&mut session, EdgeEnd::new(0, 0), s("b2"));
         assert!(session.changed_since_load());
+    }
+
+    /// The reads of `v` a lookup walks, as (node, position) pairs, in the order it walks them.
+    fn walked(ed: &Editor, session: &Session, v: &str) -> Vec<(u32, u32)> {
+        ed.reads(session, s(v)).map(|r| (r.node, r.slot)).collect()
+    }
+
+    #[test]
+    fn a_kept_editor_is_handed_over_as_a_fresh_one_would_index_the_graph() {
+        let mut session = chain();
+        let mut ed = Editor::open(&mut session, 0);
+        // C reads `a`, then `b` again: its read of `b` now comes after B's, twice recorded.
+        ed.set_input(&mut session, EdgeEnd::new(2, 0), s("a"));
+        ed.set_input(&mut session, EdgeEnd::new(2, 0), s("b"));
+        // A reads `b` (ahead of B and C), and a new node reads `b` too.
+        ed.set_input(&mut session, EdgeEnd::new(0, 0), s("b"));
+        ed.add(&mut session, relu("D", "b", "e"));
+        assert_eq!(
+            walked(&ed, &session, "b"),
+            [(1, 0), (1, 1), (2, 0), (2, 0), (0, 0), (3, 0)]
+        );
+        ed.keep(&mut session);
+        let kept = Editor::kept(&mut session, 0);
+        assert!(kept.is_some(), "no edit since but through it: handed over");
+        let Some(mut kept) = kept else {
+            return;
+        };
+        assert!(kept.agrees_with(&session));
+        assert_eq!(
+            walked(&kept, &session, "b"),
+            [(0, 0), (1, 0), (1, 1), (2, 0), (3, 0)]
+        );
+        assert_eq!(
+            walked(&kept, &session, "b"),
+            walked(&Editor::of(&session, 0), &session, "b")
+        );
+        assert!(Editor::kept(&mut session, 0).is_none(), "taken once");
+        // Ops counted afterwards are the graph's live nodes per op.
+        kept.set_op_counts(Editor::op_counts_of(&session, 0));
+        assert_eq!(kept.op_count(s("Relu")), 3);
+        assert!(kept.agrees_with(&session));
+    }
+
+    #[test]
+    fn an_edit_not_made_through_the_kept_editor_withdraws_it() {
+        // Through another editor.
+        let mut session = chain();
+        Editor::open(&mut session, 0).keep(&mut session);
+        let mut other = Editor::lazy(&session, 0);
+        other.remove(&mut session, 2);
+        assert!(Editor::kept(&mut session, 0).is_none());
+        // In place, outside any editor.
+        let mut session = chain();
+        Editor::open(&mut session, 0).keep(&mut session);
+        session.graphs[0].touch();
+        assert!(Editor::kept(&mut session, 0).is_none());
+        // An editor that fell behind is not kept, even after an edit of its own.
+        let mut session = chain();
+        let mut behind = Editor::open(&mut session, 0);
+        session.graphs[0].touch();
+        behind.remove(&mut session, 1);
+        behind.keep(&mut session);
+        assert!(Editor::kept(&mut session, 0).is_none());
+        // An editor that never indexed the graph is not kept; one that only looked is.
+        let mut session = chain();
+        Editor::lazy(&session, 0).keep(&mut session);
+        assert!(Editor::kept(&mut session, 0).is_none());
+        let looked = Editor::lazy(&session, 0);
+        assert_eq!(looked.producer(&session, s("b")), Some(0));
+        looked.keep(&mut session);
+        assert!(Editor::kept(&mut session, 0).is_some());
+        // A clone of the session keeps none.
+        Editor::open(&mut session, 0).keep(&mut session);
+        assert!(Editor::kept(&mut session.clone(), 0).is_none());
+        assert!(Editor::kept(&mut session, 0).is_some());
     }
 }

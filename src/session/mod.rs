@@ -271,6 +271,11 @@ pub struct SGraph {
     /// Kept for the main graph only: a subgraph, whose outer-scope values are not tracked, is
     /// inferred whole each time.
     pub inferred: Vec<u64>,
+    /// How many edits of the graph's nodes were made since it was built: every edit moves it
+    /// on (each of [`edit::Editor`]'s, and the few made in place outside one, which call
+    /// [`SGraph::touch`]). An editor kept between passes ([`edit::Kept`]) is handed over only
+    /// while the graph is at the generation its last edit left.
+    pub generation: u64,
 }
 
 impl SGraph {
@@ -305,6 +310,12 @@ impl SGraph {
         )
     }
 
+    /// Records an edit of the graph's nodes not made through an [`edit::Editor`]: no editor
+    /// kept for the graph is handed over from here on.
+    pub fn touch(&mut self) {
+        self.generation += 1;
+    }
+
     /// Records the graph as loaded (the session calls it once it is built).
     pub(super) fn record_loaded(&mut self) {
         self.loaded = self.nodes.len();
@@ -328,6 +339,8 @@ pub struct Session {
     /// The model-local functions by (normalised domain, name): a node whose op has no schema
     /// but a local function calls that function (ORT inlines it).
     pub functions: HashMap<(Sym, Sym), crate::model::proto::FunctionProto>,
+    /// The editors the passes kept, one per graph at most ([`edit::Editor::keep`]).
+    pub kept: edit::Kept,
 }
 
 impl Session {
@@ -383,6 +396,7 @@ impl Session {
                 .map(|(d, v)| (Sym::new(d), *v))
                 .collect(),
             ir_version,
+            kept: Default::default(),
             functions: functions
                 .map(|f| {
                     (
@@ -576,8 +590,10 @@ impl Session {
         // Subgraphs first (they need `&mut self`), then one pass over this graph's names.
         for ni in 0..self.graphs[gi].nodes.len() {
             if self.graphs[gi].nodes[ni].removed || self.graphs[gi].nodes[ni].subgraphs.is_empty() {
-                if !self.graphs[gi].nodes[ni].removed {
-                    self.graphs[gi].nodes[ni].implicit_inputs = thin_vec::ThinVec::new();
+                let g = &mut self.graphs[gi];
+                if !g.nodes[ni].removed && !g.nodes[ni].implicit_inputs.is_empty() {
+                    g.nodes[ni].implicit_inputs = thin_vec::ThinVec::new();
+                    g.touch();
                 }
                 continue;
             }
@@ -594,7 +610,11 @@ impl Session {
                     }
                 }
             }
-            self.graphs[gi].nodes[ni].implicit_inputs = implicit;
+            let g = &mut self.graphs[gi];
+            if g.nodes[ni].implicit_inputs != implicit {
+                g.nodes[ni].implicit_inputs = implicit;
+                g.touch();
+            }
         }
         let g = &self.graphs[gi];
         if g.parent.is_none() {

@@ -209,22 +209,48 @@ impl Fuser {
         true
     }
 
-    fn new(session: &Session, gi: usize) -> Fuser {
+    fn new(session: &mut Session, gi: usize) -> Fuser {
+        let (ed, order) = match Editor::kept(session, gi) {
+            // The editor the last pass over the graph kept (the optimiser's).
+            Some(mut ed) => {
+                // The order of a large graph is built on a thread while the ops are counted
+                // here.
+                let (counts, order) = crate::session::order::beside(
+                    session.graphs[gi].nodes.len(),
+                    || {
+                        crate::session::order::ort_topological_order_by(session, gi, &|v| {
+                            ed.producer(session, v)
+                        })
+                    },
+                    || Editor::op_counts_of(session, gi),
+                );
+                ed.set_op_counts(counts);
+                (ed, order)
+            }
+            None => {
+                // The order of a large graph is built on a thread while the readers are listed
+                // here.
+                let producer = Producers::of(session, gi);
+                let (reads, order) = crate::session::order::beside(
+                    session.graphs[gi].nodes.len(),
+                    || {
+                        crate::session::order::ort_topological_order_by(session, gi, &|v| {
+                            producer.get(v)
+                        })
+                    },
+                    || Editor::reads_of(session, gi, true),
+                );
+                (Editor::from_parts(session, gi, producer, reads), order)
+            }
+        };
         let g = &session.graphs[gi];
-        // The order of a large graph is built on a thread while the readers are listed here.
-        let producer = Producers::of(session, gi);
-        let (reads, order) = crate::session::order::beside(
-            g.nodes.len(),
-            || crate::session::order::ort_topological_order_by(session, gi, &|v| producer.get(v)),
-            || Editor::reads_of(session, gi, true),
-        );
         let mut pos = vec![usize::MAX; g.nodes.len()];
         for (k, &ni) in order.iter().enumerate() {
             pos[ni] = k;
         }
         Fuser {
             gi,
-            ed: Editor::from_parts(session, gi, producer, reads),
+            ed,
             names: None,
             order,
             pos,
@@ -299,6 +325,8 @@ impl Fuser {
         let g = &mut session.graphs[self.gi];
         g.name_counter = self.counter;
         g.generated_names = self.generated;
+        // The graph's editor, for the passes after.
+        self.ed.keep(session);
     }
 
     /// `Graph::GenerateNodeName`: `base` unless a live node or an earlier generated name has it.
@@ -726,7 +754,7 @@ mod tests {
             graphs: vec![crate::session::SGraph::default()],
             ..Session::default()
         };
-        let mut f = Fuser::new(&session, 0);
+        let mut f = Fuser::new(&mut session, 0);
         for t in registry::simulated(OptLevel::Extended) {
             assert!(f.apply(&mut session, t.name), "{} has no fusion", t.name);
         }

@@ -136,6 +136,10 @@ pub fn run(
         }
     }
     session.compute_implicit_inputs(0);
+    // The graphs' editors, for the passes after (the fusions).
+    for (_, (idx, ..)) in opt.indices.drain() {
+        idx.keep(session);
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -321,7 +325,14 @@ impl Optimizer<'_> {
                 let (kahn, dfs) = orders(&idx, session, gi);
                 (idx, kahn, dfs)
             }
-            None => editor_with_orders(session, gi),
+            // The editor the last pass over the graph kept, else a new one.
+            None => match Editor::kept(session, gi) {
+                Some(idx) => {
+                    let (kahn, dfs) = orders(&idx, session, gi);
+                    (idx, kahn, dfs)
+                }
+                None => editor_with_orders(session, gi),
+            },
         };
         if pass == Pass::Sharing {
             let changed = self.constant_sharing(session, gi, &mut idx);

@@ -27,7 +27,7 @@ pub fn run(session: &mut Session, gi: usize) -> bool {
     }
     let order = crate::session::order::ort_topological_order(session, gi);
     // Built once; each removal keeps it current.
-    let mut ed = Editor::of(session, gi);
+    let mut ed = Editor::open(session, gi);
     let mut modified = false;
     for s in order {
         let Some((parent, child, grandchildren)) = removable(session, gi, &ed, s) else {
@@ -43,6 +43,7 @@ pub fn run(session: &mut Session, gi: usize) -> bool {
         ed.remove(session, child);
         modified = true;
     }
+    ed.keep(session);
     modified
 }
 

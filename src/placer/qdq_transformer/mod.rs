@@ -31,6 +31,14 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// which keeps it current; whether it changed the graph.
 pub(crate) type Visit<'a> = dyn FnMut(&mut Session, usize, &mut Option<Editor>, usize) -> bool + 'a;
 
+/// Opens the graph's editor ([`Editor::open`]) into `edges` where the walk has none yet: at the
+/// first node a transformer looks further at.
+pub(crate) fn open_editor(session: &mut Session, gi: usize, edges: &mut Option<Editor>) {
+    if edges.is_none() {
+        *edges = Some(Editor::open(session, gi));
+    }
+}
+
 /// The walk of ORT's graph transformers (`ApplyImpl`) these passes share: graph `gi` in ORT's
 /// topological order, each node's subgraphs first (at most [`MAX_DEPTH`] deep), then the node.
 /// The graph's editor is dropped when a subgraph changed (a rename there may reach this graph's
@@ -55,6 +63,9 @@ pub(crate) fn walk(session: &mut Session, gi: usize, depth: usize, visit: &mut V
             }
         }
         changed |= visit(session, gi, &mut edges, ni);
+    }
+    if let Some(e) = edges {
+        e.keep(session);
     }
     changed
 }

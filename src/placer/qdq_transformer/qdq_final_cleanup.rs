@@ -30,7 +30,7 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Editor>, ni: usize
     if !is_dq(&session.graphs[gi].nodes[ni]) {
         return false;
     }
-    let e = edges.get_or_insert_with(|| Editor::of(session, gi));
+    let e = edges.get_or_insert_with(|| Editor::open(session, gi));
     clean_up(session, gi, e, ni)
 }
 

@@ -59,7 +59,7 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
     }
     let mut p = Propagation {
         // Built once; each insertion keeps it current.
-        ed: Editor::of(session, gi),
+        ed: Editor::open(session, gi),
         names: NameGen::new(&session.graphs[gi]),
         gi,
     };
@@ -129,6 +129,7 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
         }
     }
     session.graphs[gi].name_counter = p.names.counter;
+    p.ed.keep(session);
     modified
 }
 

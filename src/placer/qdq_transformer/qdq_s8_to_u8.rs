@@ -40,7 +40,10 @@ fn visit(session: &mut Session, gi: usize, edges: &mut Option<Editor>, ni: usize
     if !is_q(n) || n.ep != Some(Ep::Cpu) {
         return false;
     }
-    let e = edges.get_or_insert_with(|| Editor::of(session, gi));
+    super::open_editor(session, gi, edges);
+    let (n, Some(e)) = (&session.graphs[gi].nodes[ni], edges.as_mut()) else {
+        return false;
+    };
     if e.produces_graph_output(n) || e.node_output_edges(session, n, 1) != 1 {
         return false;
     }

@@ -53,7 +53,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         if session.graphs[gi].nodes[ni].op != "Where" {
             continue;
         }
-        let idx = index.get_or_insert_with(|| Editor::of(session, gi));
+        let idx = index.get_or_insert_with(|| Editor::open(session, gi));
         let Some((dq, const_idx)) = satisfied(session, gi, ni, idx) else {
             continue;
         };
@@ -62,6 +62,9 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     }
     if let Some(n) = names {
         session.graphs[gi].name_counter = n.counter;
+    }
+    if let Some(idx) = index {
+        idx.keep(session);
     }
     modified
 }

@@ -277,7 +277,7 @@ pub fn wrap_channels_last(
     let versions = infer::domain_versions(session, table);
     let mut values = Values::default();
     let opset = versions.get(&Sym::AI_ONNX).copied().unwrap_or(0);
-    let ed = Editor::of(session, gi);
+    let ed = Editor::open(session, gi);
     let mut opt = Opt {
         gi,
         table,
@@ -316,6 +316,7 @@ pub fn wrap_channels_last(
         g.name_counter = names.counter;
     }
     g.generated_names.extend(opt.generated);
+    opt.ed.keep(opt.session);
     wrapped
 }
 
@@ -337,7 +338,7 @@ fn run_for(
         have_dq |= n.op == Sym::DEQUANTIZE_LINEAR;
     }
     if (MIN_OPSET..=max_supported_opset(table)).contains(&opset) && (transposes || have_dq) {
-        let ed = Editor::of(session, gi);
+        let ed = Editor::open(session, gi);
         let mut opt = Opt {
             gi,
             table,
@@ -362,6 +363,7 @@ fn run_for(
             g.name_counter = names.counter;
         }
         g.generated_names.extend(opt.generated);
+        opt.ed.keep(opt.session);
     }
     changed
 }

@@ -389,6 +389,8 @@ fn set_optional_zero_point(session: &mut Session, gi: usize, k: usize) {
         g.types.insert(name, crate::infer::Type::Tensor(dt as i32));
         g.shapes.insert(name, Vec::new());
     }
+    // In place: the action's editor does not list the read (no editor kept is current after).
+    g.touch();
     let inputs = &mut g.nodes[k].inputs;
     inputs.resize(3, Sym::EMPTY);
     inputs[2] = name;

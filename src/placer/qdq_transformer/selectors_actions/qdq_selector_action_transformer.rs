@@ -47,13 +47,17 @@ fn visit(
         return false;
     }
     let ep = n.ep;
+    let (op, since) = (n.op, n.since);
     // The first of the op's rules whose selector picks a group (`MatchAndProcess`).
     let mut chosen = None;
-    for rule in rules_for(&n.op, n.since, table).into_iter().flatten() {
+    for rule in rules_for(&op, since, table).into_iter().flatten() {
         if !rule.runs_on(ep, table) {
             continue;
         }
-        let e = edges.get_or_insert_with(|| Editor::of(session, gi));
+        crate::placer::qdq_transformer::open_editor(session, gi, edges);
+        let Some(e) = edges.as_mut() else {
+            return false;
+        };
         if let Some(group) = qdq_selectors::select(session, gi, e, ni, rule) {
             chosen = Some((rule, group));
             break;
@@ -65,6 +69,7 @@ fn visit(
     let Some(e) = edges.as_mut() else {
         return false;
     };
+    let n = &session.graphs[gi].nodes[ni];
     let since = match qdq_actions::replacement(rule, n, &group) {
         None => None,
         Some((domain, op)) => {
