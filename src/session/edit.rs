@@ -32,6 +32,7 @@ use crate::session::names::Taken;
 use crate::session::order::Producers;
 use crate::session::{EdgeEnd, SGraph, SNode, Session};
 use crate::sym::{Sym, SymMap, SymSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// One read of a value: the reading node's index and the position it reads at, an implicit
 /// input (a read by the node's subgraphs) tagged with [`Read::IMPLICIT`]. Indices fit 32 bits:
@@ -213,6 +214,29 @@ impl Index {
     }
 }
 
+/// Whether [`Editor::kept`] checks each editor it hands over against a fresh index of its graph
+/// ([`Editor::agrees_with`]): always in a debug build; in a release build where
+/// [`check_hand_overs`] turned it on (a test does, over every fixture model).
+static CHECK_HAND_OVERS: AtomicBool = AtomicBool::new(cfg!(debug_assertions));
+
+/// The hand-overs checked: those that agreed with a fresh index, those that did not.
+static HAND_OVERS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// Turns the check of each hand-over on or off ([`CHECK_HAND_OVERS`]); a debug build always
+/// checks.
+pub fn check_hand_overs(on: bool) {
+    CHECK_HAND_OVERS.store(on || cfg!(debug_assertions), Ordering::Relaxed);
+}
+
+/// The hand-overs checked so far in this process: how many agreed with a fresh index of their
+/// graph, and how many did not.
+pub fn hand_overs() -> (usize, usize) {
+    (
+        HAND_OVERS[0].load(Ordering::Relaxed),
+        HAND_OVERS[1].load(Ordering::Relaxed),
+    )
+}
+
 /// The editors the passes kept ([`Editor::keep`]), at most one per graph, for the next pass over
 /// the graph to take ([`Editor::open`]) rather than index the graph again: one producer/consumer
 /// index per graph for the whole session, built by the first pass that needs it and kept by
@@ -366,10 +390,14 @@ impl Editor {
         ed.taken = None;
         ed.outputs = g.outputs.iter().copied().collect();
         ed.ops_of(session);
-        debug_assert!(
-            ed.agrees_with(session),
-            "the editor kept for graph {gi} does not index it as a fresh one would"
-        );
+        if CHECK_HAND_OVERS.load(Ordering::Relaxed) {
+            let agrees = ed.agrees_with(session);
+            HAND_OVERS[usize::from(!agrees)].fetch_add(1, Ordering::Relaxed);
+            debug_assert!(
+                agrees,
+                "the editor kept for graph {gi} does not index it as a fresh one would"
+            );
+        }
         Some(ed)
     }
 
@@ -412,8 +440,8 @@ impl Editor {
 
     /// Whether the editor answers every lookup as a fresh editor of the graph would: the same
     /// producer and the same reads, in the same order, of every value a live node reads or
-    /// writes; its op array (where it keeps one) every node's op, and its op counts those of
-    /// the graph. What [`Editor::kept`] checks in a
+    /// writes; its op array every node's op (a pass that starts from some ops reads it), and
+    /// its op counts, where it keeps them, those of the graph. What [`Editor::kept`] checks in a
     /// debug build.
     pub fn agrees_with(&self, session: &Session) -> bool {
         let fresh = Editor::from_parts(
@@ -432,7 +460,7 @@ impl Editor {
                     v.is_empty() || self.producer(session, v) == fresh.producer(session, v)
                 })
         });
-        let ops_agree = (self.ops.is_empty() || self.ops.len() == g.nodes.len())
+        let ops_agree = self.ops.len() == g.nodes.len()
             && self.ops.iter().zip(&g.nodes).all(|(&op, n)| op == n.op);
         let counts_agree = match (&self.op_counts, &fresh.op_counts) {
             (Some(a), Some(b)) => {

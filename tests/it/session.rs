@@ -386,3 +386,63 @@ fn inference_after_a_fusion_reaches_every_node_it_changes() {
         );
     }
 }
+
+/// The ONNX files under `dir`, at any depth, sorted.
+fn onnx_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "onnx") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every fixture model at level `all`, on CUDA with the CPU and on the CPU alone, at the oldest,
+/// a middle and the newest bundled release: each editor a pass kept and the next pass took
+/// (`session::edit::Editor::kept`) indexes its graph as a fresh editor would, its reads in the
+/// order a fresh index lists them (`Editor::agrees_with`), and the fixtures make many such
+/// hand-overs (the QDQ transformers, the fusions, the cast passes take the optimiser's editor).
+#[test]
+fn every_kept_editor_indexes_its_graph_as_a_fresh_one() {
+    use onnx_lint::session::edit::{check_hand_overs, hand_overs};
+    use onnx_lint::tables::Ep;
+    let models = onnx_files(&crate::support::repo().join("tests/fixtures"));
+    assert!(models.len() > 500, "{} fixture models", models.len());
+    check_hand_overs(true);
+    let (agreed, disagreed) = hand_overs();
+    let mut placed = 0usize;
+    for release in ["1.23.2", "1.24.4", "1.31.1"] {
+        let table = onnx_lint::tables::resolve(release).unwrap().table();
+        for eps in [vec![Ep::Cuda, Ep::Cpu], vec![Ep::Cpu]] {
+            let options = Options {
+                level: OptLevel::All,
+                eps: eps.clone(),
+                ..Options::default()
+            };
+            for m in &models {
+                // A fixture the reader refuses (the robustness fixtures) is not placed.
+                placed += usize::from(placer::place_file(m, table, &options).is_ok());
+            }
+        }
+    }
+    let (agreed, disagreed) = (hand_overs().0 - agreed, hand_overs().1 - disagreed);
+    crate::support::report(&format!(
+        "kept editors: {agreed} hand-overs checked in {placed} sessions, {disagreed} disagreed"
+    ));
+    assert_eq!(
+        disagreed, 0,
+        "{disagreed} hand-overs of {placed} sessions disagreed"
+    );
+    assert!(
+        agreed > placed,
+        "{agreed} hand-overs checked in {placed} sessions: the passes no longer hand their editors on"
+    );
+}
