@@ -379,7 +379,11 @@ impl Editor {
         }
         let g = &session.graphs[gi];
         let ix = ed.index.get_mut()?;
-        for v in std::mem::take(&mut ix.unsorted) {
+        // Each list once, however many reads an edit appended to it out of order.
+        let mut unsorted = std::mem::take(&mut ix.unsorted);
+        unsorted.sort_unstable_by_key(|v| v.id());
+        unsorted.dedup();
+        for v in unsorted {
             if let Some(list) = ix.readers.get_mut(v) {
                 list.retain(|r| r.holds(g, v));
                 list.sort_unstable();
