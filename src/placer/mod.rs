@@ -449,6 +449,10 @@ fn place_session(
         nchwc_transformer::run(&mut session, table, options.level, options.nchwc_block);
         nhwc_transformer::run(&mut session, table, options.level);
     }
+    // No pass that looks values up runs from here on (the copy pass writes its edits through
+    // an editor with no index): the kept indices go, rather than stay with the session the
+    // rules and the caller hold.
+    session.kept = Default::default();
     // Asked of each graph first (a large one's nodes on threads): nearly always none.
     let unassigned = if session
         .graphs
