@@ -90,7 +90,8 @@ fn insert_casts(
     // One name generator per graph: building it reads every name of the graph.
     let mut names: Option<NameGen> = None;
     // `GraphViewer::GetNodesInTopologicalOrder`: the reverse DFS from the leaves.
-    for ni in crate::session::order::ort_topological_order(session, gi) {
+    let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
+    for ni in order {
         let node = &session.graphs[gi].nodes[ni];
         let mut replacements: Vec<(Sym, Sym, bool)> = Vec::new();
         let mut casted = false;

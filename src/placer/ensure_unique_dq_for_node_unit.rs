@@ -38,7 +38,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
         return false;
     }
     let mut modified = false;
-    let order = crate::session::order::ort_topological_order(session, gi);
+    let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
     let mut names: Option<NameGen> = None;
     // Built at the first DQ, kept by the copies (a subgraph's own edits leave this graph's
     // nodes as they are).

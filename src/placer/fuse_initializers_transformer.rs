@@ -43,7 +43,7 @@ pub fn run(session: &mut Session, level: OptLevel) -> bool {
     if !candidate {
         return false;
     }
-    let order = crate::session::order::ort_topological_order(session, gi);
+    let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
     let mut ed = crate::session::edit::Editor::open(session, gi);
     let g = &session.graphs[gi];
     let mut fused: Vec<(usize, usize, usize)> = Vec::new();

@@ -757,10 +757,12 @@ fn partition(
     let shared: &Session = session;
     let order_all = || -> Vec<Vec<usize>> {
         (0..shared.graphs.len())
-            .map(|gi| match crate::session::edit::Editor::peek(shared, gi) {
-                // The producers of the editor the optimiser kept, where it is current.
-                Some(ed) => infer::topological_order_by(shared, gi, &|v| ed.producer(shared, v)),
-                None => infer::topological_order(shared, gi),
+            .map(|gi| {
+                // The order the session holds, else from the producers of the editor the
+                // optimiser kept.
+                use crate::session::edit::{Order, held_order};
+                held_order(shared, gi, Order::Kahn)
+                    .unwrap_or_else(|| Order::Kahn.compute(shared, gi))
             })
             .collect()
     };

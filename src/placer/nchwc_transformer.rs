@@ -155,7 +155,8 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
         }) {
             continue;
         }
-        let order = crate::session::order::ort_topological_order(session, gi);
+        let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
+        let g = &session.graphs[gi];
         let mut names = NameGen::new(&session.graphs[gi]);
         let mut reads: HashMap<Sym, usize> = HashMap::default();
         let mut producers: HashMap<Sym, usize> = HashMap::default();

@@ -35,7 +35,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) -> bool 
         if !(0..session.graphs[gi].nodes.len()).any(|ni| candidate(session, gi, ni)) {
             continue;
         }
-        let order = crate::session::order::ort_topological_order(session, gi);
+        let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
         if super::transpose::wrap_channels_last(session, gi, table, &order, &candidate) {
             changed = true;
             // Then ORT's transpose optimizer for the CPU provider over the graph: Transposes

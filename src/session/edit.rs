@@ -215,12 +215,25 @@ impl Index {
 }
 
 /// Whether [`Editor::kept`] checks each editor it hands over against a fresh index of its graph
-/// ([`Editor::agrees_with`]): always in a debug build; in a release build where
+/// ([`Editor::agrees_with`]), and [`order_of`] each order against one computed afresh: always in a debug build; in a release build where
 /// [`check_hand_overs`] turned it on (a test does, over every fixture model).
 static CHECK_HAND_OVERS: AtomicBool = AtomicBool::new(cfg!(debug_assertions));
 
 /// The hand-overs checked: those that agreed with a fresh index, those that did not.
 static HAND_OVERS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// The orders [`order_of`] handed over from the session and checked (under the same switch):
+/// those that were the order computed afresh, those that were not.
+static ORDERS_REUSED: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// The orders handed over from the session and checked so far in this process: how many were
+/// the order computed afresh, and how many were not.
+pub fn orders_reused() -> (usize, usize) {
+    (
+        ORDERS_REUSED[0].load(Ordering::Relaxed),
+        ORDERS_REUSED[1].load(Ordering::Relaxed),
+    )
+}
 
 /// Turns the check of each hand-over on or off ([`CHECK_HAND_OVERS`]); a debug build always
 /// checks.
@@ -237,14 +250,101 @@ pub fn hand_overs() -> (usize, usize) {
     )
 }
 
-/// The editors the passes kept ([`Editor::keep`]), at most one per graph, for the next pass over
+/// What the passes keep for the next one: the editors ([`Editor::keep`]), at most one per
+/// graph, and each graph's two node orders as last computed ([`order_of`]). The editors, for the next pass over
 /// the graph to take ([`Editor::open`]) rather than index the graph again: one producer/consumer
 /// index per graph for the whole session, built by the first pass that needs it and kept by
 /// every edit from then on, as long as every edit goes through it. An editor is taken only if no
 /// edit has been made to its graph since but through it ([`SGraph::generation`]). A clone of the
 /// session keeps none.
 #[derive(Default)]
-pub struct Kept(Vec<Option<Editor>>);
+pub struct Kept {
+    editors: Vec<Option<Editor>>,
+    /// Per graph, its Kahn order and its reverse-DFS order, each with the graph's generation when
+    /// it was computed ([`order_of`]).
+    orders: Vec<[Option<HeldOrder>; 2]>,
+}
+
+/// An order as [`Kept`] holds it: the graph's generation when it was computed, and the order.
+type HeldOrder = (u64, Vec<usize>);
+
+/// Which of the two node orders ORT uses ([`crate::session::order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Kahn's, lowest index first (`Graph::Resolve`).
+    Kahn = 0,
+    /// The reverse DFS from the leaves (`GraphViewer`).
+    Dfs = 1,
+}
+
+impl Order {
+    /// Computes the order of graph `gi`: from the producers of the editor kept for the graph,
+    /// where there is a current one, else from a producer index built for it.
+    pub fn compute(self, session: &Session, gi: usize) -> Vec<usize> {
+        use crate::session::order as o;
+        match (Editor::peek(session, gi), self) {
+            (Some(ed), Order::Kahn) => {
+                o::topological_order_by(session, gi, &|v| ed.producer(session, v))
+            }
+            (Some(ed), Order::Dfs) => {
+                o::ort_topological_order_by(session, gi, &|v| ed.producer(session, v))
+            }
+            (None, Order::Kahn) => o::topological_order(session, gi),
+            (None, Order::Dfs) => o::ort_topological_order(session, gi),
+        }
+    }
+}
+
+/// The order `which` of graph `gi` the session holds, where the graph had no edit since it was
+/// computed.
+pub fn current_order(session: &Session, gi: usize, which: Order) -> Option<&[usize]> {
+    let generation = session.graphs.get(gi)?.generation;
+    match session.kept.orders.get(gi)?[which as usize].as_ref() {
+        Some((g, order)) if *g == generation => Some(order),
+        _ => None,
+    }
+}
+
+/// A copy of the order `which` of graph `gi` the session holds, where the graph had no edit
+/// since it was computed; checked against the order computed afresh where [`check_hand_overs`]
+/// asks it.
+pub fn held_order(session: &Session, gi: usize, which: Order) -> Option<Vec<usize>> {
+    let order = current_order(session, gi, which)?.to_vec();
+    if CHECK_HAND_OVERS.load(Ordering::Relaxed) {
+        let agrees = order == which.compute(session, gi);
+        ORDERS_REUSED[usize::from(!agrees)].fetch_add(1, Ordering::Relaxed);
+        debug_assert!(
+            agrees,
+            "the {which:?} order kept for graph {gi} is not the graph's"
+        );
+    }
+    Some(order)
+}
+
+/// Records `order` as graph `gi`'s order `which` as the graph is now (a caller that computed it
+/// itself, beside other work).
+pub fn remember_order(session: &mut Session, gi: usize, which: Order, order: &[usize]) {
+    let Some(generation) = session.graphs.get(gi).map(|g| g.generation) else {
+        return;
+    };
+    let orders = &mut session.kept.orders;
+    if orders.len() <= gi {
+        orders.resize_with(session.graphs.len().max(gi + 1), Default::default);
+    }
+    orders[gi][which as usize] = Some((generation, order.to_vec()));
+}
+
+/// Graph `gi`'s order `which`: the one the session holds where the graph had no edit since it
+/// was computed ([`SGraph::generation`]), else computed now and held for the next pass. Of the
+/// passes after partitioning most change nothing, and each walks an order of its own.
+pub fn order_of(session: &mut Session, gi: usize, which: Order) -> Vec<usize> {
+    if let Some(order) = held_order(session, gi, which) {
+        return order;
+    }
+    let order = which.compute(session, gi);
+    remember_order(session, gi, which, &order);
+    order
+}
 
 impl Clone for Kept {
     fn clone(&self) -> Kept {
@@ -254,10 +354,16 @@ impl Clone for Kept {
 
 impl std::fmt::Debug for Kept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let graphs: Vec<usize> = (0..self.0.len())
-            .filter(|&gi| self.0[gi].is_some())
+        let editors: Vec<usize> = (0..self.editors.len())
+            .filter(|&gi| self.editors[gi].is_some())
             .collect();
-        f.debug_tuple("Kept").field(&graphs).finish()
+        let orders: Vec<usize> = (0..self.orders.len())
+            .filter(|&gi| self.orders[gi].iter().any(Option::is_some))
+            .collect();
+        f.debug_struct("Kept")
+            .field("editors", &editors)
+            .field("orders", &orders)
+            .finish()
     }
 }
 
@@ -373,7 +479,7 @@ impl Editor {
     /// edit appended out of order sorted, no names counted (the graph's initializers, which
     /// name generation reads, change outside the editors), the graph's outputs read again.
     pub fn kept(session: &mut Session, gi: usize) -> Option<Editor> {
-        let mut ed = session.kept.0.get_mut(gi)?.take()?;
+        let mut ed = session.kept.editors.get_mut(gi)?.take()?;
         if ed.generation != session.graphs[gi].generation {
             return None;
         }
@@ -408,7 +514,7 @@ impl Editor {
     /// The editor kept for graph `gi`, to look values up in without taking it, where every edit
     /// of the graph since went through it.
     pub fn peek(session: &Session, gi: usize) -> Option<&Editor> {
-        let ed = session.kept.0.get(gi)?.as_ref()?;
+        let ed = session.kept.editors.get(gi)?.as_ref()?;
         (ed.generation == session.graphs[gi].generation && ed.index.get().is_some()).then_some(ed)
     }
 
@@ -419,7 +525,7 @@ impl Editor {
         if self.index.get().is_none() || self.generation != session.graphs[gi].generation {
             return;
         }
-        let kept = &mut session.kept.0;
+        let kept = &mut session.kept.editors;
         if kept.len() <= gi {
             kept.resize_with(session.graphs.len().max(gi + 1), || None);
         }

@@ -409,15 +409,18 @@ fn onnx_files(dir: &Path) -> Vec<std::path::PathBuf> {
 /// a middle and the newest bundled release: each editor a pass kept and the next pass took
 /// (`session::edit::Editor::kept`) indexes its graph as a fresh editor would, its reads in the
 /// order a fresh index lists them (`Editor::agrees_with`), and the fixtures make many such
-/// hand-overs (the QDQ transformers, the fusions, the cast passes take the optimiser's editor).
+/// hand-overs (the QDQ transformers, the fusions, the cast passes take the optimiser's editor);
+/// likewise each node order the session held for a pass (`session::edit::order_of`) is the order
+/// computed afresh.
 #[test]
 fn every_kept_editor_indexes_its_graph_as_a_fresh_one() {
-    use onnx_lint::session::edit::{check_hand_overs, hand_overs};
+    use onnx_lint::session::edit::{check_hand_overs, hand_overs, orders_reused};
     use onnx_lint::tables::Ep;
     let models = onnx_files(&crate::support::repo().join("tests/fixtures"));
     assert!(models.len() > 500, "{} fixture models", models.len());
     check_hand_overs(true);
     let (agreed, disagreed) = hand_overs();
+    let (same, other) = orders_reused();
     let mut placed = 0usize;
     for release in ["1.23.2", "1.24.4", "1.31.1"] {
         let table = onnx_lint::tables::resolve(release).unwrap().table();
@@ -434,9 +437,13 @@ fn every_kept_editor_indexes_its_graph_as_a_fresh_one() {
         }
     }
     let (agreed, disagreed) = (hand_overs().0 - agreed, hand_overs().1 - disagreed);
+    let (same, other) = (orders_reused().0 - same, orders_reused().1 - other);
     crate::support::report(&format!(
-        "kept editors: {agreed} hand-overs checked in {placed} sessions, {disagreed} disagreed"
+        "kept editors: {agreed} hand-overs checked in {placed} sessions, {disagreed} disagreed; \
+         held orders: {same} reused as computed afresh, {other} not"
     ));
+    assert_eq!(other, 0, "{other} orders held by the session were not the graph's");
+    assert!(same > 0, "no order held by the session was reused");
     assert_eq!(
         disagreed, 0,
         "{disagreed} hand-overs of {placed} sessions disagreed"

@@ -26,7 +26,7 @@ use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::placer::{OptLevel, registry};
-use crate::session::edit::Editor;
+use crate::session::edit::{Editor, Order, held_order, remember_order};
 use crate::session::order::Producers;
 use crate::session::{SNode, Session};
 use crate::sym::Sym;
@@ -214,16 +214,19 @@ impl Fuser {
             // The editor the last pass over the graph kept (the optimiser's).
             Some(mut ed) => {
                 // The order of a large graph is built on a thread while the ops are counted
-                // here.
-                let (counts, order) = crate::session::order::beside(
-                    session.graphs[gi].nodes.len(),
-                    || {
-                        crate::session::order::ort_topological_order_by(session, gi, &|v| {
-                            ed.producer(session, v)
-                        })
-                    },
-                    || Editor::op_counts_of(session, gi),
-                );
+                // here, unless the session holds it.
+                let (counts, order) = match held_order(session, gi, Order::Dfs) {
+                    Some(order) => (Editor::op_counts_of(session, gi), order),
+                    None => crate::session::order::beside(
+                        session.graphs[gi].nodes.len(),
+                        || {
+                            crate::session::order::ort_topological_order_by(session, gi, &|v| {
+                                ed.producer(session, v)
+                            })
+                        },
+                        || Editor::op_counts_of(session, gi),
+                    ),
+                };
                 ed.set_op_counts(counts);
                 (ed, order)
             }
@@ -243,6 +246,7 @@ impl Fuser {
                 (Editor::from_parts(session, gi, producer, reads), order)
             }
         };
+        remember_order(session, gi, Order::Dfs, &order);
         let g = &session.graphs[gi];
         let mut pos = vec![usize::MAX; g.nodes.len()];
         for (k, &ni) in order.iter().enumerate() {

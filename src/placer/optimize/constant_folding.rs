@@ -176,7 +176,7 @@ impl Optimizer<'_> {
         if sub_outputs.len() != if_outputs.len() {
             return false;
         }
-        let order = ort_topological_order(session, sg);
+        let order = crate::session::order::ort_topological_order(session, sg);
         let sub = &session.graphs[sg];
         // The branch must be self-contained for ORT to inline it: every input of its nodes is
         // an outer-scope value, a branch initializer or an earlier node's output (ORT throws

@@ -19,7 +19,8 @@ use crate::infer::{self, Type};
 use crate::model::DataType as D;
 use crate::placer::{OptLevel, registry, transpose};
 use crate::session::edit::Editor;
-use crate::session::order::{Producers, beside, ort_topological_order, ort_topological_order_by};
+use crate::session::edit::{Order, order_of};
+use crate::session::order::{Producers, beside, ort_topological_order_by};
 use crate::session::{EdgeEnd, Init, NameGen, SNode, Session};
 use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
@@ -556,7 +557,7 @@ impl Optimizer<'_> {
         let g = &session.graphs[gi];
         let has_transpose = g.live_nodes().any(|(_, n)| n.op == Sym::TRANSPOSE);
         let mut changed = has_transpose && {
-            let order = ort_topological_order(session, gi);
+            let order = order_of(session, gi, Order::Dfs);
             transpose::run(
                 session,
                 gi,
@@ -576,7 +577,7 @@ impl Optimizer<'_> {
         {
             return changed;
         }
-        let subs: Vec<usize> = ort_topological_order(session, gi)
+        let subs: Vec<usize> = order_of(session, gi, Order::Dfs)
             .into_iter()
             .flat_map(|k| {
                 session.graphs[gi].nodes[k]

@@ -25,7 +25,7 @@ pub fn run(session: &mut Session, gi: usize) -> bool {
     if gi >= session.graphs.len() {
         return false;
     }
-    let order = crate::session::order::ort_topological_order(session, gi);
+    let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
     // Built once; each removal keeps it current.
     let mut ed = Editor::open(session, gi);
     let mut modified = false;

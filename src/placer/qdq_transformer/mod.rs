@@ -47,7 +47,7 @@ pub(crate) fn walk(session: &mut Session, gi: usize, depth: usize, visit: &mut V
     if depth > MAX_DEPTH || gi >= session.graphs.len() {
         return false;
     }
-    let order = crate::session::order::ort_topological_order(session, gi);
+    let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
     let mut changed = false;
     let mut edges: Option<Editor> = None;
     for ni in order {

@@ -45,7 +45,7 @@ fn run_at(session: &mut Session, gi: usize, depth: usize) -> bool {
     if depth > MAX_DEPTH || gi >= session.graphs.len() {
         return false;
     }
-    let order = crate::session::order::ort_topological_order(session, gi);
+    let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
     let mut modified = false;
     for &ni in &order {
         let subs: Vec<usize> = session.graphs[gi].nodes[ni]

@@ -36,7 +36,7 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     {
         return false;
     }
-    let order = crate::session::order::ort_topological_order(session, gi);
+    let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
     let mut names: Option<NameGen> = None;
     // Built at the first `Where`: the graph's producers and readers, kept by the insertions.
     let mut index: Option<Editor> = None;

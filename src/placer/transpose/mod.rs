@@ -248,7 +248,7 @@ pub fn run_cpu_graph(session: &mut Session, gi: usize, table: &KernelTable) -> b
         return false;
     }
     let versions = infer::domain_versions(session, table);
-    let order = crate::session::order::ort_topological_order(session, gi);
+    let order = crate::session::edit::order_of(session, gi, crate::session::edit::Order::Dfs);
     let mut values = Values::default();
     run_for(
         session,

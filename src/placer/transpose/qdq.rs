@@ -105,7 +105,8 @@ impl Opt<'_> {
     /// left behind is removed (`TryRemoveEmptyDQQ`) and a Transpose next to a DQ or a Q gets
     /// the pair that makes it a QDQ node unit again (`TryFixTransposeMissingQ`/`...MissingDQ`).
     pub(super) fn fix_qdq_node_units(&mut self) -> bool {
-        let order = crate::session::order::ort_topological_order(self.session, self.gi);
+        let order =
+            crate::session::edit::order_of(self.session, self.gi, crate::session::edit::Order::Dfs);
         let mut changed = false;
         for k in order {
             let n = self.node(k);
