@@ -442,7 +442,10 @@ fn every_kept_editor_indexes_its_graph_as_a_fresh_one() {
         "kept editors: {agreed} hand-overs checked in {placed} sessions, {disagreed} disagreed; \
          held orders: {same} reused as computed afresh, {other} not"
     ));
-    assert_eq!(other, 0, "{other} orders held by the session were not the graph's");
+    assert_eq!(
+        other, 0,
+        "{other} orders held by the session were not the graph's"
+    );
     assert!(same > 0, "no order held by the session was reused");
     assert_eq!(
         disagreed, 0,
