@@ -757,13 +757,8 @@ fn partition(
     let shared: &Session = session;
     let order_all = || -> Vec<Vec<usize>> {
         (0..shared.graphs.len())
-            .map(|gi| {
-                // The order the session holds, else from the producers of the editor the
-                // optimiser kept.
-                use crate::session::edit::{Order, held_order};
-                held_order(shared, gi, Order::Kahn)
-                    .unwrap_or_else(|| Order::Kahn.compute(shared, gi))
-            })
+            // From the producers of the editor the optimiser kept, where it is current.
+            .map(|gi| crate::session::edit::Order::Kahn.compute(shared, gi))
             .collect()
     };
     let nodes: usize = shared.graphs.iter().map(|g| g.nodes.len()).sum();

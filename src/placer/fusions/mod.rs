@@ -217,15 +217,19 @@ impl Fuser {
                 // here, unless the session holds it.
                 let (counts, order) = match held_order(session, gi, Order::Dfs) {
                     Some(order) => (Editor::op_counts_of(session, gi), order),
-                    None => crate::session::order::beside(
-                        session.graphs[gi].nodes.len(),
-                        || {
-                            crate::session::order::ort_topological_order_by(session, gi, &|v| {
-                                ed.producer(session, v)
-                            })
-                        },
-                        || Editor::op_counts_of(session, gi),
-                    ),
+                    None => {
+                        let (counts, order) = crate::session::order::beside(
+                            session.graphs[gi].nodes.len(),
+                            || {
+                                crate::session::order::ort_topological_order_by(session, gi, &|v| {
+                                    ed.producer(session, v)
+                                })
+                            },
+                            || Editor::op_counts_of(session, gi),
+                        );
+                        remember_order(session, gi, Order::Dfs, &order);
+                        (counts, order)
+                    }
                 };
                 ed.set_op_counts(counts);
                 (ed, order)
@@ -243,10 +247,10 @@ impl Fuser {
                     },
                     || Editor::reads_of(session, gi, true),
                 );
+                remember_order(session, gi, Order::Dfs, &order);
                 (Editor::from_parts(session, gi, producer, reads), order)
             }
         };
-        remember_order(session, gi, Order::Dfs, &order);
         let g = &session.graphs[gi];
         let mut pos = vec![usize::MAX; g.nodes.len()];
         for (k, &ni) in order.iter().enumerate() {
