@@ -251,7 +251,8 @@ pub fn hand_overs() -> (usize, usize) {
 }
 
 /// What the passes keep for the next one: the editors ([`Editor::keep`]), at most one per
-/// graph, and each graph's two node orders as last computed ([`order_of`]). The editors, for the next pass over
+/// graph, and each graph's node orders as last computed, where a pass asked for them
+/// through [`order_of`] (the reverse DFS the passes after partitioning walk). The editors, for the next pass over
 /// the graph to take ([`Editor::open`]) rather than index the graph again: one producer/consumer
 /// index per graph for the whole session, built by the first pass that needs it and kept by
 /// every edit from then on, as long as every edit goes through it. An editor is taken only if no
