@@ -658,30 +658,32 @@ fn join_paths(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// Nodes on CUDA (copies not counted) and on the CPU.
+/// Nodes on the provider before the CPU (copies not counted) and on the CPU.
 fn node_counts(p: &Placement) -> (usize, usize) {
-    let (mut cuda, mut cpu) = (0, 0);
+    let provider = crate::providers::advised(&p.eps).ep;
+    let (mut on_provider, mut cpu) = (0, 0);
     for g in &p.session.graphs {
         for (_, n) in g.live_nodes() {
             match n.ep {
-                Some(Ep::Cuda) if !n.op.starts_with("Memcpy") => cuda += 1,
                 Some(Ep::Cpu) => cpu += 1,
+                Some(e) if e == provider && !n.op.starts_with("Memcpy") => on_provider += 1,
                 _ => {}
             }
         }
     }
-    (cuda, cpu)
+    (on_provider, cpu)
 }
 
 /// `ORT 1.24.4 (all): 52 nodes on CUDA, 33 on CPU, 28 copies`.
 pub fn prediction_line(p: &Placement) -> String {
-    let (cuda, cpu) = node_counts(p);
+    let (on_provider, cpu) = node_counts(p);
     match &p.outcome {
         Outcome::Ok => format!(
-            "ORT {} ({}): {} on CUDA, {cpu} on CPU, {}",
+            "ORT {} ({}): {} on {}, {cpu} on CPU, {}",
             p.ort,
             p.level.name(),
-            plural(cuda, "node", "nodes"),
+            plural(on_provider, "node", "nodes"),
+            crate::providers::advised(&p.eps).label,
             plural(p.copies.len(), "copy", "copies")
         ),
         Outcome::LoadFail(e)

@@ -143,21 +143,23 @@ pub fn placement_human(model: &str, p: &Placement) -> String {
         // Nodes are placed and copies inserted before the kernel refuses its node.
         Outcome::InitFail(e) => s += &format!(": session creation fails after placement\n  {e}\n"),
     }
+    let provider = crate::providers::advised(&p.eps);
     for (gi, g) in p.session.graphs.iter().enumerate() {
-        let (mut cuda, mut cpu, mut inserted) = (0, 0, 0);
+        let (mut on_provider, mut cpu, mut inserted) = (0, 0, 0);
         for (ni, n) in g.live_nodes() {
             match (n.ep, p.decisions.get(crate::session::NodeRef::new(gi, ni))) {
                 (_, Some(Decision::Inserted)) => inserted += 1,
-                (Some(Ep::Cuda), _) => cuda += 1,
                 (Some(Ep::Cpu), _) => cpu += 1,
+                (Some(e), _) if e == provider.ep => on_provider += 1,
                 _ => {}
             }
         }
         let copies: Vec<_> = p.copies.iter().filter(|c| c.graph == gi).collect();
         s += &format!(
-            "  graph `{}`: {} on CUDA, {cpu} on CPU, {}\n",
+            "  graph `{}`: {} on {}, {cpu} on CPU, {}\n",
             g.name,
-            plural(cuda, "node", "nodes"),
+            plural(on_provider, "node", "nodes"),
+            provider.label,
             plural(copies.len(), "copy", "copies")
         );
         let _ = inserted;
