@@ -4,7 +4,7 @@
 //! (assigned to the provider) so that the final placement lists them as ORT does.
 //!
 //! ORT runs it once for each provider whose kernels work in device memory (not CPU-based), the
-//! placer says which (`crate::providers::Memory`): here a provider is only its key, `Ep`, and
+//! placer says which (`providers::Memory`): here a provider is only its key, `Ep`, and
 //! every node of another provider is on the host side. Which arguments of the provider's own
 //! nodes live in host memory comes from each node's bound kernel row.
 //!

@@ -2,8 +2,8 @@
 //!
 //! A provider is identified by its [`Ep`] (the key of its rows in a release's kernel table,
 //! `crate::tables`) and described here by a [`Provider`]: its name in ORT's logs, what `--ep`
-//! calls it, which memory its kernels work in (so the copy pass knows which values cross,
-//! `crate::memcpy`), what its `GetCapability` declines beyond the kernel lookup, what its kernels
+//! calls it, which memory its kernels work in (so the copy pass, `memcpy`, knows which values
+//! cross), what its `GetCapability` declines beyond the kernel lookup, what its kernels
 //! refuse when session state creates them, whether it runs ORT's CPU-preferred pass
 //! (`GetCpuPreferredNodes`). The placer, the copy pass, the rules and every output ask these
 //! questions of the provider; none of them names a provider other than the CPU (whose special

@@ -162,7 +162,7 @@ pub enum TableError {
 }
 
 /// An execution provider with kernel rows in the tables: the key of its rows (and of a node's
-/// assignment). What a provider claims beyond its rows lives in `crate::providers`, one folder
+/// assignment). What a provider claims beyond its rows lives in `providers/`, one folder
 /// each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Ep {
