@@ -6,7 +6,9 @@
 //! Knows schemas, never providers.
 
 pub mod eval;
+pub mod shape_proof;
 pub mod shapes;
+pub mod symbolic;
 
 use crate::sym::{SymMap as HashMap, SymSet as HashSet};
 

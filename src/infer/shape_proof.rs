@@ -1,6 +1,6 @@
 //! The proof of a shape constant: the vector that can replace the shape input of a `Reshape`,
 //! `Expand`, `Tile` or `ConstantOfShape` computed at run time, derived the way ORT computes the
-//! output shape, over the symbolic shapes of [`crate::rules::symbolic`].
+//! output shape, over the symbolic shapes of [`crate::infer::symbolic`].
 //!
 //! - `Reshape`: an element equal to the data input's dim at the same position becomes `0`
 //!   (ORT copies that dim; not with `allowzero = 1`, where `0` means an empty dim); a constant
@@ -11,8 +11,8 @@
 //!   (broadcasting keeps the data's dim); a constant stays.
 //! - `Tile`, `ConstantOfShape`: every element must be a constant.
 
-use crate::placer::ir::SNode;
-use crate::rules::symbolic::{Dim, Shapes};
+use crate::infer::symbolic::{Dim, Shapes};
+use crate::session::SNode;
 
 /// A proven constant.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use crate::sym::SymMap as HashMap;
 use crate::model::Model;
 use crate::model::proto::tensor_shape_proto::dimension::Value as DimValue;
 use crate::model::proto::type_proto::Value as TypeValue;
-use crate::placer::ir::{SNode, Session, int_values};
+use crate::session::{SNode, Session, int_values};
 use crate::sym::Sym;
 
 /// Most terms a polynomial keeps; more and the dim is given up (a fresh symbol).

@@ -12,7 +12,7 @@
 //!
 //! Adding a provider: a folder `providers/<name>/` with its `Provider`, its line in [`ALL`] and
 //! its `Ep` variant (the table key), and its kernel table (`kernel-tables/`); the transformers
-//! whose compatible sets name it (`placer/registry.rs`, as ORT states them) apply to it without
+//! whose compatible sets name it (`placer/transformers/registry.rs`, as ORT states them) apply to it without
 //! new code. `docs/providers.md` says more.
 
 pub mod cpu;
@@ -60,7 +60,7 @@ pub struct Provider {
     /// Which memory its kernels work in.
     pub memory: Memory,
     /// Whether its `GetCapability` runs ORT's `GetCpuPreferredNodes` over the nodes it has
-    /// kernels for (`placer/cpu_preferred.rs`).
+    /// kernels for (`placer/partition/cpu_preferred.rs`).
     pub cpu_preferred: bool,
     /// What its `GetCapability` declines of a node it has a kernel for (the reason), as the
     /// provider's source states it.

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use crate::diagnostics::Finding;
+use crate::infer::symbolic::{Dim, product_text};
 use crate::model::element_bits;
 use crate::rules::Context;
-use crate::rules::symbolic::{Dim, product_text};
 use crate::sym::Sym;
 
 /// The value a dim name counts when the user did not set it (`--dim`, `dims` in the

@@ -16,8 +16,6 @@ mod memcpy;
 mod no_kernel;
 mod registration_gap;
 mod shape_fed_reshape;
-pub mod shape_proof;
-pub mod symbolic;
 mod unsupported_opset;
 
 use crate::sym::{SymMap as HashMap, SymSet as HashSet};
@@ -131,7 +129,7 @@ pub struct Context<'a> {
     pub releases: &'a [(&'static str, &'a KernelTable)],
     /// The dims sizes are evaluated at (`--dim`, `dims` in the configuration).
     pub dims: &'a cost::Dims,
-    symbolic: std::cell::OnceCell<symbolic::Shapes>,
+    symbolic: std::cell::OnceCell<crate::infer::symbolic::Shapes>,
     /// Per session graph, its producer/consumer maps, built on first use and shared by the
     /// rules: a rule that asks them per finding does not walk the graph per finding.
     edges: Vec<std::cell::OnceCell<Edges>>,
@@ -159,9 +157,9 @@ impl<'a> Context<'a> {
     }
 
     /// The session's symbolic shapes, inferred on first use.
-    pub fn symbolic(&self) -> &symbolic::Shapes {
+    pub fn symbolic(&self) -> &crate::infer::symbolic::Shapes {
         self.symbolic
-            .get_or_init(|| symbolic::infer(self.model, &self.placement.session))
+            .get_or_init(|| crate::infer::symbolic::infer(self.model, &self.placement.session))
     }
 
     pub fn session(&self) -> &Session {

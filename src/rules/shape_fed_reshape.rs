@@ -4,9 +4,9 @@ use std::collections::HashSet;
 
 use crate::declare_rule;
 use crate::diagnostics::{Finding, Fix, FixSafety};
+use crate::infer::shape_proof::{Proof, Unproven, prove, prove_on, shape_input};
+use crate::infer::symbolic::Dim;
 use crate::placer::ir::Session;
-use crate::rules::shape_proof::{Proof, Unproven, prove, prove_on, shape_input};
-use crate::rules::symbolic::Dim;
 use crate::rules::{Context, Edges, nodes};
 use crate::sym::Sym;
 use crate::tables::Ep;

@@ -13,11 +13,11 @@
 //! lookup checks the node it names, so that an edit never has to find and remove them.
 //!
 //! Who edits through it: every pass after the session is built. The level-1 optimiser
-//! (`placer/optimize/`), the level-2 fusions (`placer/fusions/`), every QDQ transformer
-//! (`placer/qdq_transformer/`, the selector/action transformer's actions and
+//! (`placer/transformers/optimize/`), the level-2 fusions (`placer/transformers/fusions/`), every QDQ transformer
+//! (`placer/transformers/qdq_transformer/`, the selector/action transformer's actions and
 //! `EnsureUniqueDQForNodeUnit` included), the MatMulIntegerToFloat fusions,
-//! `FuseInitializersTransformer`, the cast passes (`placer/casts.rs`) and the TransposeOptimizer
-//! with the NHWC transformer (`placer/transpose/`, whose graph API, as ORT's `api::GraphRef`, is
+//! `FuseInitializersTransformer`, the cast passes (`placer/transformers/casts.rs`) and the TransposeOptimizer
+//! with the NHWC transformer (`placer/transformers/transpose/`, whose graph API, as ORT's `api::GraphRef`, is
 //! a thin layer over an editor) look values up in its index; the NCHWc transformer, function
 //! inlining, an inlined `If` branch's move and the copy pass only write edits at positions they
 //! found themselves, through an editor built [`Editor::lazy`], which indexes nothing until a

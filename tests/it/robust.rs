@@ -308,7 +308,7 @@ fn millions_of_empty_nodes_are_too_large_to_analyse() {
 }
 
 /// issue 15: one `Sum` fed by 80,000 identical tiny initializers took 47 s at level `all`
-/// (quadratic `ConstantSharing`; now linear: `src/placer/optimize/constant_sharing.rs`).
+/// (quadratic `ConstantSharing`; now linear: `src/placer/transformers/optimize/constant_sharing.rs`).
 #[test]
 fn sum_of_80000_identical_initializers() {
     let dir = tempfile::tempdir().unwrap();

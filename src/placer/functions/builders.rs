@@ -282,7 +282,7 @@ fn gelu(ctx: &Context, _since: i64) -> Option<Fb> {
 /// floats as their bit patterns.
 fn scalar_text(elem: i32, v: f32) -> String {
     match i64::from(elem) {
-        FLOAT16 => crate::placer::fusions::f32_to_half(v).to_string(),
+        FLOAT16 => crate::placer::transformers::fusions::f32_to_half(v).to_string(),
         BFLOAT16 => {
             let b = u64::from(v.to_bits());
             // Round to nearest even, as `BFloat16(float)` does (NaN keeps a NaN pattern).

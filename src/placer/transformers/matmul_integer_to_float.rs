@@ -24,7 +24,7 @@
 //! visited in topological order; subgraphs first.
 
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::walk;
+use crate::placer::transformers::qdq_transformer::walk;
 use crate::session::EdgeEnd;
 use crate::session::edit::Editor;
 use crate::session::{SNode, Session};

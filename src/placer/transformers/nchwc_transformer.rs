@@ -27,7 +27,7 @@
 //! (`channels_last`) and the Transpose goes. Every NCHWc value still read in NCHW gets a
 //! `ReorderOutput`. Names follow ORT's `GenerateNodeName`/
 //! `GenerateNodeArgName` calls in order, on the graph's `_token_<k>` counter; the walk's order
-//! depends on the indices the level-2 fusions gave their nodes ([`crate::placer::fusions`] walk
+//! depends on the indices the level-2 fusions gave their nodes ([`crate::placer::transformers::fusions`] walk
 //! ORT's topological order too). Measured with the probes of `tests/fixtures/nchwc/probes/`
 //! (`tools/realworld/nchwc_probes.py`, the CPU wheels 1.23.2 to 1.31.1) and the CPU-only truth of
 //! the real-world corpora (rapidocr's PyPI models, a dynamo ResNet, the zoo's light Inception;
@@ -206,7 +206,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel, block: u
 }
 
 /// The `dim_param`s of the 4-D inputs of the graph's CPU `Add`/`Sum` nodes: declared on the
-/// graph's values or carried by ONNX inference ([`crate::placer::dim_symbols`]). Read before the
+/// graph's values or carried by ONNX inference ([`crate::placer::transformers::dim_symbols`]). Read before the
 /// walk, which rewires the nodes the inference would trace through.
 fn symbols_of_sums(
     session: &Session,
@@ -221,7 +221,7 @@ fn symbols_of_sums(
     };
     let producer = |v: Sym| producers.get(&v).copied();
     let memo = Default::default();
-    let symbols = crate::placer::dim_symbols::Symbols {
+    let symbols = crate::placer::transformers::dim_symbols::Symbols {
         session,
         gi,
         params,

@@ -111,7 +111,7 @@ use Kind::{RewriteRule as R, Standalone as S, Transformer as T};
 use OptLevel::{All as L3, Basic as L1, Extended as L2};
 use Status::{NotSimulated as No, Simulated as Sim};
 
-const RULES: &str = "placer/optimize/rule_based_graph_transformer.rs";
+const RULES: &str = "placer/transformers/optimize/rule_based_graph_transformer.rs";
 const QDQ: &str = "not simulated yet: of the QDQ pipeline only EnsureUniqueDQForNodeUnit, DoubleQDQPairsRemover, QDQPropagationTransformer, WhereDummyDq, QDQS8ToU8Transformer, QDQSelectorActionTransformer and QDQFinalCleanupTransformer are";
 
 /// Every transformer, level by level, in ORT's order (1.23–1.31 and main).
@@ -188,7 +188,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/noop_elimination.rs"),
+        Sim("placer/transformers/optimize/noop_elimination.rs"),
     ),
     t(
         "DivMulFusion",
@@ -196,7 +196,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/div_mul_fusion.rs"),
+        Sim("placer/transformers/optimize/div_mul_fusion.rs"),
     ),
     t(
         "FuseReluClip",
@@ -204,7 +204,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/relu_clip_fusion.rs"),
+        Sim("placer/transformers/optimize/relu_clip_fusion.rs"),
     ),
     t(
         "GemmSumFusion",
@@ -212,7 +212,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/gemm_sum_fusion.rs"),
+        Sim("placer/transformers/optimize/gemm_sum_fusion.rs"),
     ),
     t(
         "GemmTransposeFusion",
@@ -220,7 +220,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/gemm_transpose_fusion.rs"),
+        Sim("placer/transformers/optimize/gemm_transpose_fusion.rs"),
     ),
     t(
         "NotWhereFusion",
@@ -236,7 +236,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/conv_add_fusion.rs"),
+        Sim("placer/transformers/optimize/conv_add_fusion.rs"),
     ),
     t(
         "ConvMulFusion",
@@ -244,7 +244,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/conv_add_fusion.rs"),
+        Sim("placer/transformers/optimize/conv_add_fusion.rs"),
     ),
     t(
         "ConvBNFusion",
@@ -252,7 +252,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/conv_add_fusion.rs"),
+        Sim("placer/transformers/optimize/conv_add_fusion.rs"),
     ),
     t(
         "PadFusion",
@@ -260,7 +260,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/optimize/pad_fusion.rs"),
+        Sim("placer/transformers/optimize/pad_fusion.rs"),
     ),
     t(
         "MatmulBNFusion",
@@ -295,7 +295,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/qdq_transformer/double_qdq_pairs_remover.rs"),
+        Sim("placer/transformers/qdq_transformer/double_qdq_pairs_remover.rs"),
     ),
     t(
         "ConstantSharing",
@@ -303,7 +303,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/optimize/constant_sharing.rs"),
+        Sim("placer/transformers/optimize/constant_sharing.rs"),
     ),
     t(
         "CommonSubexpressionElimination",
@@ -311,7 +311,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/optimize/common_subexpression_elimination.rs"),
+        Sim("placer/transformers/optimize/common_subexpression_elimination.rs"),
     ),
     t(
         "ConstantFolding",
@@ -319,7 +319,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/optimize/constant_folding.rs"),
+        Sim("placer/transformers/optimize/constant_folding.rs"),
     ),
     t(
         "MatMulAddFusion",
@@ -327,7 +327,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/optimize/matmul_add_fusion.rs"),
+        Sim("placer/transformers/optimize/matmul_add_fusion.rs"),
     ),
     t(
         "ReshapeFusion",
@@ -335,7 +335,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/optimize/reshape_fusion.rs"),
+        Sim("placer/transformers/optimize/reshape_fusion.rs"),
     ),
     t(
         "FreeDimensionOverrideTransformer",
@@ -371,7 +371,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/qdq_transformer/qdq_propagation.rs"),
+        Sim("placer/transformers/qdq_transformer/qdq_propagation.rs"),
     ),
     t(
         "WeightBiasQuantization",
@@ -387,7 +387,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/ensure_unique_dq_for_node_unit.rs"),
+        Sim("placer/transformers/ensure_unique_dq_for_node_unit.rs"),
     ),
     t(
         "WhereDummyDq",
@@ -395,7 +395,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/qdq_transformer/where_dummy_dq.rs"),
+        Sim("placer/transformers/qdq_transformer/where_dummy_dq.rs"),
     ),
     t(
         "RocmBlasAltImpl",
@@ -411,7 +411,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transpose/mod.rs"),
+        Sim("placer/transformers/transpose/mod.rs"),
     ),
     // Level 2, after partitioning: each changes only nodes of its providers.
     t(
@@ -422,7 +422,7 @@ pub static REGISTRY: &[Transformer] = &[
         CPU_EP,
         // Its one rule that finds anything left by level 1: `ReluQuantFusion` (CPU only; also
         // `ClipQuantFusion`, `GemmTransposeFusion` again, not simulated).
-        Sim("placer/qdq_transformer/relu_quantizelinear.rs"),
+        Sim("placer/transformers/qdq_transformer/relu_quantizelinear.rs"),
     ),
     t(
         "TransposeOptimizer (CPU)",
@@ -430,7 +430,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         CPU_EP,
-        Sim("placer/transpose/mod.rs"),
+        Sim("placer/transformers/transpose/mod.rs"),
     ),
     t(
         "QDQS8ToU8Transformer",
@@ -438,7 +438,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         CPU_EP,
-        Sim("placer/qdq_transformer/qdq_s8_to_u8.rs"),
+        Sim("placer/transformers/qdq_transformer/qdq_s8_to_u8.rs"),
     ),
     t(
         "QDQSelectorActionTransformer",
@@ -447,7 +447,9 @@ pub static REGISTRY: &[Transformer] = &[
         S,
         // CUDA for its `DQMatMulToMatMulNBits` rule only.
         &[ort::CPU, ort::CUDA],
-        Sim("placer/qdq_transformer/selectors_actions/qdq_selector_action_transformer.rs"),
+        Sim(
+            "placer/transformers/qdq_transformer/selectors_actions/qdq_selector_action_transformer.rs",
+        ),
     ),
     t(
         "GemmActivationFusion",
@@ -455,7 +457,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_EP,
-        Sim("placer/fusions/gemm_activation_fusion.rs"),
+        Sim("placer/transformers/fusions/gemm_activation_fusion.rs"),
     ),
     t(
         "MatMulIntegerToFloatFusion",
@@ -463,7 +465,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         CPU_DML_ACL_EPS,
-        Sim("placer/matmul_integer_to_float.rs"),
+        Sim("placer/transformers/matmul_integer_to_float.rs"),
     ),
     t(
         "DynamicQuantizeMatMulFusion",
@@ -471,7 +473,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         CPU_ACL_EPS,
-        Sim("placer/matmul_integer_to_float.rs"),
+        Sim("placer/transformers/matmul_integer_to_float.rs"),
     ),
     t(
         "ConvActivationFusion",
@@ -479,7 +481,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ROCM_ACL_ARMNN_JS_WEBGPU_EPS,
-        Sim("placer/fusions/conv_activation_fusion.rs"),
+        Sim("placer/transformers/fusions/conv_activation_fusion.rs"),
     ),
     t(
         "GeluFusion",
@@ -487,7 +489,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/fusions/gelu_fusion.rs"),
+        Sim("placer/transformers/fusions/gelu_fusion.rs"),
     ),
     t(
         "LayerNormFusion",
@@ -495,7 +497,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/fusions/layer_norm_fusion.rs"),
+        Sim("placer/transformers/fusions/layer_norm_fusion.rs"),
     ),
     t(
         "SimplifiedLayerNormFusion",
@@ -503,7 +505,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_ROCM_EPS,
-        Sim("placer/fusions/layer_norm_fusion.rs"),
+        Sim("placer/transformers/fusions/layer_norm_fusion.rs"),
     ),
     t(
         "AttentionFusion",
@@ -529,7 +531,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_ROCM_EPS,
-        Sim("placer/fusions/gather_fusion.rs"),
+        Sim("placer/transformers/fusions/gather_fusion.rs"),
     ),
     t(
         "GatherToSliceFusion",
@@ -537,7 +539,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_ROCM_EPS,
-        Sim("placer/fusions/gather_fusion.rs"),
+        Sim("placer/transformers/fusions/gather_fusion.rs"),
     ),
     t(
         "MatmulTransposeFusion",
@@ -545,7 +547,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_DML_ROCM_EPS,
-        Sim("placer/fusions/matmul_transpose_fusion.rs"),
+        Sim("placer/transformers/fusions/matmul_transpose_fusion.rs"),
     ),
     t(
         "BiasGeluFusion",
@@ -553,7 +555,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/fusions/bias_gelu_fusion.rs"),
+        Sim("placer/transformers/fusions/bias_gelu_fusion.rs"),
     ),
     t(
         "GroupQueryAttentionFusion",
@@ -569,7 +571,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/fusions/skip_layer_norm_fusion.rs"),
+        Sim("placer/transformers/fusions/skip_layer_norm_fusion.rs"),
     ),
     t(
         "FastGeluFusion",
@@ -577,7 +579,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_DML_ROCM_EPS,
-        Sim("placer/fusions/fast_gelu_fusion.rs"),
+        Sim("placer/transformers/fusions/fast_gelu_fusion.rs"),
     ),
     t(
         "QuickGeluFusion",
@@ -585,7 +587,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/fusions/quick_gelu_fusion.rs"),
+        Sim("placer/transformers/fusions/quick_gelu_fusion.rs"),
     ),
     t(
         "GeluApproximation",
@@ -601,7 +603,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_ROCM_EPS,
-        Sim("placer/fusions/bias_softmax_fusion.rs"),
+        Sim("placer/transformers/fusions/bias_softmax_fusion.rs"),
     ),
     t(
         "BiasDropoutFusion",
@@ -617,7 +619,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/fusions/matmul_scale_fusion.rs"),
+        Sim("placer/transformers/fusions/matmul_scale_fusion.rs"),
     ),
     t(
         "MatMulActivationFusion",
@@ -644,7 +646,7 @@ pub static REGISTRY: &[Transformer] = &[
             L2,
             T,
             CPU_EP,
-            Sim("placer/fusions/matmul_nbits_fusion.rs"),
+            Sim("placer/transformers/fusions/matmul_nbits_fusion.rs"),
         )
     },
     t(
@@ -653,7 +655,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         ANY,
-        Sim("placer/qdq_transformer/qdq_final_cleanup.rs"),
+        Sim("placer/transformers/qdq_transformer/qdq_final_cleanup.rs"),
     ),
     // Level 3: CPU layout transformers.
     t(
@@ -662,7 +664,7 @@ pub static REGISTRY: &[Transformer] = &[
         L3,
         S,
         CPU_EP,
-        Sim("placer/nchwc_transformer.rs"),
+        Sim("placer/transformers/nchwc_transformer.rs"),
     ),
     t(
         "NhwcTransformer",
@@ -670,7 +672,7 @@ pub static REGISTRY: &[Transformer] = &[
         L3,
         S,
         CPU_EP,
-        Sim("placer/nhwc_transformer.rs"),
+        Sim("placer/transformers/nhwc_transformer.rs"),
     ),
     t(
         "ConvAddActivationFusion",
@@ -688,7 +690,7 @@ pub static REGISTRY: &[Transformer] = &[
         L3,
         S,
         CPU_EP,
-        Sim("placer/fuse_initializers_transformer.rs"),
+        Sim("placer/transformers/fuse_initializers_transformer.rs"),
     ),
 ];
 

@@ -2,7 +2,7 @@
 //! of a release's table (`[kernels.CPUExecutionProvider.*]`). ORT always registers it, last: it
 //! takes every node no provider before it claimed, and it declines nothing it has a kernel for.
 //! The level-2 and level-3 transformers ORT registers for `kCpuExecutionProvider` work on its
-//! nodes (`placer/registry.rs`).
+//! nodes (`placer/transformers/registry.rs`).
 
 use super::{Memory, Provider};
 use crate::session::SNode;

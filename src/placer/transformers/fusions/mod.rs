@@ -143,7 +143,7 @@ struct Fuser {
     /// Declared symbolic dims (`dim_param`) per value of the main graph.
     params: HashMap<Sym, Vec<Option<Sym>>>,
     /// Symbolic dims found so far by [`Fuser::dim_symbol`], per (value, dim).
-    symbols: crate::placer::dim_symbols::Memo,
+    symbols: crate::placer::transformers::dim_symbols::Memo,
 }
 
 impl Fuser {

@@ -204,7 +204,7 @@ impl Fuser {
     }
 
     /// The symbolic dim (`dim_param`) ORT's shape inference gives dim `i` of `v`
-    /// ([`crate::placer::dim_symbols`]).
+    /// ([`crate::placer::transformers::dim_symbols`]).
     pub(super) fn dim_symbol(
         &self,
         session: &Session,
@@ -213,7 +213,7 @@ impl Fuser {
         depth: usize,
     ) -> Option<Sym> {
         let producer = |x: Sym| self.producer_of(session, x);
-        let ctx = crate::placer::dim_symbols::Symbols {
+        let ctx = crate::placer::transformers::dim_symbols::Symbols {
             session,
             gi: self.gi,
             params: &self.params,

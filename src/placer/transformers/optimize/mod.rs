@@ -17,7 +17,8 @@ use crate::infer::eval::{self, NodeView, Tensor};
 use crate::infer::shapes::{self, Values};
 use crate::infer::{self, Type};
 use crate::model::DataType as D;
-use crate::placer::{OptLevel, registry, transpose};
+use crate::placer::transformers::transpose;
+use crate::placer::{OptLevel, registry};
 use crate::session::edit::Editor;
 use crate::session::edit::{Order, order_of};
 use crate::session::order::{Producers, beside, ort_topological_order_by};
@@ -93,26 +94,25 @@ pub fn run(
             let did = match pass {
                 // `ShouldOnlyApplyOnce`: the TransposeOptimizer runs in the first step only.
                 Some(Pass::Transpose) => step == 0 && opt.transpose(session, 0),
-                Some(Pass::DoubleQdq) => {
-                    q && dq
-                        && opt.edited(
-                            session,
-                            0,
-                            crate::placer::qdq_transformer::double_qdq_pairs_remover::run,
-                        )
-                }
+                Some(Pass::DoubleQdq) => q
+                    && dq
+                    && opt.edited(
+                        session,
+                        0,
+                        crate::placer::transformers::qdq_transformer::double_qdq_pairs_remover::run,
+                    ),
                 Some(Pass::QdqPropagation) => {
                     (q || dq)
                         && opt.edited(
                             session,
                             0,
-                            crate::placer::qdq_transformer::qdq_propagation::run,
+                            crate::placer::transformers::qdq_transformer::qdq_propagation::run,
                         )
                 }
                 // It edits DequantizeLinear nodes only (in any graph).
                 Some(Pass::UniqueDq) => {
                     dq && opt.edited(session, 0, |s, gi| {
-                        crate::placer::ensure_unique_dq_for_node_unit::run(s, gi, 0)
+                        crate::placer::transformers::ensure_unique_dq_for_node_unit::run(s, gi, 0)
                     })
                 }
                 // Added in ORT 1.24.
@@ -120,7 +120,9 @@ pub fn run(
                 Some(Pass::WhereDummyDq) if table.release_at_least(1, 24) => {
                     q && dq
                         && opt.edited(session, 0, |s, gi| {
-                            crate::placer::qdq_transformer::where_dummy_dq::run(s, gi, 0)
+                            crate::placer::transformers::qdq_transformer::where_dummy_dq::run(
+                                s, gi, 0,
+                            )
                         })
                 }
                 Some(Pass::WhereDummyDq) => false,
@@ -153,13 +155,13 @@ enum Pass {
     MatMulAdd,
     ReshapeFusion,
     Transpose,
-    /// `DoubleQDQPairsRemover` (`placer/qdq_transformer/`).
+    /// `DoubleQDQPairsRemover` (`placer/transformers/qdq_transformer/`).
     DoubleQdq,
-    /// `QDQPropagationTransformer` (`placer/qdq_transformer/`).
+    /// `QDQPropagationTransformer` (`placer/transformers/qdq_transformer/`).
     QdqPropagation,
     /// `EnsureUniqueDQForNodeUnit`, again among the level-1 transformers.
     UniqueDq,
-    /// `WhereDummyDq` (`placer/qdq_transformer/where_dummy_dq.rs`), 1.24 and later.
+    /// `WhereDummyDq` (`placer/transformers/qdq_transformer/where_dummy_dq.rs`), 1.24 and later.
     WhereDummyDq,
 }
 
@@ -534,7 +536,7 @@ impl Optimizer<'_> {
         changed
     }
 
-    /// A transformer that edits the session graph itself (`placer/qdq_transformer/`): the
+    /// A transformer that edits the session graph itself (`placer/transformers/qdq_transformer/`): the
     /// indices of every graph are rebuilt when it changed anything.
     fn edited(
         &mut self,

@@ -254,7 +254,7 @@ fn same_dims(
     };
     let producer = |v: Sym| idx.producer(session, v);
     let memo = Default::default();
-    let symbols = crate::placer::dim_symbols::Symbols {
+    let symbols = crate::placer::transformers::dim_symbols::Symbols {
         session,
         gi,
         params,

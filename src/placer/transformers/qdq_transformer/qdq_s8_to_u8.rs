@@ -16,7 +16,7 @@ use crate::infer::eval::Tensor;
 use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{is_dq, is_q, walk};
+use crate::placer::transformers::qdq_transformer::{is_dq, is_q, walk};
 use crate::session::EdgeEnd;
 use crate::session::edit::Editor;
 use crate::session::{Init, NameGen, Session};

@@ -13,7 +13,7 @@
 use crate::infer::eval::Tensor;
 use crate::model::DataType as D;
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::{is_q, walk};
+use crate::placer::transformers::qdq_transformer::{is_q, walk};
 use crate::session::EdgeEnd;
 use crate::session::Session;
 use crate::session::edit::Editor;

@@ -16,7 +16,7 @@
 use crate::model::DataType as D;
 use crate::model::proto::TensorProto;
 use crate::placer::ir::{Init, NameGen, SNode, Session};
-use crate::placer::qdq_transformer::{is_dq, is_q};
+use crate::placer::transformers::qdq_transformer::{is_dq, is_q};
 use crate::session::EdgeEnd;
 use crate::session::edit::Editor;
 use crate::sym::Sym;

@@ -9,7 +9,7 @@
 //! selectors of the CPU rules pick only groups whose result has a CPU kernel).
 
 use crate::placer::OptLevel;
-use crate::placer::qdq_transformer::walk;
+use crate::placer::transformers::qdq_transformer::walk;
 use crate::session::Session;
 use crate::session::edit::Editor;
 use crate::sym::Sym;
@@ -57,7 +57,7 @@ fn visit(
         if !rule.runs_on(ep, table) {
             continue;
         }
-        crate::placer::qdq_transformer::open_editor(session, gi, edges);
+        crate::placer::transformers::qdq_transformer::open_editor(session, gi, edges);
         let Some(e) = edges.as_mut() else {
             return false;
         };

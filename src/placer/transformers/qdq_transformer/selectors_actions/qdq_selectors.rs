@@ -32,7 +32,9 @@
 
 use crate::infer::Type;
 use crate::model::DataType as D;
-use crate::placer::qdq_transformer::{constant_scalar_scale_and_zp, is_qdq_pair_supported};
+use crate::placer::transformers::qdq_transformer::{
+    constant_scalar_scale_and_zp, is_qdq_pair_supported,
+};
 use crate::session::EdgeEnd;
 use crate::session::edit::Editor;
 use crate::session::{SNode, Session};
