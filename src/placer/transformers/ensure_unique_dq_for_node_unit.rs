@@ -118,3 +118,10 @@ pub fn run(session: &mut Session, gi: usize, depth: usize) -> bool {
     }
     modified
 }
+
+/// `EnsureUniqueDQForNodeUnit` as its level-1 registry entry runs it (again, among the level-1
+/// transformers): it edits DequantizeLinear nodes only (in any graph).
+pub(crate) const LEVEL1: crate::placer::transformers::optimize::Level1 =
+    crate::placer::transformers::optimize::Level1(|step, session| {
+        step.dq && step.edited(session, |s, gi| run(s, gi, 0))
+    });

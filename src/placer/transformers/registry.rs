@@ -8,6 +8,9 @@
 //! changed between releases) stay in its file, next to the code they change.
 
 use crate::placer::OptLevel;
+use crate::placer::transformers::{
+    ensure_unique_dq_for_node_unit, fusions, optimize, qdq_transformer, transpose,
+};
 use crate::providers::{EpSet, ort};
 use crate::tables::KernelTable;
 
@@ -23,12 +26,27 @@ pub enum Kind {
 }
 
 /// Where a transformer is simulated, or why it is not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Status {
-    /// The file under `src/` that simulates it.
-    Simulated(&'static str),
+    /// The file under `src/` that simulates it, and how it is run.
+    Simulated(&'static str, Run),
     /// Why the simulation leaves it out.
     NotSimulated(&'static str),
+}
+
+/// How a simulated transformer is run: its entry holds the function that runs it, so that the
+/// drivers take both the order and the code from here.
+#[derive(Debug, Clone, Copy)]
+pub enum Run {
+    /// A rewrite rule: its level's `RuleBasedTransformer` entry runs it, node by node
+    /// (`optimize/rule_based_graph_transformer.rs` dispatches by op).
+    Rule,
+    /// A level-1 transformer: the optimiser's driver (`optimize::run`) runs it once per step.
+    Level1(optimize::Level1),
+    /// A level-2 fusion: the fuser (`fusions::run`) runs it over each graph.
+    Level2(fusions::Fusion),
+    /// Run by the session script itself, at its place in ORT's order (`placer/script.rs`).
+    Script,
 }
 
 /// One transformer ORT registers.
@@ -124,7 +142,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim(RULES),
+        Sim(RULES, Run::Rule),
     ),
     t(
         "EliminateSlice",
@@ -132,7 +150,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim(RULES),
+        Sim(RULES, Run::Rule),
     ),
     t(
         "UnsqueezeElimination",
@@ -140,7 +158,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim(RULES),
+        Sim(RULES, Run::Rule),
     ),
     t(
         "EliminateDropout",
@@ -148,7 +166,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim(RULES),
+        Sim(RULES, Run::Rule),
     ),
     t(
         "ExpandElimination",
@@ -156,7 +174,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim(RULES),
+        Sim(RULES, Run::Rule),
     ),
     t(
         "CastElimination",
@@ -164,7 +182,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim(RULES),
+        Sim(RULES, Run::Rule),
     ),
     t(
         "CastChainElimination",
@@ -180,7 +198,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim(RULES),
+        Sim(RULES, Run::Rule),
     ),
     t(
         "NoopElimination",
@@ -188,7 +206,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/noop_elimination.rs"),
+        Sim(
+            "placer/transformers/optimize/noop_elimination.rs",
+            Run::Rule,
+        ),
     ),
     t(
         "DivMulFusion",
@@ -196,7 +217,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/div_mul_fusion.rs"),
+        Sim("placer/transformers/optimize/div_mul_fusion.rs", Run::Rule),
     ),
     t(
         "FuseReluClip",
@@ -204,7 +225,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/relu_clip_fusion.rs"),
+        Sim(
+            "placer/transformers/optimize/relu_clip_fusion.rs",
+            Run::Rule,
+        ),
     ),
     t(
         "GemmSumFusion",
@@ -212,7 +236,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/gemm_sum_fusion.rs"),
+        Sim("placer/transformers/optimize/gemm_sum_fusion.rs", Run::Rule),
     ),
     t(
         "GemmTransposeFusion",
@@ -220,7 +244,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/gemm_transpose_fusion.rs"),
+        Sim(
+            "placer/transformers/optimize/gemm_transpose_fusion.rs",
+            Run::Rule,
+        ),
     ),
     t(
         "NotWhereFusion",
@@ -228,7 +255,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim(RULES),
+        Sim(RULES, Run::Rule),
     ),
     t(
         "ConvAddFusion",
@@ -236,7 +263,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/conv_add_fusion.rs"),
+        Sim("placer/transformers/optimize/conv_add_fusion.rs", Run::Rule),
     ),
     t(
         "ConvMulFusion",
@@ -244,7 +271,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/conv_add_fusion.rs"),
+        Sim("placer/transformers/optimize/conv_mul_fusion.rs", Run::Rule),
     ),
     t(
         "ConvBNFusion",
@@ -252,7 +279,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/conv_add_fusion.rs"),
+        Sim("placer/transformers/optimize/conv_bn_fusion.rs", Run::Rule),
     ),
     t(
         "PadFusion",
@@ -260,7 +287,7 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         R,
         ANY,
-        Sim("placer/transformers/optimize/pad_fusion.rs"),
+        Sim("placer/transformers/optimize/pad_fusion.rs", Run::Rule),
     ),
     t(
         "MatmulBNFusion",
@@ -287,7 +314,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim(RULES),
+        Sim(
+            RULES,
+            Run::Level1(optimize::rule_based_graph_transformer::LEVEL1),
+        ),
     ),
     t(
         "DoubleQDQPairsRemover",
@@ -295,7 +325,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/qdq_transformer/double_qdq_pairs_remover.rs"),
+        Sim(
+            "placer/transformers/qdq_transformer/double_qdq_pairs_remover.rs",
+            Run::Level1(qdq_transformer::double_qdq_pairs_remover::LEVEL1),
+        ),
     ),
     t(
         "ConstantSharing",
@@ -303,7 +336,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/optimize/constant_sharing.rs"),
+        Sim(
+            "placer/transformers/optimize/constant_sharing.rs",
+            Run::Level1(optimize::constant_sharing::LEVEL1),
+        ),
     ),
     t(
         "CommonSubexpressionElimination",
@@ -311,7 +347,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/optimize/common_subexpression_elimination.rs"),
+        Sim(
+            "placer/transformers/optimize/common_subexpression_elimination.rs",
+            Run::Level1(optimize::common_subexpression_elimination::LEVEL1),
+        ),
     ),
     t(
         "ConstantFolding",
@@ -319,7 +358,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/optimize/constant_folding.rs"),
+        Sim(
+            "placer/transformers/optimize/constant_folding.rs",
+            Run::Level1(optimize::constant_folding::LEVEL1),
+        ),
     ),
     t(
         "MatMulAddFusion",
@@ -327,7 +369,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/optimize/matmul_add_fusion.rs"),
+        Sim(
+            "placer/transformers/optimize/matmul_add_fusion.rs",
+            Run::Level1(optimize::matmul_add_fusion::LEVEL1),
+        ),
     ),
     t(
         "ReshapeFusion",
@@ -335,7 +380,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/optimize/reshape_fusion.rs"),
+        Sim(
+            "placer/transformers/optimize/reshape_fusion.rs",
+            Run::Level1(optimize::reshape_fusion::LEVEL1),
+        ),
     ),
     t(
         "FreeDimensionOverrideTransformer",
@@ -371,7 +419,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/qdq_transformer/qdq_propagation.rs"),
+        Sim(
+            "placer/transformers/qdq_transformer/qdq_propagation.rs",
+            Run::Level1(qdq_transformer::qdq_propagation::LEVEL1),
+        ),
     ),
     t(
         "WeightBiasQuantization",
@@ -387,7 +438,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/ensure_unique_dq_for_node_unit.rs"),
+        Sim(
+            "placer/transformers/ensure_unique_dq_for_node_unit.rs",
+            Run::Level1(ensure_unique_dq_for_node_unit::LEVEL1),
+        ),
     ),
     t(
         "WhereDummyDq",
@@ -395,7 +449,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/qdq_transformer/where_dummy_dq.rs"),
+        Sim(
+            "placer/transformers/qdq_transformer/where_dummy_dq.rs",
+            Run::Level1(qdq_transformer::where_dummy_dq::LEVEL1),
+        ),
     ),
     t(
         "RocmBlasAltImpl",
@@ -411,7 +468,10 @@ pub static REGISTRY: &[Transformer] = &[
         L1,
         T,
         ANY,
-        Sim("placer/transformers/transpose/mod.rs"),
+        Sim(
+            "placer/transformers/transpose/mod.rs",
+            Run::Level1(transpose::LEVEL1),
+        ),
     ),
     // Level 2, after partitioning: each changes only nodes of its providers.
     t(
@@ -422,7 +482,10 @@ pub static REGISTRY: &[Transformer] = &[
         CPU_EP,
         // Its one rule that finds anything left by level 1: `ReluQuantFusion` (CPU only; also
         // `ClipQuantFusion`, `GemmTransposeFusion` again, not simulated).
-        Sim("placer/transformers/qdq_transformer/relu_quantizelinear.rs"),
+        Sim(
+            "placer/transformers/qdq_transformer/relu_quantizelinear.rs",
+            Run::Script,
+        ),
     ),
     t(
         "TransposeOptimizer (CPU)",
@@ -430,7 +493,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         CPU_EP,
-        Sim("placer/transformers/transpose/mod.rs"),
+        Sim("placer/transformers/transpose/mod.rs", Run::Script),
     ),
     t(
         "QDQS8ToU8Transformer",
@@ -438,7 +501,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         CPU_EP,
-        Sim("placer/transformers/qdq_transformer/qdq_s8_to_u8.rs"),
+        Sim(
+            "placer/transformers/qdq_transformer/qdq_s8_to_u8.rs",
+            Run::Script,
+        ),
     ),
     t(
         "QDQSelectorActionTransformer",
@@ -449,6 +515,7 @@ pub static REGISTRY: &[Transformer] = &[
         &[ort::CPU, ort::CUDA],
         Sim(
             "placer/transformers/qdq_transformer/selectors_actions/qdq_selector_action_transformer.rs",
+            Run::Script,
         ),
     ),
     t(
@@ -457,7 +524,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_EP,
-        Sim("placer/transformers/fusions/gemm_activation_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/gemm_activation_fusion.rs",
+            Run::Level2(fusions::gemm_activation_fusion::GEMM_ACTIVATION),
+        ),
     ),
     t(
         "MatMulIntegerToFloatFusion",
@@ -465,7 +535,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         CPU_DML_ACL_EPS,
-        Sim("placer/transformers/matmul_integer_to_float.rs"),
+        Sim(
+            "placer/transformers/matmul_integer_to_float.rs",
+            Run::Script,
+        ),
     ),
     t(
         "DynamicQuantizeMatMulFusion",
@@ -473,7 +546,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         CPU_ACL_EPS,
-        Sim("placer/transformers/matmul_integer_to_float.rs"),
+        Sim(
+            "placer/transformers/matmul_integer_to_float.rs",
+            Run::Script,
+        ),
     ),
     t(
         "ConvActivationFusion",
@@ -481,7 +557,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ROCM_ACL_ARMNN_JS_WEBGPU_EPS,
-        Sim("placer/transformers/fusions/conv_activation_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/conv_activation_fusion.rs",
+            Run::Level2(fusions::conv_activation_fusion::CONV_ACTIVATION),
+        ),
     ),
     t(
         "GeluFusion",
@@ -489,7 +568,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/transformers/fusions/gelu_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/gelu_fusion.rs",
+            Run::Level2(fusions::gelu_fusion::GELU),
+        ),
     ),
     t(
         "LayerNormFusion",
@@ -497,7 +579,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/transformers/fusions/layer_norm_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/layer_norm_fusion.rs",
+            Run::Level2(fusions::layer_norm_fusion::LAYER_NORM),
+        ),
     ),
     t(
         "SimplifiedLayerNormFusion",
@@ -505,7 +590,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_ROCM_EPS,
-        Sim("placer/transformers/fusions/layer_norm_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/layer_norm_fusion.rs",
+            Run::Level2(fusions::layer_norm_fusion::SIMPLIFIED_LAYER_NORM),
+        ),
     ),
     t(
         "AttentionFusion",
@@ -531,7 +619,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_ROCM_EPS,
-        Sim("placer/transformers/fusions/gather_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/gather_fusion.rs",
+            Run::Level2(fusions::gather_fusion::GATHER_SLICE_TO_SPLIT),
+        ),
     ),
     t(
         "GatherToSliceFusion",
@@ -539,7 +630,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_ROCM_EPS,
-        Sim("placer/transformers/fusions/gather_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/gather_fusion.rs",
+            Run::Level2(fusions::gather_fusion::GATHER_TO_SLICE),
+        ),
     ),
     t(
         "MatmulTransposeFusion",
@@ -547,7 +641,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_DML_ROCM_EPS,
-        Sim("placer/transformers/fusions/matmul_transpose_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/matmul_transpose_fusion.rs",
+            Run::Level2(fusions::matmul_transpose_fusion::MATMUL_TRANSPOSE),
+        ),
     ),
     t(
         "BiasGeluFusion",
@@ -555,7 +652,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/transformers/fusions/bias_gelu_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/bias_gelu_fusion.rs",
+            Run::Level2(fusions::bias_gelu_fusion::BIAS_GELU),
+        ),
     ),
     t(
         "GroupQueryAttentionFusion",
@@ -571,7 +671,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/transformers/fusions/skip_layer_norm_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/skip_layer_norm_fusion.rs",
+            Run::Level2(fusions::skip_layer_norm_fusion::SKIP_LAYER_NORM),
+        ),
     ),
     t(
         "FastGeluFusion",
@@ -579,7 +682,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_DML_ROCM_EPS,
-        Sim("placer/transformers/fusions/fast_gelu_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/fast_gelu_fusion.rs",
+            Run::Level2(fusions::fast_gelu_fusion::FAST_GELU),
+        ),
     ),
     t(
         "QuickGeluFusion",
@@ -587,7 +693,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/transformers/fusions/quick_gelu_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/quick_gelu_fusion.rs",
+            Run::Level2(fusions::quick_gelu_fusion::QUICK_GELU),
+        ),
     ),
     t(
         "GeluApproximation",
@@ -603,7 +712,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_CUDA_ROCM_EPS,
-        Sim("placer/transformers/fusions/bias_softmax_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/bias_softmax_fusion.rs",
+            Run::Level2(fusions::bias_softmax_fusion::BIAS_SOFTMAX),
+        ),
     ),
     t(
         "BiasDropoutFusion",
@@ -619,7 +731,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         T,
         CPU_ACL_CUDA_DML_ROCM_EPS,
-        Sim("placer/transformers/fusions/matmul_scale_fusion.rs"),
+        Sim(
+            "placer/transformers/fusions/matmul_scale_fusion.rs",
+            Run::Level2(fusions::matmul_scale_fusion::MATMUL_SCALE),
+        ),
     ),
     t(
         "MatMulActivationFusion",
@@ -646,7 +761,10 @@ pub static REGISTRY: &[Transformer] = &[
             L2,
             T,
             CPU_EP,
-            Sim("placer/transformers/fusions/matmul_nbits_fusion.rs"),
+            Sim(
+                "placer/transformers/fusions/matmul_nbits_fusion.rs",
+                Run::Level2(fusions::matmul_nbits_fusion::MATMUL_NBITS),
+            ),
         )
     },
     t(
@@ -655,7 +773,10 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         ANY,
-        Sim("placer/transformers/qdq_transformer/qdq_final_cleanup.rs"),
+        Sim(
+            "placer/transformers/qdq_transformer/qdq_final_cleanup.rs",
+            Run::Script,
+        ),
     ),
     // Level 3: CPU layout transformers.
     t(
@@ -664,7 +785,7 @@ pub static REGISTRY: &[Transformer] = &[
         L3,
         S,
         CPU_EP,
-        Sim("placer/transformers/nchwc_transformer.rs"),
+        Sim("placer/transformers/nchwc_transformer.rs", Run::Script),
     ),
     t(
         "NhwcTransformer",
@@ -672,7 +793,7 @@ pub static REGISTRY: &[Transformer] = &[
         L3,
         S,
         CPU_EP,
-        Sim("placer/transformers/nhwc_transformer.rs"),
+        Sim("placer/transformers/nhwc_transformer.rs", Run::Script),
     ),
     t(
         "ConvAddActivationFusion",
@@ -690,14 +811,17 @@ pub static REGISTRY: &[Transformer] = &[
         L3,
         S,
         CPU_EP,
-        Sim("placer/transformers/fuse_initializers_transformer.rs"),
+        Sim(
+            "placer/transformers/fuse_initializers_transformer.rs",
+            Run::Script,
+        ),
     ),
 ];
 
 /// The transformers (not the rewrite rules) of `level` that are simulated, in ORT's order.
 pub fn simulated(level: OptLevel) -> impl Iterator<Item = &'static Transformer> {
     REGISTRY.iter().filter(move |t| {
-        t.level == level && t.kind == Kind::Transformer && matches!(t.status, Status::Simulated(_))
+        t.level == level && t.kind == Kind::Transformer && matches!(t.status, Status::Simulated(..))
     })
 }
 
@@ -711,7 +835,7 @@ mod tests {
     fn simulated_files_exist() {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         for t in REGISTRY {
-            if let Status::Simulated(file) = t.status {
+            if let Status::Simulated(file, _) = t.status {
                 assert!(src.join(file).is_file(), "{}: {file} is not a file", t.name);
             }
             assert!(t.ort_file.ends_with(".cc"), "{}", t.name);

@@ -63,3 +63,13 @@ impl Fuser {
         }
     }
 }
+
+/// `BiasGeluFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const BIAS_GELU: Fusion = Fusion {
+    starts: &["Gelu"],
+    run: |f, s| {
+        if f.has("Gelu") || f.has("FastGelu") {
+            f.bias_gelu(s);
+        }
+    },
+};

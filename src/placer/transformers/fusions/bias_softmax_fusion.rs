@@ -124,3 +124,13 @@ impl Fuser {
         }
     }
 }
+
+/// `BiasSoftmaxFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const BIAS_SOFTMAX: Fusion = Fusion {
+    starts: &["Softmax"],
+    run: |f, s| {
+        if f.has("Softmax") {
+            f.bias_softmax(s);
+        }
+    },
+};

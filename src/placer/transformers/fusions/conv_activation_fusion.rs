@@ -76,3 +76,13 @@ pub(super) fn string_attr(name: &str, v: &str) -> AttributeProto {
         ..Default::default()
     }
 }
+
+/// `ConvActivationFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const CONV_ACTIVATION: Fusion = Fusion {
+    starts: &["Conv"],
+    run: |f, s| {
+        if f.has("Conv") {
+            f.conv_activation(s);
+        }
+    },
+};

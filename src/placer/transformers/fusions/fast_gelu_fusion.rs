@@ -287,3 +287,13 @@ impl Fuser {
         Some(out)
     }
 }
+
+/// `FastGeluFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const FAST_GELU: Fusion = Fusion {
+    starts: &["Tanh"],
+    run: |f, s| {
+        if f.has("Tanh") {
+            f.fast_gelu(s);
+        }
+    },
+};

@@ -337,3 +337,23 @@ impl Fuser {
         }
     }
 }
+
+/// `GatherSliceToSplitFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const GATHER_SLICE_TO_SPLIT: Fusion = Fusion {
+    starts: &["Gather", "Slice"],
+    run: |f, s| {
+        if f.opset >= 13 && (f.has("Gather") || f.has("Slice")) {
+            f.gather_slice_to_split(s);
+        }
+    },
+};
+
+/// `GatherToSliceFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const GATHER_TO_SLICE: Fusion = Fusion {
+    starts: &["Range", "Gather"],
+    run: |f, s| {
+        if f.has("Range") && f.has("Gather") {
+            f.gather_to_slice(s);
+        }
+    },
+};

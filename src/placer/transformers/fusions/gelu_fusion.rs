@@ -130,3 +130,13 @@ impl Fuser {
         }
     }
 }
+
+/// `GeluFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const GELU: Fusion = Fusion {
+    starts: &["Erf"],
+    run: |f, s| {
+        if f.has("Erf") {
+            f.gelu(s);
+        }
+    },
+};

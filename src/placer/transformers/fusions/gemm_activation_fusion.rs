@@ -57,3 +57,13 @@ impl Fuser {
         }
     }
 }
+
+/// `GemmActivationFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const GEMM_ACTIVATION: Fusion = Fusion {
+    starts: &["Gemm"],
+    run: |f, s| {
+        if f.has("Gemm") {
+            f.gemm_activation(s);
+        }
+    },
+};

@@ -353,3 +353,23 @@ impl Fuser {
         Some((fused, node))
     }
 }
+
+/// `LayerNormFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const LAYER_NORM: Fusion = Fusion {
+    starts: &["ReduceMean", "Pow"],
+    run: |f, s| {
+        if f.has("ReduceMean") && f.has("Pow") {
+            f.layer_norm(s);
+        }
+    },
+};
+
+/// `SimplifiedLayerNormFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const SIMPLIFIED_LAYER_NORM: Fusion = Fusion {
+    starts: &["ReduceMean", "Pow"],
+    run: |f, s| {
+        if f.has("Pow") && f.has("ReduceMean") {
+            f.simplified_layer_norm(s);
+        }
+    },
+};

@@ -58,3 +58,13 @@ impl Fuser {
         }
     }
 }
+
+/// `MatMulNBitsFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const MATMUL_NBITS: Fusion = Fusion {
+    starts: &["MatMulNBits"],
+    run: |f, s| {
+        if f.has("MatMulNBits") && f.has("Add") {
+            f.matmul_nbits_bias(s);
+        }
+    },
+};

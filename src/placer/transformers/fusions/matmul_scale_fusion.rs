@@ -149,3 +149,13 @@ impl Fuser {
         })
     }
 }
+
+/// `MatMulScaleFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const MATMUL_SCALE: Fusion = Fusion {
+    starts: &["MatMul", "FusedMatMul"],
+    run: |f, s| {
+        if (f.has("MatMul") || f.has("FusedMatMul")) && (f.has("Mul") || f.has("Div")) {
+            f.matmul_scale(s);
+        }
+    },
+};

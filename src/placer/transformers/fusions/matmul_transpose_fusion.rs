@@ -194,3 +194,13 @@ impl Fuser {
         Some(perm)
     }
 }
+
+/// `MatmulTransposeFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const MATMUL_TRANSPOSE: Fusion = Fusion {
+    starts: &["MatMul", "FusedMatMul"],
+    run: |f, s| {
+        if f.has("Transpose") && (f.has("MatMul") || f.has("FusedMatMul")) {
+            f.matmul_transpose(s);
+        }
+    },
+};

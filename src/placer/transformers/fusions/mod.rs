@@ -34,39 +34,48 @@ use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
 const MS: Sym = Sym::COM_MICROSOFT;
-mod bias_gelu_fusion;
-mod bias_softmax_fusion;
-mod conv_activation_fusion;
-mod fast_gelu_fusion;
-mod gather_fusion;
-mod gelu_fusion;
-mod gemm_activation_fusion;
-mod layer_norm_fusion;
-mod matmul_nbits_fusion;
-mod matmul_scale_fusion;
-mod matmul_transpose_fusion;
-mod quick_gelu_fusion;
-mod skip_layer_norm_fusion;
+pub(crate) mod bias_gelu_fusion;
+pub(crate) mod bias_softmax_fusion;
+pub(crate) mod conv_activation_fusion;
+pub(crate) mod fast_gelu_fusion;
+pub(crate) mod gather_fusion;
+pub(crate) mod gelu_fusion;
+pub(crate) mod gemm_activation_fusion;
+pub(crate) mod layer_norm_fusion;
+pub(crate) mod matmul_nbits_fusion;
+pub(crate) mod matmul_scale_fusion;
+pub(crate) mod matmul_transpose_fusion;
+pub(crate) mod quick_gelu_fusion;
+pub(crate) mod skip_layer_norm_fusion;
 
-/// The ops some fusion starts from or needs.
-const TRIGGERS: &[&str] = &[
-    "ReduceMean",
-    "Pow",
-    "Gather",
-    "Slice",
-    "Range",
-    "MatMul",
-    "FusedMatMul",
-    "Erf",
-    "Gelu",
-    "LayerNormalization",
-    "Tanh",
-    "Sigmoid",
-    "MatMulNBits",
-    "Softmax",
-    "Conv",
-    "Gemm",
-];
+/// A level-2 fusion as its registry entry runs it: over one graph, with the ops it may start
+/// from (a graph with none of any fusion's is skipped at once).
+#[derive(Clone, Copy)]
+pub struct Fusion {
+    pub(crate) run: fn(&mut Fuser, &mut Session),
+    pub starts: &'static [&'static str],
+}
+
+impl std::fmt::Debug for Fusion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fusion")
+            .field("starts", &self.starts)
+            .finish()
+    }
+}
+
+/// The level's simulated fusions, in the registry's order, each with its compatible providers
+/// at `table`'s release.
+fn level2(table: &KernelTable) -> Vec<(Fusion, EpSet)> {
+    registry::simulated(OptLevel::Extended)
+        .filter_map(|t| match t.status {
+            registry::Status::Simulated(_, registry::Run::Level2(fusion)) => {
+                Some((fusion, t.compatible(table)))
+            }
+            _ => None,
+        })
+        .collect()
+}
 
 /// ORT's `max_num_graph_transformation_steps`.
 const MAX_STEPS: usize = 10;
@@ -76,7 +85,14 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
     if level < OptLevel::Extended {
         return;
     }
-    let triggers: Vec<Sym> = TRIGGERS.iter().map(|&op| Sym::new(op)).collect();
+    let fusions = level2(table);
+    let mut triggers: Vec<Sym> = fusions
+        .iter()
+        .flat_map(|(fusion, _)| fusion.starts)
+        .map(|&op| Sym::new(op))
+        .collect();
+    triggers.sort_unstable();
+    triggers.dedup();
     let (layer_norm, reduce_mean) = (Sym::new("LayerNormalization"), Sym::new("ReduceMean"));
     for gi in 0..session.graphs.len() {
         // Every fusion starts from one of these ops; most graphs can be skipped at once.
@@ -94,9 +110,9 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         // and its order are the registry's.
         for _ in 0..MAX_STEPS {
             let before = f.fused;
-            for t in registry::simulated(OptLevel::Extended) {
-                f.compatible = t.compatible(table);
-                f.apply(session, t.name);
+            for (fusion, compatible) in &fusions {
+                f.compatible = *compatible;
+                (fusion.run)(&mut f, session);
             }
             if f.fused == before {
                 break;
@@ -109,7 +125,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
 /// One graph's producer/consumer index and ORT's node-name generator.
 ///
 /// Values are keyed by their interned names.
-struct Fuser {
+pub(crate) struct Fuser {
     gi: usize,
     /// The graph's producer/consumer index (and its live nodes per op, for [`Fuser::has`] and
     /// [`Fuser::pass_order_of`]), kept by the edits made through it.
@@ -147,70 +163,6 @@ struct Fuser {
 }
 
 impl Fuser {
-    /// Runs the level-2 transformer ORT names `name` over the graph, when the graph has the ops
-    /// it starts from. False for a name no fusion here simulates.
-    fn apply(&mut self, session: &mut Session, name: &str) -> bool {
-        match name {
-            "GemmActivationFusion" if self.has("Gemm") => self.gemm_activation(session),
-            "ConvActivationFusion" if self.has("Conv") => self.conv_activation(session),
-            "GeluFusion" if self.has("Erf") => self.gelu(session),
-            "LayerNormFusion" if self.has("ReduceMean") && self.has("Pow") => {
-                self.layer_norm(session)
-            }
-            "SimplifiedLayerNormFusion" if self.has("Pow") && self.has("ReduceMean") => {
-                self.simplified_layer_norm(session)
-            }
-            "GatherSliceToSplitFusion"
-                if self.opset >= 13 && (self.has("Gather") || self.has("Slice")) =>
-            {
-                self.gather_slice_to_split(session)
-            }
-            "GatherToSliceFusion" if self.has("Range") && self.has("Gather") => {
-                self.gather_to_slice(session)
-            }
-            "MatmulTransposeFusion"
-                if self.has("Transpose") && (self.has("MatMul") || self.has("FusedMatMul")) =>
-            {
-                self.matmul_transpose(session)
-            }
-            "BiasGeluFusion" if self.has("Gelu") || self.has("FastGelu") => self.bias_gelu(session),
-            "SkipLayerNormFusion"
-                if self.has("LayerNormalization") || self.has("SkipLayerNormalization") =>
-            {
-                self.skip_layer_norm(session)
-            }
-            "FastGeluFusion" if self.has("Tanh") => self.fast_gelu(session),
-            "QuickGeluFusion" if self.has("Sigmoid") => self.quick_gelu(session),
-            "BiasSoftmaxFusion" if self.has("Softmax") => self.bias_softmax(session),
-            "MatMulScaleFusion"
-                if (self.has("MatMul") || self.has("FusedMatMul"))
-                    && (self.has("Mul") || self.has("Div")) =>
-            {
-                self.matmul_scale(session)
-            }
-            "MatMulNBitsFusion" if self.has("MatMulNBits") && self.has("Add") => {
-                self.matmul_nbits_bias(session)
-            }
-            "GemmActivationFusion"
-            | "ConvActivationFusion"
-            | "GeluFusion"
-            | "LayerNormFusion"
-            | "SimplifiedLayerNormFusion"
-            | "GatherSliceToSplitFusion"
-            | "GatherToSliceFusion"
-            | "MatmulTransposeFusion"
-            | "BiasGeluFusion"
-            | "SkipLayerNormFusion"
-            | "FastGeluFusion"
-            | "QuickGeluFusion"
-            | "BiasSoftmaxFusion"
-            | "MatMulScaleFusion"
-            | "MatMulNBitsFusion" => {}
-            _ => return false,
-        }
-        true
-    }
-
     fn new(session: &mut Session, gi: usize) -> Fuser {
         let (ed, order) = match Editor::kept(session, gi) {
             // The editor the last pass over the graph kept (the optimiser's).
@@ -757,17 +709,16 @@ impl Fuser {
 mod tests {
     use super::*;
 
-    /// Every level-2 transformer the registry says is simulated has a fusion here.
+    /// Every level-2 transformer the registry says is simulated is a fusion run here, with the
+    /// ops it starts from.
     #[test]
     fn registry_fusions() {
-        let mut session = Session {
-            graphs: vec![crate::session::SGraph::default()],
-            ..Session::default()
-        };
-        let mut f = Fuser::new(&mut session, 0);
         for t in registry::simulated(OptLevel::Extended) {
-            assert!(f.apply(&mut session, t.name), "{} has no fusion", t.name);
+            let starts = match t.status {
+                registry::Status::Simulated(_, registry::Run::Level2(fusion)) => fusion.starts,
+                _ => &[],
+            };
+            assert!(!starts.is_empty(), "{} is not run as a fusion", t.name);
         }
-        assert!(!f.apply(&mut session, "AttentionFusion"));
     }
 }

@@ -83,3 +83,13 @@ impl Fuser {
         }
     }
 }
+
+/// `QuickGeluFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const QUICK_GELU: Fusion = Fusion {
+    starts: &["Sigmoid"],
+    run: |f, s| {
+        if f.has("Sigmoid") {
+            f.quick_gelu(s);
+        }
+    },
+};

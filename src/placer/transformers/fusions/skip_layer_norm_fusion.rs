@@ -223,3 +223,13 @@ impl Fuser {
         ctx.dim(v, i, depth)
     }
 }
+
+/// `SkipLayerNormFusion` as its registry entry runs it over one graph, where the graph has the ops it needs.
+pub(crate) const SKIP_LAYER_NORM: Fusion = Fusion {
+    starts: &["LayerNormalization"],
+    run: |f, s| {
+        if f.has("LayerNormalization") || f.has("SkipLayerNormalization") {
+            f.skip_layer_norm(s);
+        }
+    },
+};

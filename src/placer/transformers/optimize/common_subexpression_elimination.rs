@@ -317,3 +317,7 @@ fn encode_attr(a: &crate::model::proto::AttributeProto, key: &mut Vec<u8>) -> bo
     key.push(2);
     true
 }
+
+/// `CommonSubexpressionElimination` as its registry entry runs it: node by node, in the optimiser's walk.
+pub(crate) const LEVEL1: super::Level1 =
+    super::Level1(|step, session| step.walk(session, super::Pass::Cse));

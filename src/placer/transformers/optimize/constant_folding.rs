@@ -349,3 +349,7 @@ impl Optimizer<'_> {
         true
     }
 }
+
+/// `ConstantFolding` as its registry entry runs it: node by node, in the optimiser's walk.
+pub(crate) const LEVEL1: super::Level1 =
+    super::Level1(|step, session| step.walk(session, super::Pass::Fold));

@@ -149,3 +149,7 @@ impl Optimizer<'_> {
             && !idx.is_output(name)
     }
 }
+
+/// `ConstantSharing` as its registry entry runs it: over the main graph's initializers.
+pub(crate) const LEVEL1: super::Level1 =
+    super::Level1(|step, session| step.walk(session, super::Pass::Sharing));

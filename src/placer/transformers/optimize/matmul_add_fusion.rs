@@ -237,3 +237,7 @@ impl Optimizer<'_> {
         }
     }
 }
+
+/// `MatMulAddFusion` as its registry entry runs it: node by node, in the optimiser's walk.
+pub(crate) const LEVEL1: super::Level1 =
+    super::Level1(|step, session| step.walk(session, super::Pass::MatMulAdd));

@@ -27,19 +27,21 @@ use crate::sym::Sym;
 use crate::tables::{Ep, KernelTable};
 
 type FxMap<K, V> = crate::sym::SymMap<K, V>;
-mod common_subexpression_elimination;
-mod constant_folding;
-mod constant_sharing;
+pub(crate) mod common_subexpression_elimination;
+pub(crate) mod constant_folding;
+pub(crate) mod constant_sharing;
 mod conv_add_fusion;
+mod conv_bn_fusion;
+mod conv_mul_fusion;
 mod div_mul_fusion;
 mod gemm_sum_fusion;
 mod gemm_transpose_fusion;
-mod matmul_add_fusion;
+pub(crate) mod matmul_add_fusion;
 mod noop_elimination;
 mod pad_fusion;
 mod relu_clip_fusion;
-mod reshape_fusion;
-mod rule_based_graph_transformer;
+pub(crate) mod reshape_fusion;
+pub(crate) mod rule_based_graph_transformer;
 
 /// The largest initializer `ConstantSharing` merges (oracle: 8 elements are, 9 are not).
 const SHARING_MAX_ELEMENTS: u64 = 8;
@@ -80,57 +82,31 @@ pub fn run(
     if reinfer {
         shapes::infer_graph(session, 0, &mut opt.values);
     }
-    // ORT's level-1 list, in the registry's order, repeated while anything changes.
-    let passes: Vec<Option<Pass>> = registry::simulated(OptLevel::Basic)
-        .map(|t| Pass::of(t.name))
+    // ORT's level-1 list, in the registry's order, repeated while anything changes: each
+    // entry runs its transformer.
+    let passes: Vec<Level1> = registry::simulated(OptLevel::Basic)
+        .filter_map(|t| match t.status {
+            registry::Status::Simulated(_, registry::Run::Level1(run)) => Some(run),
+            _ => None,
+        })
         .collect();
-    for step in 0..MAX_STEPS {
+    for number in 0..MAX_STEPS {
         let mut changed = false;
         // The QDQ transformers match only Q/DQ nodes: one scan tells which of them can skip
         // their edge indices and orders (most float models skip all four). It is repeated
         // after any pass that changed the graph (QDQPropagation makes a Q beside a lone DQ).
-        let [mut q, mut dq] = session.live_ops([Sym::QUANTIZE_LINEAR, Sym::DEQUANTIZE_LINEAR]);
-        for pass in &passes {
-            let did = match pass {
-                // `ShouldOnlyApplyOnce`: the TransposeOptimizer runs in the first step only.
-                Some(Pass::Transpose) => step == 0 && opt.transpose(session, 0),
-                Some(Pass::DoubleQdq) => q
-                    && dq
-                    && opt.edited(
-                        session,
-                        0,
-                        crate::placer::transformers::qdq_transformer::double_qdq_pairs_remover::run,
-                    ),
-                Some(Pass::QdqPropagation) => {
-                    (q || dq)
-                        && opt.edited(
-                            session,
-                            0,
-                            crate::placer::transformers::qdq_transformer::qdq_propagation::run,
-                        )
-                }
-                // It edits DequantizeLinear nodes only (in any graph).
-                Some(Pass::UniqueDq) => {
-                    dq && opt.edited(session, 0, |s, gi| {
-                        crate::placer::transformers::ensure_unique_dq_for_node_unit::run(s, gi, 0)
-                    })
-                }
-                // Added in ORT 1.24.
-                // It matches a `Where` between a DequantizeLinear and a QuantizeLinear.
-                Some(Pass::WhereDummyDq) if table.release_at_least(1, 24) => {
-                    q && dq
-                        && opt.edited(session, 0, |s, gi| {
-                            crate::placer::transformers::qdq_transformer::where_dummy_dq::run(
-                                s, gi, 0,
-                            )
-                        })
-                }
-                Some(Pass::WhereDummyDq) => false,
-                Some(pass) => opt.pass(session, 0, *pass),
-                None => false,
-            };
+        let [q, dq] = session.live_ops([Sym::QUANTIZE_LINEAR, Sym::DEQUANTIZE_LINEAR]);
+        let mut step = Step {
+            opt: &mut opt,
+            number,
+            q,
+            dq,
+        };
+        for run in &passes {
+            let did = (run.0)(&mut step, session);
             if did {
-                [q, dq] = session.live_ops([Sym::QUANTIZE_LINEAR, Sym::DEQUANTIZE_LINEAR]);
+                [step.q, step.dq] =
+                    session.live_ops([Sym::QUANTIZE_LINEAR, Sym::DEQUANTIZE_LINEAR]);
             }
             changed |= did;
         }
@@ -145,8 +121,59 @@ pub fn run(
     }
 }
 
+/// A level-1 transformer as its registry entry runs it: one step of the driver over the
+/// session (the main graph and, through it, the subgraphs); whether it changed anything.
+#[derive(Clone, Copy)]
+pub struct Level1(pub(crate) fn(&mut Step<'_, '_>, &mut Session) -> bool);
+
+impl std::fmt::Debug for Level1 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Level1")
+    }
+}
+
+/// One step of the level-1 driver, as a transformer's entry sees it.
+pub(crate) struct Step<'o, 't> {
+    opt: &'o mut Optimizer<'t>,
+    /// The step's number (ORT's transformer manager repeats the level's list while anything
+    /// changes): 0 is the first.
+    pub(crate) number: usize,
+    /// Whether the session has a live QuantizeLinear, a DequantizeLinear (scanned again after
+    /// each transformer that changed the graph).
+    pub(crate) q: bool,
+    pub(crate) dq: bool,
+}
+
+impl Step<'_, '_> {
+    /// The simulated release's table.
+    pub(crate) fn table(&self) -> &KernelTable {
+        self.opt.table
+    }
+
+    /// A pass of the optimiser's own walk over the main graph (and its subgraphs).
+    pub(crate) fn walk(&mut self, session: &mut Session, pass: Pass) -> bool {
+        self.opt.pass(session, 0, pass)
+    }
+
+    /// A transformer that edits the session graph itself, from the main graph.
+    pub(crate) fn edited(
+        &mut self,
+        session: &mut Session,
+        transformer: impl Fn(&mut Session, usize) -> bool,
+    ) -> bool {
+        self.opt.edited(session, 0, transformer)
+    }
+
+    /// The TransposeOptimizer over the main graph (and its subgraphs).
+    pub(crate) fn transpose(&mut self, session: &mut Session) -> bool {
+        self.opt.transpose(session, 0)
+    }
+}
+
+/// The passes of the optimiser's own walk, node by node (`ConstantSharing`: over the main
+/// graph's initializers): what a level-1 entry asks [`Step::walk`] for.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Pass {
+pub(crate) enum Pass {
     Rules,
     /// `ConstantSharing`: main graph only, not per node.
     Sharing,
@@ -154,36 +181,9 @@ enum Pass {
     Fold,
     MatMulAdd,
     ReshapeFusion,
-    Transpose,
-    /// `DoubleQDQPairsRemover` (`placer/transformers/qdq_transformer/`).
-    DoubleQdq,
-    /// `QDQPropagationTransformer` (`placer/transformers/qdq_transformer/`).
-    QdqPropagation,
-    /// `EnsureUniqueDQForNodeUnit`, again among the level-1 transformers.
-    UniqueDq,
-    /// `WhereDummyDq` (`placer/transformers/qdq_transformer/where_dummy_dq.rs`), 1.24 and later.
-    WhereDummyDq,
 }
 
 impl Pass {
-    /// The pass simulating the level-1 transformer ORT names `name`.
-    fn of(name: &str) -> Option<Pass> {
-        Some(match name {
-            "Level1_RuleBasedTransformer" => Pass::Rules,
-            "ConstantSharing" => Pass::Sharing,
-            "CommonSubexpressionElimination" => Pass::Cse,
-            "ConstantFolding" => Pass::Fold,
-            "MatMulAddFusion" => Pass::MatMulAdd,
-            "ReshapeFusion" => Pass::ReshapeFusion,
-            "TransposeOptimizer" => Pass::Transpose,
-            "DoubleQDQPairsRemover" => Pass::DoubleQdq,
-            "QDQPropagationTransformer" => Pass::QdqPropagation,
-            "EnsureUniqueDQForNodeUnit" => Pass::UniqueDq,
-            "WhereDummyDq" => Pass::WhereDummyDq,
-            _ => return None,
-        })
-    }
-
     /// The ops of the nodes a per-node pass can change anything from, when not every op:
     /// its walk passes over the rest without reading them.
     fn start_ops(self) -> Option<Vec<Sym>> {
@@ -509,12 +509,7 @@ impl Optimizer<'_> {
                 Pass::MatMulAdd => {
                     self.matmul_add_fusion(session, gi, ni, &mut idx, &mut names, &read_by_add)
                 }
-                Pass::Sharing
-                | Pass::Transpose
-                | Pass::DoubleQdq
-                | Pass::WhereDummyDq
-                | Pass::QdqPropagation
-                | Pass::UniqueDq => false,
+                Pass::Sharing => false,
             };
             changed |= did;
             if incremental {
@@ -747,11 +742,18 @@ impl Optimizer<'_> {
 mod tests {
     use super::*;
 
-    /// Every level-1 transformer the registry says is simulated has a pass.
+    /// Every level-1 transformer the registry says is simulated is run by the driver.
     #[test]
     fn registry_passes() {
         for t in registry::simulated(OptLevel::Basic) {
-            assert!(Pass::of(t.name).is_some(), "{} has no pass", t.name);
+            assert!(
+                matches!(
+                    t.status,
+                    registry::Status::Simulated(_, registry::Run::Level1(_))
+                ),
+                "{} is not run",
+                t.name
+            );
         }
     }
 

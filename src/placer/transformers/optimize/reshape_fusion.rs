@@ -282,3 +282,7 @@ fn same_dims(
         sa.len() == sb.len() && sa.iter().zip(sb).all(|(x, y)| x.is_some() && x == y)
     }
 }
+
+/// `ReshapeFusion` as its registry entry runs it: node by node, in the optimiser's walk.
+pub(crate) const LEVEL1: super::Level1 =
+    super::Level1(|step, session| step.walk(session, super::Pass::ReshapeFusion));

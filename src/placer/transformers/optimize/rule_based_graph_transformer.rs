@@ -221,3 +221,7 @@ impl Optimizer<'_> {
         }
     }
 }
+
+/// `Level1_RuleBasedTransformer` as its registry entry runs it: the rewrite rules, node by node, in the optimiser's walk.
+pub(crate) const LEVEL1: super::Level1 =
+    super::Level1(|step, session| step.walk(session, super::Pass::Rules));

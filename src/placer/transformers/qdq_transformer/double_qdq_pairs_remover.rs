@@ -132,3 +132,10 @@ fn removable(
     }
     Some((parent, child, grandchildren))
 }
+
+/// `DoubleQDQPairsRemover` as its registry entry runs it (level 1): only where the session has
+/// both a QuantizeLinear and a DequantizeLinear.
+pub(crate) const LEVEL1: crate::placer::transformers::optimize::Level1 =
+    crate::placer::transformers::optimize::Level1(|step, session| {
+        step.q && step.dq && step.edited(session, run)
+    });

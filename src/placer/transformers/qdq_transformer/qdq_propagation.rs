@@ -330,3 +330,10 @@ impl Propagation {
         }
     }
 }
+
+/// `QDQPropagationTransformer` as its registry entry runs it (level 1): only where the session
+/// has a QuantizeLinear or a DequantizeLinear.
+pub(crate) const LEVEL1: crate::placer::transformers::optimize::Level1 =
+    crate::placer::transformers::optimize::Level1(|step, session| {
+        (step.q || step.dq) && step.edited(session, run)
+    });

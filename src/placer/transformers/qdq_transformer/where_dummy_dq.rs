@@ -204,3 +204,13 @@ fn insert(
     }
     true
 }
+
+/// `WhereDummyDq` as its registry entry runs it (level 1, added in ORT 1.24): it matches a
+/// `Where` between a DequantizeLinear and a QuantizeLinear.
+pub(crate) const LEVEL1: crate::placer::transformers::optimize::Level1 =
+    crate::placer::transformers::optimize::Level1(|step, session| {
+        step.table().release_at_least(1, 24)
+            && step.q
+            && step.dq
+            && step.edited(session, |s, gi| run(s, gi, 0))
+    });

@@ -1186,6 +1186,13 @@ impl Opt<'_> {
     }
 }
 
+/// The `TransposeOptimizer` as its level-1 registry entry runs it: `ShouldOnlyApplyOnce`, in
+/// the first step only.
+pub(crate) const LEVEL1: crate::placer::transformers::optimize::Level1 =
+    crate::placer::transformers::optimize::Level1(|step, session| {
+        step.number == 0 && step.transpose(session)
+    });
+
 #[cfg(test)]
 mod tests {
     use super::*;
