@@ -110,8 +110,16 @@ pub struct UnknownRelease {
 pub fn resolve_release(
     spec: &str,
 ) -> Result<(&'static crate::tables::Bundled, Option<String>), UnknownRelease> {
+    resolve_release_in(spec, &[crate::tables::DEFAULT_PACKAGE])
+}
+
+/// [`resolve_release`] among the tables of `packages` (`providers::packages`).
+pub fn resolve_release_in(
+    spec: &str,
+    packages: &[&str],
+) -> Result<(&'static crate::tables::Bundled, Option<String>), UnknownRelease> {
     use crate::tables;
-    if let Ok(b) = tables::resolve(spec) {
+    if let Ok(b) = tables::resolve_in(spec, packages) {
         return Ok((b, None));
     }
     let clean = spec.trim().trim_start_matches('v');
@@ -122,7 +130,7 @@ pub fn resolve_release(
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
     {
         let minor = format!("{}.{}", parts[0], parts[1]);
-        if let Ok(b) = tables::resolve(&minor) {
+        if let Ok(b) = tables::resolve_in(&minor, packages) {
             return Ok((
                 b,
                 Some(format!(
@@ -132,7 +140,11 @@ pub fn resolve_release(
             ));
         }
     }
-    let versions: Vec<&'static str> = tables::bundled().iter().map(|b| b.version).collect();
+    let versions: Vec<&'static str> = packages
+        .iter()
+        .flat_map(|p| tables::family(p))
+        .map(|b| b.version)
+        .collect();
     let minors: Vec<String> = versions
         .iter()
         .map(|v| v.split('.').take(2).collect::<Vec<_>>().join("."))
@@ -305,7 +317,8 @@ pub fn parse(
     if let Some(ort) = raw.ort {
         let span = ort.span();
         let v = ort.into_inner();
-        match resolve_release(&v) {
+        // Checked against every package's tables: the provider list may come from elsewhere.
+        match resolve_release_in(&v, &crate::providers::all_packages()) {
             Ok(_) => config.ort = Some(v),
             Err(e) => errors.push(*error(
                 path,

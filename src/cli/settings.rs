@@ -96,9 +96,16 @@ pub fn resolve(
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
-    let newest = tables::newest();
+    // The provider list first: it says which packages' tables the release is taken from.
+    let mut eps = crate::providers::default_list();
+    let ep = shared.ep.map(|EpArg(p)| p.option).or(config.ep.as_deref());
+    if let Some(list) = ep.and_then(crate::providers::list) {
+        eps = list;
+    }
+    let packages = crate::providers::packages(&eps);
+    let newest = tables::newest_in(packages).unwrap_or_else(tables::newest);
     let (release, reason) = if let Some(v) = &shared.ort {
-        match config::resolve_release(v) {
+        match config::resolve_release_in(v, packages) {
             Ok((b, note)) => {
                 notes.extend(note);
                 (b, format!("--ort {v}"))
@@ -114,7 +121,7 @@ pub fn resolve(
             .map(str::to_string)
             .or_else(|| config.origin.as_ref().map(|p| p.display().to_string()))
             .unwrap_or_else(|| "the configuration".into());
-        match config::resolve_release(v) {
+        match config::resolve_release_in(v, packages) {
             Ok((b, note)) => {
                 notes.extend(note);
                 (b, format!("ort = \"{v}\" in {origin}"))
@@ -158,16 +165,12 @@ pub fn resolve(
     };
 
     let mut options = Options {
-        eps: crate::providers::default_list(),
+        eps,
         level: OptLevel::All,
         nchwc_block: config
             .nchwc_block
             .unwrap_or(crate::placer::RECORDED_NCHWC_BLOCK),
     };
-    let ep = shared.ep.map(|EpArg(p)| p.option).or(config.ep.as_deref());
-    if let Some(list) = ep.and_then(crate::providers::list) {
-        options.eps = list;
-    }
     options.level = match shared.opt_level {
         Some(OptLevelArg::Disable) => OptLevel::Disable,
         Some(OptLevelArg::Basic) => OptLevel::Basic,

@@ -89,8 +89,9 @@ fn declared_rank(n: i64) -> Option<usize> {
     usize::try_from(n).ok().filter(|&r| r <= eval::MAX_RANK)
 }
 
-fn norm_axis(axis: i64, rank: usize) -> Option<usize> {
-    let r = rank as i64;
+/// Axis `axis` of a rank-`rank` shape (a negative axis counts from the end), if in range.
+pub(crate) fn norm_axis(axis: i64, rank: usize) -> Option<usize> {
+    let r = i64::try_from(rank).ok()?;
     let a = if axis < 0 { axis + r } else { axis };
     (0..r).contains(&a).then_some(a as usize)
 }

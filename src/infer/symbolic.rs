@@ -10,7 +10,10 @@
 //! Two dims are equal when their polynomials are: dims named alike are the same dim, as ONNX
 //! defines `dim_param`.
 //!
-//! Used by OL301 (the proof of a shape constant) and by the cost of copies (`bytes_expr`).
+//! The static inference ORT runs (`shapes.rs`) knows dims as numbers or nothing; this one keeps
+//! what a dim is in the model's terms, which the findings need and ORT does not. It lives beside
+//! the static one and shares its helpers (axes). Used by OL301 (the proof of a shape constant,
+//! `shape_proof.rs`) and by the cost of copies (`bytes_expr`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -399,11 +402,9 @@ fn broadcast(shapes: &[&[Dim]]) -> Vec<Option<Dim>> {
         .collect()
 }
 
-fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
-    let r = i64::try_from(rank).ok()?;
-    let a = if axis < 0 { axis + r } else { axis };
-    (0..r).contains(&a).then_some(a as usize)
-}
+/// An axis of a rank-`rank` shape, negative ones counted from the end (shared with the static
+/// inference).
+use super::shapes::norm_axis as normalize_axis;
 
 const PASS_THROUGH: &[&str] = &[
     "Identity",

@@ -57,6 +57,9 @@ pub struct Provider {
     /// Its `--ep` value and `ep` key of the configuration (the list it names is the provider
     /// followed by the CPU, [`list`]).
     pub option: &'static str,
+    /// The packages that ship it, whose tables (`kernel-tables/`, keyed by package and
+    /// release) hold its kernel rows, preferred first where two hold the same ORT release.
+    pub packages: &'static [&'static str],
     /// Which memory its kernels work in.
     pub memory: Memory,
     /// Whether its `GetCapability` runs ORT's `GetCpuPreferredNodes` over the nodes it has
@@ -127,6 +130,24 @@ pub fn list(option: &str) -> Option<Vec<Ep>> {
 /// The provider list simulated when none is asked for: CUDA's.
 pub fn default_list() -> Vec<Ep> {
     vec![cuda::CUDA.ep, Ep::Cpu]
+}
+
+/// The packages whose tables serve provider list `eps` (its first provider's).
+pub fn packages(eps: &[Ep]) -> &'static [&'static str] {
+    eps.first().map_or(cpu::CPU.packages, |&e| of(e).packages)
+}
+
+/// Every package some provider's table comes from, each once.
+pub fn all_packages() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for p in ALL {
+        for package in p.packages {
+            if !out.contains(package) {
+                out.push(package);
+            }
+        }
+    }
+    out
 }
 
 /// The `--ep` value of a provider list (its first provider's).

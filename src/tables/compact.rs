@@ -84,6 +84,10 @@ pub fn encode(table: &KernelTable) -> Vec<u8> {
             e.uint(n);
         }
     }
+    if let (Some(package), Some(version)) = (&r.package, &r.version) {
+        e.str(package);
+        e.str(version);
+    }
     let mut out = MAGIC.to_vec();
     put_uint(&mut out, e.strings.len() as u64);
     for s in &e.strings {
@@ -180,8 +184,10 @@ pub fn decode(bytes: &[u8]) -> Result<KernelTable, String> {
         strings.push(std::str::from_utf8(raw).map_err(|e| e.to_string())?);
     }
     d.strings = strings;
-    let release = ReleaseInfo {
+    let mut release = ReleaseInfo {
         ort: d.string()?,
+        package: None,
+        version: None,
         wheel: d.string()?,
         sha256: d.string()?,
         generator: d.string()?,
@@ -245,6 +251,12 @@ pub fn decode(bytes: &[u8]) -> Result<KernelTable, String> {
             min_outputs: d.uint()?,
             max_outputs: d.uint()?,
         });
+    }
+    // A table of a package other than `onnxruntime-gpu` ends with the package and its version
+    // (the tables without them keep the bytes they had).
+    if !d.bytes.is_empty() {
+        release.package = Some(d.string()?);
+        release.version = Some(d.string()?);
     }
     if !d.bytes.is_empty() {
         return Err(format!("{} trailing bytes", d.bytes.len()));

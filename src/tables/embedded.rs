@@ -16,6 +16,26 @@ macro_rules! release {
     };
 }
 
+/// The tables of packages other than `onnxruntime-gpu`: `package!("onnxruntime-webgpu",
+/// "1.25.1", "1.25.1")` embeds `kernel-tables/onnxruntime-webgpu-1.25.1.{bin,toml}` run in ORT
+/// 1.25.1 (a plugin's table names the ORT release it was enumerated in), with the attribute list
+/// of that ORT release.
+#[allow(unused_macros)]
+macro_rules! package {
+    ($p:literal, $v:literal, $ort:literal) => {
+        Bundled::of_package(
+            $p,
+            $v,
+            $ort,
+            concat!($p, "-", $v, ".toml"),
+            include_bytes!(concat!("../../kernel-tables/", $p, "-", $v, ".bin")),
+            include_str!(concat!("../../kernel-tables/attributes/ort-", $ort, ".txt")),
+        )
+    };
+}
+
+pub(super) static PACKAGES: [Bundled; 0] = [];
+
 pub(super) static RELEASES: [Bundled; 13] = [
     release!("1.19.2"),
     release!("1.20.2"),

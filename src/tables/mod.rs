@@ -37,17 +37,26 @@ use thiserror::Error;
 
 pub use format::{show_json, show_json_pretty, write};
 
+/// The package a table comes from unless it says otherwise: ORT's GPU build (CUDA and CPU).
+pub const DEFAULT_PACKAGE: &str = "onnxruntime-gpu";
+
 /// The ONNX domain as tables spell it.
 pub const ONNX_DOMAIN: &str = "ai.onnx";
 
 /// `max_inputs`/`max_outputs` of a schema whose last parameter is variadic (ONNX's `INT_MAX`).
 pub const UNBOUNDED: usize = i32::MAX as usize;
 
-/// One release whose table is embedded in the binary.
+/// One table embedded in the binary: an ORT release of a package (the kernels, schemas and
+/// opsets that package registers, enumerated from it).
 #[derive(Debug)]
 pub struct Bundled {
-    /// ORT version, e.g. `1.24.4`.
+    /// ORT version, e.g. `1.24.4` (of the core the package runs in: for a plugin, its host).
     pub version: &'static str,
+    /// The package: [`DEFAULT_PACKAGE`] for the `ort-<version>` tables, else the provider's own
+    /// (`onnxruntime-webgpu`, the plugin `onnxruntime-ep-webgpu`) or the CPU-only `onnxruntime`.
+    pub package: &'static str,
+    /// The package's version (the ORT version but for a plugin, which has releases of its own).
+    pub package_version: &'static str,
     /// File name of the table's TOML source under `kernel-tables/` (not embedded: the compact
     /// form is its exact parse).
     pub file_name: &'static str,
@@ -68,12 +77,41 @@ impl Bundled {
     ) -> Self {
         Bundled {
             version,
+            package: DEFAULT_PACKAGE,
+            package_version: version,
             file_name,
             compact,
             attributes_text,
             parsed: OnceLock::new(),
             attributes: OnceLock::new(),
         }
+    }
+
+    /// A table of `package` at `package_version`, run in ORT `version`.
+    #[allow(dead_code)] // until a package table is embedded (`embedded::PACKAGES`)
+    pub(crate) const fn of_package(
+        package: &'static str,
+        package_version: &'static str,
+        version: &'static str,
+        file_name: &'static str,
+        compact: &'static [u8],
+        attributes_text: &'static str,
+    ) -> Self {
+        Bundled {
+            version,
+            package,
+            package_version,
+            file_name,
+            compact,
+            attributes_text,
+            parsed: OnceLock::new(),
+            attributes: OnceLock::new(),
+        }
+    }
+
+    /// `package-version`, as the table's file and `--ort` name it (`onnxruntime-gpu-1.24.4`).
+    pub fn key(&self) -> String {
+        format!("{}-{}", self.package, self.package_version)
     }
 
     /// The attributes of the release's op schemas, parsed on first use.
@@ -99,9 +137,97 @@ impl Bundled {
     }
 }
 
-/// All bundled releases, sorted by version (oldest first).
+/// All bundled releases of the default package ([`DEFAULT_PACKAGE`]: CUDA and the CPU),
+/// sorted by version (oldest first).
 pub fn bundled() -> &'static [Bundled] {
     &embedded::RELEASES
+}
+
+/// Every embedded table: the default package's releases, then the other packages' (a
+/// provider's own package, a plugin, a CPU-only release), each sorted by version.
+pub fn all() -> impl Iterator<Item = &'static Bundled> {
+    embedded::RELEASES.iter().chain(embedded::PACKAGES.iter())
+}
+
+/// The tables of `package`, oldest first.
+pub fn family(package: &str) -> Vec<&'static Bundled> {
+    let mut out: Vec<&'static Bundled> = all().filter(|b| b.package == package).collect();
+    out.sort_by_key(|b| parse_version(b.package_version));
+    out
+}
+
+/// The table [`Bundled::table`] decoded to `table`, if it is an embedded one.
+pub fn bundled_of(table: &KernelTable) -> Option<&'static Bundled> {
+    all().find(|b| b.parsed.get().is_some_and(|t| std::ptr::eq(t, table)))
+}
+
+/// [`resolve`] among the tables of `packages` (the first preferred where two packages hold
+/// the same ORT release): `1.24.4`, `1.24` (newest 1.24.x), or one package's table by its key,
+/// `onnxruntime-webgpu-1.25.1` (also `onnxruntime-webgpu@1.25.1`, or a prefix of the version).
+pub fn resolve_in(spec: &str, packages: &[&str]) -> Result<&'static Bundled, TableError> {
+    let spec = spec.trim();
+    let unknown = || TableError::UnknownRelease {
+        spec: spec.to_string(),
+        bundled: packages
+            .iter()
+            .flat_map(|p| family(p))
+            .map(|b| {
+                if b.package == DEFAULT_PACKAGE {
+                    b.version.to_string()
+                } else {
+                    b.key()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    // A package named: its tables, by the package's version.
+    for package in packages {
+        let rest = spec
+            .strip_prefix(package)
+            .and_then(|r| r.strip_prefix('-').or_else(|| r.strip_prefix('@')));
+        if let Some(rest) = rest {
+            let want = parse_version(rest.trim_start_matches('v')).ok_or_else(unknown)?;
+            return family(package)
+                .into_iter()
+                .rev()
+                .find(|b| parse_version(b.package_version).is_some_and(|h| h.starts_with(&want)))
+                .ok_or_else(unknown);
+        }
+    }
+    let want = parse_version(spec.trim_start_matches('v')).ok_or_else(unknown)?;
+    if want.is_empty() || want.len() > 3 {
+        return Err(unknown());
+    }
+    let mut best: Option<(&'static Bundled, Vec<u64>, usize)> = None;
+    for (rank, package) in packages.iter().enumerate() {
+        for b in family(package) {
+            let Some(have) = parse_version(b.version).filter(|h| h.starts_with(&want)) else {
+                continue;
+            };
+            let better = match &best {
+                None => true,
+                Some((_, v, r)) => have > *v || (have == *v && rank < *r),
+            };
+            if better {
+                best = Some((b, have, rank));
+            }
+        }
+    }
+    best.map(|(b, ..)| b).ok_or_else(unknown)
+}
+
+/// The newest table among `packages`' (the first package preferred at equal releases).
+pub fn newest_in(packages: &[&str]) -> Option<&'static Bundled> {
+    packages
+        .iter()
+        .enumerate()
+        .flat_map(|(rank, p)| family(p).into_iter().map(move |b| (b, rank)))
+        .max_by(|(a, ra), (b, rb)| {
+            (parse_version(a.version), std::cmp::Reverse(*ra))
+                .cmp(&(parse_version(b.version), std::cmp::Reverse(*rb)))
+        })
+        .map(|(b, _)| b)
 }
 
 /// The attributes of the op schemas of bundled release `ort` (exact version), if bundled.
@@ -201,8 +327,13 @@ impl fmt::Display for Ep {
 /// Where a table came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleaseInfo {
-    /// ORT version.
+    /// ORT version (of the core the kernels were enumerated in: for a plugin, its host).
     pub ort: String,
+    /// The package enumerated, when not `onnxruntime-gpu` at `ort` (`onnxruntime-webgpu`, the
+    /// plugin `onnxruntime-ep-webgpu`, the CPU-only `onnxruntime`), and its version: a table is
+    /// keyed by both ([`KernelTable::package`]).
+    pub package: Option<String>,
+    pub version: Option<String>,
     /// File name of the `onnxruntime-gpu` wheel that was enumerated.
     pub wheel: String,
     /// sha256 of that wheel.
@@ -436,6 +567,16 @@ impl KernelTable {
     /// Provenance of the table.
     pub fn release(&self) -> &ReleaseInfo {
         &self.release
+    }
+
+    /// The package the table was enumerated from and its version: `onnxruntime-gpu` at the ORT
+    /// release unless the table says otherwise.
+    pub fn package(&self) -> (&str, &str) {
+        match (&self.release.package, &self.release.version) {
+            (Some(p), Some(v)) => (p, v),
+            (Some(p), None) => (p, &self.release.ort),
+            _ => (DEFAULT_PACKAGE, &self.release.ort),
+        }
     }
 
     /// Whether this table's release is `major.minor` or later (ORT changes behaviour between

@@ -68,10 +68,7 @@ fn bundled_list_matches_the_directory_and_is_sorted() {
         .filter(|n| n.ends_with(".toml"))
         .collect();
     files.sort();
-    let mut bundled: Vec<String> = tables::bundled()
-        .iter()
-        .map(|b| b.file_name.to_string())
-        .collect();
+    let mut bundled: Vec<String> = tables::all().map(|b| b.file_name.to_string()).collect();
     bundled.sort();
     assert_eq!(
         files, bundled,
@@ -616,4 +613,57 @@ fn attribute_lists_cover_every_schema_and_drive_the_load_check() {
         a.verify("ai.onnx", "Attention", 23, ["left_window_size"]),
         Some(AttributeError::Unrecognized(_))
     ));
+}
+
+/// Tables are keyed by ORT release and package: a release resolves among the packages a
+/// provider list names (the first preferred), a package's table by its own key, and a table
+/// that names its package round-trips that key through the TOML and the compact form.
+#[test]
+fn tables_are_keyed_by_release_and_package() {
+    let gpu = tables::DEFAULT_PACKAGE;
+    assert_eq!(
+        tables::resolve_in("1.24", &[gpu]).expect("1.24").version,
+        "1.24.4"
+    );
+    assert_eq!(
+        tables::resolve_in(&format!("{gpu}-1.24.4"), &[gpu])
+            .expect("by key")
+            .key(),
+        format!("{gpu}-1.24.4")
+    );
+    assert_eq!(
+        tables::resolve_in(&format!("{gpu}@1.23"), &[gpu])
+            .expect("by key, a prefix")
+            .version,
+        "1.23.2"
+    );
+    assert!(tables::resolve_in("1.24", &["onnxruntime-no-such-package"]).is_err());
+    assert_eq!(
+        tables::newest_in(&[gpu]).map(|b| b.version),
+        Some(tables::newest().version)
+    );
+    for b in tables::all() {
+        let (package, version) = b.table().package();
+        assert_eq!((package, version), (b.package, b.package_version));
+        assert!(std::ptr::eq(
+            tables::bundled_of(b.table()).expect("found"),
+            b
+        ));
+    }
+    // A table that names its package keeps it through both forms.
+    let text = toml_of(tables::bundled().first().expect("one")).replacen(
+        "\nwheel = ",
+        "\npackage = \"onnxruntime-ep-example\"\nversion = \"0.4.0\"\nwheel = ",
+        1,
+    );
+    let parsed = tables::format::parse("example.toml", &text).expect("parses");
+    assert_eq!(parsed.package(), ("onnxruntime-ep-example", "0.4.0"));
+    assert_eq!(
+        tables::write(&parsed),
+        text,
+        "writes the keys back in place"
+    );
+    let decoded =
+        tables::compact::decode(&tables::compact::encode(&parsed)).expect("compact round trip");
+    assert_eq!(decoded.package(), ("onnxruntime-ep-example", "0.4.0"));
 }

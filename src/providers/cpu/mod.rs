@@ -13,6 +13,9 @@ pub static CPU: Provider = Provider {
     ep: Ep::Cpu,
     label: "CPU",
     option: "cpu",
+    // Every build has it; the GPU build's tables first (the releases the tool has always
+    // simulated), then the CPU-only `onnxruntime`'s (a release with no GPU build).
+    packages: &[crate::tables::DEFAULT_PACKAGE, "onnxruntime"],
     memory: Memory::Host,
     cpu_preferred: false,
     rejects: |_: &SNode| None,

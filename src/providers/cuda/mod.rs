@@ -18,6 +18,9 @@ pub static CUDA: Provider = Provider {
     ep: Ep::Cuda,
     label: "CUDA",
     option: "cuda",
+    // ORT's GPU build (`onnxruntime-gpu`): CUDA and the CPU in one library. A CUDA plugin
+    // package's tables would be listed here too (`docs/providers.md`).
+    packages: &[crate::tables::DEFAULT_PACKAGE],
     memory: Memory::Device,
     cpu_preferred: true,
     rejects,
