@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::output::out;
 use super::settings::UsageError;
-use super::{EXIT_OK, PlainFormat};
+use super::{EXIT_OK, Format};
 use crate::config;
 use crate::rules;
 
@@ -34,8 +34,8 @@ pub fn run(key: &str) -> Result<u8, miette::Report> {
 
 /// `cargo onnx-lint rules` (and `explain` without a rule): every rule with its code, name,
 /// default level and what it flags.
-pub fn list(format: PlainFormat) -> Result<u8, miette::Report> {
-    if format == PlainFormat::Json {
+pub fn list(format: Format) -> Result<u8, miette::Report> {
+    if format == Format::Json {
         let v: Vec<_> = rules::all()
             .iter()
             .map(|r| json!({"code": r.code, "name": r.name, "default": r.default.name(), "summary": r.summary}))

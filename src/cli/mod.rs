@@ -23,7 +23,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::lint;
-use output::ColorChoice;
+pub use output::Format;
+use output::{ColorChoice, Report};
 
 /// Exit code: nothing at deny level.
 pub const EXIT_OK: u8 = 0;
@@ -69,7 +70,7 @@ pub struct Cli {
 #[derive(Debug, Args, Clone, Default)]
 pub struct LintArgs {
     /// Output format.
-    #[arg(long, visible_alias = "output-format", value_enum, default_value_t = Format::Human)]
+    #[arg(long, visible_alias = "output-format", value_parser = Format::parser(Report::Lint), default_value = "human")]
     pub format: Format,
 
     /// Write the report to FILE instead of stdout (atomically). With --fix or --diff: write the
@@ -194,32 +195,6 @@ pub enum OptLevelArg {
     All,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum Format {
-    #[default]
-    Human,
-    Json,
-    Sarif,
-    Github,
-}
-
-/// The formats of the commands that print no findings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum PlainFormat {
-    #[default]
-    Human,
-    Json,
-}
-
-impl From<PlainFormat> for Format {
-    fn from(f: PlainFormat) -> Format {
-        match f {
-            PlainFormat::Human => Format::Human,
-            PlainFormat::Json => Format::Json,
-        }
-    }
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What ORT would do with models: placement, copies, load outcome.
@@ -230,8 +205,8 @@ pub enum Command {
         #[command(flatten)]
         shared: SharedArgs,
         /// Output format.
-        #[arg(long, visible_alias = "output-format", value_enum, default_value_t)]
-        format: PlainFormat,
+        #[arg(long, visible_alias = "output-format", value_parser = Format::parser(Report::Place), default_value = "human")]
+        format: Format,
     },
     /// Print a rule's documentation (by code or name); without a rule, list the rules.
     Explain {
@@ -241,8 +216,8 @@ pub enum Command {
     /// List the rules: code, name, default level, what each flags.
     Rules {
         /// Output format.
-        #[arg(long, visible_alias = "output-format", value_enum, default_value_t)]
-        format: PlainFormat,
+        #[arg(long, visible_alias = "output-format", value_parser = Format::parser(Report::Listing), default_value = "human")]
+        format: Format,
     },
     /// The bundled ORT releases and their kernel tables.
     Tables {
@@ -255,11 +230,11 @@ pub enum Command {
             id = "tables_format",
             long = "format",
             visible_alias = "output-format",
-            value_enum,
-            default_value_t,
+            value_parser = Format::parser(Report::Listing),
+            default_value = "human",
             global = true
         )]
-        format: PlainFormat,
+        format: Format,
     },
     /// Run a live ORT session and compare it with the prediction (exit 0 agree, 1 disagree,
     /// 2 nothing could be checked).
@@ -324,9 +299,9 @@ fn run_command(cli: Cli) -> Result<u8, miette::Report> {
             format,
         }) => place::run(&models, &shared, format),
         Some(Command::Explain { rule: Some(rule) }) => explain::run(&rule),
-        Some(Command::Explain { rule: None }) => explain::list(PlainFormat::Human),
+        Some(Command::Explain { rule: None }) => explain::list(Format::Human),
         Some(Command::Rules { format }) => explain::list(format),
-        Some(Command::Tables { action, format }) => tables::run(action.as_ref(), format.into()),
+        Some(Command::Tables { action, format }) => tables::run(action.as_ref(), format),
         Some(Command::Verify(args)) => verify::run(&args),
     }
 }
@@ -339,6 +314,16 @@ fn fix_command(
     args: &LintArgs,
     cargo: &CargoArgs,
 ) -> Result<u8, miette::Report> {
+    let opts = output::FixOptions {
+        write: args.fix,
+        diff: args.diff,
+        unsafe_fixes: args.unsafe_fixes,
+        exit_non_zero_on_fix: args.exit_non_zero_on_fix,
+        output: args.output.clone(),
+    };
+    if args.format.emitter().fix(&opts).is_none() {
+        return Err(settings::UsageError::new(args.format.refusal(Report::Fix), None).into());
+    }
     let planned = check::plan_groups(
         paths,
         shared,
@@ -353,13 +338,6 @@ fn fix_command(
     for w in &planned.warnings {
         eprintln!("warning: {w}");
     }
-    let opts = fix::FixOptions {
-        write: args.fix,
-        diff: args.diff,
-        unsafe_fixes: args.unsafe_fixes,
-        exit_non_zero_on_fix: args.exit_non_zero_on_fix,
-        output: args.output.clone(),
-    };
     let jobs: Vec<(&[PathBuf], &lint::Settings)> = planned
         .groups
         .iter()

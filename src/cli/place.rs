@@ -2,24 +2,18 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
-
 use super::check::plan_groups;
-use super::output::json::placement_json;
-use super::output::{out, plural};
-use super::settings::RuleFlags;
-use super::{CargoArgs, EXIT_ERROR, EXIT_OK, PlainFormat, SharedArgs};
-use crate::memcpy::Direction;
-use crate::placer::{self, Decision, Outcome, Placement};
-use crate::tables::Ep;
+use super::output::{Format, Report, Sink};
+use super::settings::{RuleFlags, UsageError};
+use super::{CargoArgs, EXIT_ERROR, EXIT_OK, SharedArgs};
+use crate::placer;
 
 /// Places every model (files, or the `*.onnx` files of folders), each under the settings of
 /// the Cargo package that holds it (the configuration and Cargo.lock, as the lint command).
-pub fn run(
-    models: &[PathBuf],
-    shared: &SharedArgs,
-    format: PlainFormat,
-) -> Result<u8, miette::Report> {
+pub fn run(models: &[PathBuf], shared: &SharedArgs, format: Format) -> Result<u8, miette::Report> {
+    let Some(mut writer) = format.emitter().place() else {
+        return Err(UsageError::new(format.refusal(Report::Place), None).into());
+    };
     // One model file: its session is built while the settings are resolved (in a Cargo project
     // `cargo metadata` takes about 20 ms; building the session needs no setting). The analysis
     // of that model takes it (waiting for it, within its time limit).
@@ -50,7 +44,7 @@ pub fn run(
     let total: usize = planned.groups.iter().map(|g| g.targets.len()).sum();
     let mut done = 0;
     let mut exit = EXIT_OK;
-    let mut records = Vec::new();
+    let mut sink = Sink::new(None);
     // The last model's placement: never freed (see `exit_without_freeing`).
     let mut last = None;
     for group in &planned.groups {
@@ -93,10 +87,7 @@ pub fn run(
                     continue;
                 }
             };
-            match format {
-                PlainFormat::Json => records.push(placement_json(&path.display().to_string(), &p)),
-                PlainFormat::Human => out(&placement_human(&path.display().to_string(), &p)),
-            }
+            writer.model(&path.display().to_string(), &p, &mut sink);
             if done == total {
                 // The process ends soon after the last model: freeing its graph (hundreds of
                 // thousands of small allocations on a large model, ~5% of `place`) is wasted
@@ -107,9 +98,7 @@ pub fn run(
             }
         }
     }
-    if format == PlainFormat::Json {
-        out(&serde_json::to_string_pretty(&Value::Array(records)).unwrap_or_default());
-    }
+    writer.finish(&mut sink);
     if let Some(kept) = last {
         exit_without_freeing(exit, kept);
     }
@@ -129,47 +118,4 @@ fn exit_without_freeing<T>(code: u8, kept: T) -> ! {
     let _ = std::io::stderr().flush();
     let _alive_until_exit = kept;
     std::process::exit(i32::from(code))
-}
-
-/// A summary per graph: nodes per provider, copies with value, producer and consumers.
-pub fn placement_human(model: &str, p: &Placement) -> String {
-    let mut s = format!("{model}: ORT {} at level {}", p.ort, p.level.name());
-    match &p.outcome {
-        Outcome::Ok => s += ": session ok\n",
-        Outcome::LoadFail(e) | Outcome::NoKernel(e) | Outcome::PartitionFail(e) => {
-            s += &format!(": session creation fails\n  {e}\n");
-            return s;
-        }
-        // Nodes are placed and copies inserted before the kernel refuses its node.
-        Outcome::InitFail(e) => s += &format!(": session creation fails after placement\n  {e}\n"),
-    }
-    let provider = crate::providers::advised(&p.eps);
-    for (gi, g) in p.session.graphs.iter().enumerate() {
-        let (mut on_provider, mut cpu, mut inserted) = (0, 0, 0);
-        for (ni, n) in g.live_nodes() {
-            match (n.ep, p.decisions.get(crate::session::NodeRef::new(gi, ni))) {
-                (_, Some(Decision::Inserted)) => inserted += 1,
-                (Some(Ep::Cpu), _) => cpu += 1,
-                (Some(e), _) if e == provider.ep => on_provider += 1,
-                _ => {}
-            }
-        }
-        let copies: Vec<_> = p.copies.iter().filter(|c| c.graph == gi).collect();
-        s += &format!(
-            "  graph `{}`: {} on {}, {cpu} on CPU, {}\n",
-            g.name,
-            plural(on_provider, "node", "nodes"),
-            provider.label,
-            plural(copies.len(), "copy", "copies")
-        );
-        let _ = inserted;
-        for c in copies {
-            let dir = match c.direction {
-                Direction::FromHost => "MemcpyFromHost after",
-                Direction::ToHost => "MemcpyToHost before",
-            };
-            s += &format!("    {dir} `{}`\n", c.value);
-        }
-    }
-    s
 }

@@ -6,7 +6,8 @@
 
 use std::path::PathBuf;
 
-use super::{PlainFormat, SharedArgs};
+use super::output::Report;
+use super::{Format, SharedArgs};
 
 #[cfg(not(feature = "live"))]
 use super::EXIT_ERROR;
@@ -22,8 +23,8 @@ pub struct VerifyArgs {
     pub shared: SharedArgs,
 
     /// Output format (JSON: an array with one record per model).
-    #[arg(long, visible_alias = "output-format", value_enum, default_value_t)]
-    pub format: PlainFormat,
+    #[arg(long, visible_alias = "output-format", value_parser = Format::parser(Report::Listing), default_value = "human")]
+    pub format: Format,
 
     /// The ONNX Runtime shared library (or the folder holding it) to verify against. Default:
     /// `ORT_DYLIB_PATH`, else the `onnxruntime-gpu`/`onnxruntime` package of `python3`.
@@ -63,7 +64,7 @@ mod live {
     use super::super::output::json::placement_json;
     use super::super::output::{self, out};
     use super::super::settings::RuleFlags;
-    use super::super::{CargoArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, EpArg, PlainFormat};
+    use super::super::{CargoArgs, EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, EpArg, Format};
     use super::VerifyArgs;
     use crate::model;
     use crate::placer::{self, OptLevel, Options};
@@ -169,7 +170,7 @@ mod live {
                 records.extend(record);
             }
         }
-        if args.format == PlainFormat::Json {
+        if args.format == Format::Json {
             out(&serde_json::to_string_pretty(&Value::Array(records)).unwrap_or_default());
         }
         Ok(exit)
@@ -323,7 +324,7 @@ mod live {
             EXIT_OK
         };
 
-        if args.format == PlainFormat::Json {
+        if args.format == Format::Json {
             let real_json = json!({
                 "session": if live.session.is_ok() { "ok" } else { "fail" },
                 "error": live.session.as_ref().err(),

@@ -595,7 +595,7 @@ fn special_output_type(
 /// Returns ORT's message for the first failure. Measured with the oracle (1.23.2, 1.24.4, 1.31.1)
 /// and the CPU wheels: a float16 `scales` of Resize fails the load with "Type Error: Type
 /// 'tensor(float16)' of input parameter (..) of operator (Resize) in node (..) is invalid."
-/// (`tests/it/unseen3.rs`).
+/// (`tests/it/load_type_checks.rs`).
 pub fn type_conflict(
     session: &Session,
     resolver: &mut Resolver<'_>,

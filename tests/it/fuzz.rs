@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use onnx_lint::cli::check::{self, ModelReport};
-use onnx_lint::cli::{Format, placement_json};
+use onnx_lint::cli::output::{Format, ModelReport, human};
+use onnx_lint::cli::placement_json;
 use onnx_lint::diagnostics::render::Style;
 use onnx_lint::lint::{self, Settings};
 use onnx_lint::model::proto::ModelProto;
@@ -132,7 +132,6 @@ const LEVELS: [OptLevel; 4] = [
     OptLevel::Extended,
     OptLevel::All,
 ];
-const FORMATS: [Format; 4] = [Format::Human, Format::Json, Format::Sarif, Format::Github];
 
 /// Everything after decoding: index, place at every level (CUDA; and CPU at `all`), run the
 /// rules, render every format, print the listing and parse it back.
@@ -162,13 +161,13 @@ pub fn pipeline(path: &Path, proto: &ModelProto) {
         let base = settings(level, eps.clone());
         let a = lint::analyse(model, &base);
         let _ = placement_json(&path.display().to_string(), &a.placement);
-        let _ = check::prediction_line(&a.placement);
+        let _ = human::prediction_line(&a.placement);
         let style = Style {
             color: false,
             unicode: false,
             width: 100,
         };
-        for format in FORMATS {
+        for &format in Format::ALL {
             let _ = ModelReport::new(&a, &base, format, style, path);
         }
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Probe models for ORT's NhwcTransformer and the transpose optimizer's run after it
-(tests/it/nhwc_probes.rs), and what the CPU `onnxruntime` wheels make of them at level `all`:
+(tests/it/nhwc_transformer.rs), and what the CPU `onnxruntime` wheels make of them at level `all`:
 
 - `qdq_chain.onnx`: three chained QDQ convolutions (DQ -> Conv -> Q, fused into QLinearConv at
   level 2) and a QDQ GlobalAveragePool (QLinearGlobalAveragePool). Wrapping each QLinearConv in

@@ -1,9 +1,124 @@
 //! GitHub Actions: workflow-command annotations (one per group of findings with the same rule
 //! and cause: GitHub shows only a few per step) and the Markdown job summary for
 //! `$GITHUB_STEP_SUMMARY` (one table row per model, then one section per model with findings).
+//! `--fix`: a notice per model with what was fixed. No `place` report, no `--statistics`.
 
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::emitter::{Emitter, FixWriter, LintWriter, RenderCx};
+use super::human::prediction_line;
+use super::report::{FixOptions, Fixed, ModelReport, Printing, Totals};
+use super::sink::{Sink, append_regular};
 use crate::diagnostics::{Finding, Severity};
-use crate::model::Model;
+use crate::lint::Analysis;
+use crate::model::{LoadError, Model};
+
+pub struct Github;
+
+impl Emitter for Github {
+    /// `{"lines": the annotations, "row": the job summary's row, "section": its section}`.
+    fn render(&self, a: &Analysis, _cx: &RenderCx) -> Value {
+        let shown = a.model.path.display().to_string();
+        json!({
+            "lines": annotations(&a.model, &a.findings),
+            "row": summary_row(&shown, &prediction_line(&a.placement), &a.findings),
+            "section": summary_section(&shown, &a.findings),
+        })
+    }
+
+    fn lint(&self, p: &Printing) -> Option<Box<dyn LintWriter>> {
+        (!p.statistics).then(|| Box::new(Lint::default()) as Box<dyn LintWriter>)
+    }
+
+    fn fix(&self, opts: &FixOptions) -> Option<Box<dyn FixWriter>> {
+        Some(Box::new(Fix { opts: opts.clone() }))
+    }
+}
+
+/// A rendering's annotations.
+fn lines(r: &ModelReport) -> impl Iterator<Item = &str> {
+    r.rendered
+        .get("lines")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+/// A rendering's text field (`row` or `section`).
+fn part(r: &ModelReport, key: &str) -> String {
+    r.rendered
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+#[derive(Default)]
+struct Lint {
+    rows: Vec<String>,
+    sections: Vec<String>,
+}
+
+impl LintWriter for Lint {
+    fn model(&mut self, r: ModelReport, sink: &mut Sink) {
+        for line in lines(&r) {
+            sink.line(line);
+        }
+        self.rows.push(part(&r, "row"));
+        self.sections.push(part(&r, "section"));
+    }
+
+    fn unreadable(&mut self, path: &str, e: LoadError, sink: &mut Sink) {
+        sink.line(&load_error(path, &e.to_string()));
+    }
+
+    /// The job summary, appended to `$GITHUB_STEP_SUMMARY` when it is set.
+    fn finish(self: Box<Self>, _totals: &Totals, _sink: &mut Sink) {
+        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+            let text = summary(&self.rows, &self.sections);
+            if let Err(e) = append_regular(Path::new(&path), &text) {
+                eprintln!(
+                    "warning: cannot write the job summary to {}: {e}",
+                    Path::new(&path).display()
+                );
+            }
+        }
+    }
+}
+
+struct Fix {
+    opts: FixOptions,
+}
+
+impl FixWriter for Fix {
+    fn failed(&mut self, path: &Path, message: &str, sink: &mut Sink) {
+        sink.line(&format!(
+            "::error file={},title=onnx-lint --fix::{}",
+            escape_property(&path.display().to_string()),
+            escape_data(message)
+        ));
+    }
+
+    fn finish(self: Box<Self>, done: &[Fixed], sink: &mut Sink) {
+        for o in done {
+            sink.line(&format!(
+                "::notice file={},title=onnx-lint --fix::{}",
+                escape_property(&o.path.display().to_string()),
+                escape_data(&format!(
+                    "{} ({})",
+                    o.headline(&self.opts),
+                    o.details(&self.opts).join("; ").trim()
+                ))
+            ));
+            for l in lines(&o.report) {
+                sink.line(l);
+            }
+        }
+    }
+}
 
 /// Escapes a workflow-command message (`%`, CR, LF).
 pub fn escape_data(s: &str) -> String {

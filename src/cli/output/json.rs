@@ -1,15 +1,137 @@
-//! The JSON shapes: `place --format json` (the oracle's record, design contract), the lint
-//! record of one model and its `findings[]`. Always printed as an array of records.
+//! `--format json`: the JSON shapes of `design.md`. `place --format json` (the oracle's record),
+//! the lint record of one model and its `findings[]`, the lint record with `fix` of `--fix`.
+//! Always printed as an array of records (`--statistics`: an array of rule counts).
 
+use miette::Diagnostic;
 use serde_json::{Map, Value, json};
 
+use super::emitter::{Emitter, FixWriter, LintWriter, PlaceWriter, RenderCx};
+use super::report::{FixOptions, Fixed, ModelReport, Printing, Totals};
+use super::sink::Sink;
 use crate::diagnostics::Finding;
 use crate::diagnostics::render::graph_path;
 use crate::lint::{Analysis, Settings};
 use crate::model::text::Listing;
-use crate::model::{Model, ProblemLevel};
+use crate::model::{LoadError, Model, ProblemLevel};
 use crate::placer::{Outcome, Placement};
 use crate::tables::Ep;
+
+pub struct Json;
+
+impl Emitter for Json {
+    /// The lint record of the model ([`analysis_json`]).
+    fn render(&self, a: &Analysis, cx: &RenderCx) -> Value {
+        analysis_json(a, cx.settings)
+    }
+
+    fn lint(&self, p: &Printing) -> Option<Box<dyn LintWriter>> {
+        Some(Box::new(Lint {
+            statistics: p.statistics,
+            records: Vec::new(),
+        }))
+    }
+
+    fn fix(&self, _opts: &FixOptions) -> Option<Box<dyn FixWriter>> {
+        Some(Box::new(Records::default()))
+    }
+
+    fn place(&self) -> Option<Box<dyn PlaceWriter>> {
+        Some(Box::new(Records::default()))
+    }
+
+    fn listings(&self) -> bool {
+        true
+    }
+}
+
+struct Lint {
+    statistics: bool,
+    records: Vec<Value>,
+}
+
+impl LintWriter for Lint {
+    fn model(&mut self, mut r: ModelReport, _sink: &mut Sink) {
+        // Moved, not copied: a report of tens of thousands of findings is hundreds of MB as a
+        // JSON tree.
+        self.records.push(r.rendered.take());
+    }
+
+    fn unreadable(&mut self, path: &str, e: LoadError, _sink: &mut Sink) {
+        self.records.push(load_error_json(
+            path,
+            e.code().map(|c| c.to_string()),
+            &e.to_string(),
+        ));
+    }
+
+    fn finish(self: Box<Self>, totals: &Totals, sink: &mut Sink) {
+        let v = if self.statistics {
+            Value::Array(
+                totals
+                    .statistics()
+                    .into_iter()
+                    .map(|(code, rule, sev, n)| {
+                        json!({"code": code, "rule": rule, "severity": sev, "count": n})
+                    })
+                    .collect(),
+            )
+        } else {
+            Value::Array(self.records)
+        };
+        sink.json(&v);
+    }
+}
+
+/// The records of `place` and of `--fix`, printed as one array at the end.
+#[derive(Default)]
+struct Records {
+    records: Vec<Value>,
+}
+
+impl PlaceWriter for Records {
+    fn model(&mut self, path: &str, p: &Placement, _sink: &mut Sink) {
+        self.records.push(placement_json(path, p));
+    }
+
+    fn finish(self: Box<Self>, sink: &mut Sink) {
+        sink.json(&Value::Array(self.records));
+    }
+}
+
+impl FixWriter for Records {
+    fn failed(&mut self, path: &std::path::Path, message: &str, _sink: &mut Sink) {
+        self.records.push(json!({
+            "model": path.display().to_string(),
+            "error": {"code": "onnx_lint::fix", "message": message},
+        }));
+    }
+
+    fn finish(mut self: Box<Self>, done: &[Fixed], sink: &mut Sink) {
+        for o in done {
+            let mut v = o.report.rendered.clone();
+            v["fix"] = fix_json(o);
+            self.records.push(v);
+        }
+        sink.json(&Value::Array(self.records));
+    }
+}
+
+/// The `fix` object of a fixed model's record.
+pub fn fix_json(o: &Fixed) -> Value {
+    json!({
+        "written": o.written.as_ref().map(|p| p.display().to_string()),
+        "applied": o.applied,
+        "skipped": o.skipped.iter().map(|(f, why)| json!({"fix": f, "reason": why})).collect::<Vec<_>>(),
+        "unsafe_not_applied": o.unsafe_left,
+        "removed_nodes": o.removed_nodes,
+        "rounds": o.rounds,
+        "converged": o.converged,
+        "before": {"copies": o.before.copies, "cpu_nodes": o.before.cpu_nodes, "findings": o.before.findings},
+        "after": {"copies": o.after.copies, "cpu_nodes": o.after.cpu_nodes, "findings": o.after.findings},
+        "change": o.change_line(),
+        "diff": if o.diff.is_empty() { Value::Null } else { Value::String(o.diff.clone()) },
+    })
+}
 
 /// Every live node of every graph with its provider, in the order ORT's "Node placements" log
 /// prints them (`VerifyEachNodeIsAssignedToAnEp`, `framework/session_state.cc`): one list per

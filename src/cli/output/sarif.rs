@@ -1,13 +1,114 @@
 //! SARIF 2.1.0: one run, the rules' metadata, each finding as a result whose artifact is the
 //! model file (a URI relative to `%SRCROOT%`, the folder the command ran in), and one invocation
-//! that says whether every model could be read.
+//! that says whether every model could be read. `--fix` adds the fixes as the run's
+//! `properties.fixes`. No `place` report, no `--statistics`.
 
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
+use miette::Diagnostic;
 use serde_json::{Value, json};
 
+use super::emitter::{Emitter, FixWriter, LintWriter, RenderCx};
+use super::json::fix_json;
+use super::report::{FixOptions, Fixed, ModelReport, Printing, Totals};
+use super::sink::Sink;
+use super::terminal::render_report;
 use crate::diagnostics::{Finding, Severity};
-use crate::rules::RuleMeta;
+use crate::lint::Analysis;
+use crate::model::LoadError;
+use crate::rules::{self, RuleMeta};
+
+pub struct Sarif;
+
+impl Emitter for Sarif {
+    /// The array of the model's results.
+    fn render(&self, a: &Analysis, cx: &RenderCx) -> Value {
+        Value::Array(results(&a.model.path, cx.base, &a.findings, &rules::all()))
+    }
+
+    fn cache_context(&self, cx: &RenderCx) -> String {
+        format!("base {}", cx.base.display())
+    }
+
+    fn lint(&self, p: &Printing) -> Option<Box<dyn LintWriter>> {
+        (!p.statistics).then(|| {
+            Box::new(Lint {
+                base: std::env::current_dir().unwrap_or_default(),
+                results: Vec::new(),
+                failures: Vec::new(),
+            }) as Box<dyn LintWriter>
+        })
+    }
+
+    fn fix(&self, _opts: &FixOptions) -> Option<Box<dyn FixWriter>> {
+        Some(Box::new(Fix))
+    }
+}
+
+struct Lint {
+    base: PathBuf,
+    results: Vec<Value>,
+    failures: Vec<Failure>,
+}
+
+impl LintWriter for Lint {
+    fn model(&mut self, mut r: ModelReport, _sink: &mut Sink) {
+        if let Value::Array(results) = r.rendered.take() {
+            self.results.extend(results);
+        }
+    }
+
+    fn unreadable(&mut self, path: &str, e: LoadError, _sink: &mut Sink) {
+        self.failures.push(Failure {
+            path: path.to_string(),
+            code: e.code().map(|c| c.to_string()),
+            message: e.to_string(),
+        });
+        eprintln!("{}", render_report(&miette::Report::new(e)));
+    }
+
+    fn finish(self: Box<Self>, _totals: &Totals, sink: &mut Sink) {
+        let log = log(
+            self.results,
+            &self.failures,
+            &self.base,
+            &rules::all(),
+            env!("CARGO_PKG_VERSION"),
+        );
+        sink.json(&log);
+    }
+}
+
+struct Fix;
+
+impl FixWriter for Fix {
+    fn failed(&mut self, path: &Path, message: &str, _sink: &mut Sink) {
+        eprintln!("error: {}: {message}", path.display());
+    }
+
+    fn finish(self: Box<Self>, done: &[Fixed], sink: &mut Sink) {
+        let results: Vec<Value> = done
+            .iter()
+            .flat_map(|o| o.report.rendered.as_array().cloned().unwrap_or_default())
+            .collect();
+        let base = std::env::current_dir().unwrap_or_default();
+        let mut log = log(
+            results,
+            &[],
+            &base,
+            &rules::all(),
+            env!("CARGO_PKG_VERSION"),
+        );
+        log["runs"][0]["properties"] = json!({
+            "fixes": done.iter().map(|o| {
+                let mut v = fix_json(o);
+                v["model"] = Value::String(o.path.display().to_string());
+                v
+            }).collect::<Vec<_>>(),
+        });
+        sink.json(&log);
+    }
+}
 
 /// The `uriBaseId` of every relative artifact URI.
 pub const SRCROOT: &str = "%SRCROOT%";

@@ -218,7 +218,7 @@ impl Symbols<'_> {
                 // `Shape` parts gives unknown dims. CPU wheel 1.31.1 keeps the ReshapeFusion
                 // of `Reshape(Add(e, e), Concat(Unsqueeze(Gather(Shape(a), 0)), [-1]))` whose
                 // `e = Expand(c, Concat(Unsqueeze(Gather(Shape(q), 0)), ..))` has `q`'s and
-                // `a`'s `batch` at dim 0 (tools/realworld/detector_probes.py, `expand_symbol`).
+                // `a`'s `batch` at dim 0 (tools/realworld/shape_probes.py, `expand_symbol`).
                 let shape = self
                     .session
                     .initializer(self.gi, *n.inputs.get(1)?)

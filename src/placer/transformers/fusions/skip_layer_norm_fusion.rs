@@ -1,7 +1,7 @@
 //! ORT's `SkipLayerNormFusion` (`core/optimizer/skip_layer_norm_fusion.cc`).
 //!
 //! Measured with the CPU wheels 1.23.2, 1.24.4, 1.31.1 and the oracle
-//! (`tests/it/unseen2_cpu.rs`): a bias Add is absorbed only when its bias is a constant
+//! (`tests/it/skip_layer_norm_fusion.rs`): a bias Add is absorbed only when its bias is a constant
 //! initializer (a graph input, or the `InsertedPrecisionFreeCast_` of an fp16 bias re-fused
 //! after `FuseInitializersTransformer`, is not), and only float16, float and bfloat16 nodes
 //! fuse.

@@ -272,7 +272,7 @@ fn same_dims(
         // Dim `index` alone, whatever the ranks: CPU wheel 1.31.1 fuses the `[0, 0, -1]` of
         // `Reshape(b, Concat(Unsqueeze(Gather(Shape(a), 0)), Unsqueeze(Gather(Shape(a), 1)),
         // [-1]))` with `a` `[batch, seq, 8]` and `b` `[batch, seq, 4, 2]`
-        // (tools/realworld/detector_probes.py, `reshape_ranks`; onnxsim's value_info on
+        // (tools/realworld/shape_probes.py, `reshape_ranks`; onnxsim's value_info on
         // unseen3/sim.tv.fasterrcnn's box head gives the same). A GQA `repeat_kv` Reshape is
         // kept because its Expand's dims are unknown to ORT (`dim_symbols.rs`).
         usize::try_from(index).is_ok_and(dim_agrees)

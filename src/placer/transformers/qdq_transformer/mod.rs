@@ -103,7 +103,7 @@ fn is_scalar(t: &Tensor) -> bool {
 /// (and the zero point, if given) are constant scalar initializers. ORT looks at the shapes
 /// only (`optimizer_utils::IsScalar` of the NodeArg), never at the values, so a zero point of
 /// an element type this crate does not decode (float8: `QuantType.QFLOAT8E4M3FN` QDQ, whose Q/DQ
-/// pairs ORT propagates across Reshape/Transpose) counts too (`tests/it/unseen3.rs`).
+/// pairs ORT propagates across Reshape/Transpose) counts too (`tests/it/qdq_transformers.rs`).
 pub(crate) fn constant_scalar_scale_and_zp(
     session: &Session,
     gi: usize,

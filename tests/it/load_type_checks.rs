@@ -1,8 +1,8 @@
-//! The mechanisms the third unseen corpus (`tests/fixtures/realworld/unseen3/`, issue 16)
-//! exposed, each on a model built for it: ORT's check of an input's type against its formal
-//! parameter's permitted types at load (`Graph::InferAndVerifyTypeMatch`), which fails the
-//! float16 conversion of the ORT-optimised diffusers UNet (a float16 `scales` of `Resize`), and
-//! `QDQPropagationTransformer` on float8 Q/DQ pairs (the float8 QDQ ConvNeXt).
+//! ORT's check of an input's type against its formal parameter's permitted types at load
+//! (`Graph::InferAndVerifyTypeMatch`), on models built for models of the third unseen corpus:
+//! the float16 conversion of the ORT-optimised diffusers UNet (a float16 `scales` of `Resize`)
+//! fails the load, and so does the ONNX-domain `QLinearMatMul` the QDQ selectors make of a
+//! float8 QDQ MatMul below opset 21 (the graph is resolved again after the transformer).
 
 use std::path::Path;
 
@@ -83,41 +83,49 @@ g (int64[3] x) => (int64[3] y)
     }
 }
 
-/// `Relu -> Transpose -> Q -> DQ` with a float8 (E4M3FN) zero point: `QDQPropagationTransformer`
-/// copies the Q/DQ pair backwards across the Transpose (`a_q`, `a_dq`), since ORT asks only
-/// that scale and zero point be constant scalars, whatever their element type. Measured at
-/// `basic`: the CPU wheels of 1.23.2 and 1.31.1 save `r, a_q, a_dq, tr, q, dq`; the stubbed-GPU
-/// oracle (1.23.2, 1.24.4, 1.31.1) places 6 nodes, all on CUDA. Before, the float8 zero point,
-/// which this crate does not decode, stopped the propagation (`qdqf8.timm.convnext` of unseen3).
-#[test]
-fn float8_qdq_pairs_propagate_across_transpose() {
-    let text = r#"<
+/// A float8 QDQ MatMul at opset 20 (unseen3/qdqf8.timm.convnext): the QDQ selectors fuse it into
+/// an ONNX-domain `QLinearMatMul`, whose opset-10 schema takes int8/uint8 only, and ORT's graph
+/// resolve after the transformer fails the session (CPU wheels 1.23.2, 1.24.4, 1.31.1 at
+/// `extended` and `all`: "Type Error: Type 'tensor(float8e4m3fn)' of input parameter (xq) of
+/// operator (QLinearMatMul) in node (mm) is invalid."; `basic` keeps the MatMul and is fine).
+/// At opset 21 the fused node passes the type check and finds no CPU kernel instead
+/// (`QLinearMatMul(21)`), which is not simulated.
+const F8_MATMUL: &str = r#"<
   ir_version: 9,
-  opset_import: ["" : 19]
+  opset_import: ["" : 20]
 >
-g (float[2, 3] x) => (float[3, 2] y)
+f8mm (float[2, 4] x) => (float[2, 3] y)
 <
   float s = {0.5},
-  float8e4m3fn z = {0}
+  float8e4m3fn z = {0},
+  float8e4m3fn[4, 3] w = {56, 64, 56, 48, 56, 64, 56, 48, 56, 64, 56, 48},
+  float ws = {0.25}
 >
 {
-  [r] a = Relu (x)
-  [tr] t = Transpose <perm = [1, 0]> (a)
-  [q] qt = QuantizeLinear (t, s, z)
-  [dq] y = DequantizeLinear (qt, s, z)
+  [qx] xq = QuantizeLinear (x, s, z)
+  [dqx] xd = DequantizeLinear (xq, s, z)
+  [dqw] wd = DequantizeLinear (w, ws, z)
+  [mm] m = MatMul (xd, wd)
+  [qm] mq = QuantizeLinear (m, s, z)
+  [dqm] y = DequantizeLinear (mq, s, z)
 }
 "#;
+
+#[test]
+fn float8_qlinear_matmul_below_opset_21_fails_the_type_check() {
     for ort in ["1.23.2", "1.24.4", "1.31.1"] {
-        let p = place(text, ort, OptLevel::Basic, vec![Ep::Cpu]);
-        assert_eq!(p.outcome, Outcome::Ok, "{ort}");
-        let mut names: Vec<String> = p.session.graphs[0]
-            .live_nodes()
-            .map(|(_, n)| n.name.to_string())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["a_dq", "a_q", "dq", "q", "r", "tr"], "{ort}");
-        let p = place(text, ort, OptLevel::Basic, vec![Ep::Cuda, Ep::Cpu]);
-        assert_eq!(p.outcome, Outcome::Ok, "{ort}");
-        assert_eq!(p.session.graphs[0].live_nodes().count(), 6, "{ort}");
+        let p = place(F8_MATMUL, ort, OptLevel::Basic, vec![Ep::Cpu]);
+        assert!(p.outcome.placed(), "{ort} basic: {:?}", p.outcome.error());
+        for level in [OptLevel::Extended, OptLevel::All] {
+            let p = crate::support::place_text_any(F8_MATMUL, ort, level, vec![Ep::Cpu]);
+            assert_eq!(
+                p.outcome.error(),
+                Some(
+                    "load: Type Error: Type 'tensor(float8e4m3fn)' of input parameter (xq) of \
+                     operator (QLinearMatMul) in node (mm) is invalid."
+                ),
+                "{ort} {level:?}"
+            );
+        }
     }
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The detector probes (tests/it/detector_probes.rs): small models that isolate what the
+"""The shape probes (tests/it/shape_probes.rs): small models that isolate what the
 torchvision detectors and DETR of unseen3 (issue 16) showed, and what ORT does with them at
 level `basic`, from the CPU wheels (node names of the saved session graph, every graph) and from
 the stubbed-GPU oracle (`placement`, `all_nodes_on`, `memcpy`); `unsqueeze_names` at
 `extended`.
 
-  detector_probes.py OUT_DIR --ort-root DIR --releases 1.23.2,1.24.4,1.31.1 \
+  shape_probes.py OUT_DIR --ort-root DIR --releases 1.23.2,1.24.4,1.31.1 \
       [--oracle PYTHON ORTSTUB]
 
 `DIR/<release>` is a `pip install --no-deps --target` of the `onnxruntime` CPU wheel; `--oracle`

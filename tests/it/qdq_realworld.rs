@@ -1,4 +1,5 @@
-//! The QDQ misses of issue 16 (part A2), each checked against the oracle's record of the
+//! Quantized real-world models (QDQ and QOperator) whose sessions ORT's transformers shape in
+//! ways the simple cases do not show, each checked against the oracle's record of the
 //! session (`tests/fixtures/realworld/oracle/realworld-<ort>-all.jsonl.gz`):
 //! - `qop.tsd.gpt_neox`: ORT's level-1 TransposeOptimizer pushes the attention's Transpose
 //!   through the `com.microsoft` QLinearAdd/QLinearMul/QLinearConcat (its extended handlers, at

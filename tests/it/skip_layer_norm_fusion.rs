@@ -1,6 +1,8 @@
-//! The mechanisms behind the remaining single-model differences of issue 16 (CPU-only sessions
-//! against the CPU `onnxruntime` wheels, `tools/realworld/cpu_truth.py`), each on a model built
-//! for it, with the answer the CPU wheels (and, where noted, the stubbed-GPU oracle) gave.
+//! `SkipLayerNormFusion`: which bias it absorbs, the double LayerNormalization it leaves, the
+//! dims it sees (of `Sum`, of inlined function bodies, of a `DynamicQuantizeMatMul`), each on a
+//! model built for a single-model difference of the real-world corpora (CPU-only sessions
+//! against the CPU `onnxruntime` wheels, `tools/realworld/cpu_truth.py`), with the answer the
+//! CPU wheels (and, where noted, the stubbed-GPU oracle) gave.
 
 use onnx_lint::placer::{self, OptLevel};
 use onnx_lint::tables::Ep;

@@ -1,4 +1,4 @@
-//! The detector probes (`tests/fixtures/detector_probes/`, `tools/realworld/detector_probes.py`):
+//! The shape probes (`tests/fixtures/shape_probes/`, `tools/realworld/shape_probes.py`):
 //! what the torchvision detectors and DETR of unseen3 (issue 16) needed, each on a small model,
 //! with the truth of the CPU wheels (node names of the saved session graph) and of the
 //! stubbed-GPU oracle (placement and copies), 1.23.2, 1.24.4 and 1.31.1 at level `basic`.
@@ -49,11 +49,11 @@ fn without_copies(v: &Value) -> Map<String, Value> {
 }
 
 #[test]
-fn detector_probes_agree_with_ort() {
-    let dir = support::repo().join("tests/fixtures/detector_probes");
+fn shape_probes_agree_with_ort() {
+    let dir = support::repo().join("tests/fixtures/shape_probes");
     let truth: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
-    assert_eq!(truth.len(), 12, "detector_probes truth missing");
+    assert_eq!(truth.len(), 12, "shape_probes truth missing");
     for r in &truth {
         let ort = r["ort"].as_str().unwrap();
         let level = match r["level"].as_str().unwrap() {

@@ -38,7 +38,7 @@ fn predicted(model: &str, ort: &str) -> BTreeSet<(String, String)> {
 }
 
 #[test]
-fn nhwc_probes_agree_with_ort() {
+fn nhwc_transformer_agrees_with_ort() {
     let dir = support::repo().join("tests/fixtures/nhwc");
     let truth: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
