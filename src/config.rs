@@ -320,15 +320,24 @@ pub fn parse(
     if let Some(ep) = raw.ep {
         let span = ep.span();
         let v = ep.into_inner();
-        if matches!(v.as_str(), "cuda" | "cpu") {
+        if crate::providers::by_option(&v).is_some() {
             config.ep = Some(v);
         } else {
+            let options = crate::providers::options();
+            let expected = match options.split_last() {
+                Some((last, [])) => format!("expected `{last}`"),
+                Some((last, rest)) => format!("expected `{}` or `{last}`", rest.join("`, `")),
+                None => "expected a provider".to_string(),
+            };
             errors.push(*error(
                 path,
                 text,
                 span,
-                format!("unknown ep `{v}`{}", did_you_mean(&v, ["cuda", "cpu"])),
-                "expected `cuda` or `cpu`",
+                format!(
+                    "unknown ep `{v}`{}",
+                    did_you_mean(&v, options.iter().copied())
+                ),
+                &expected,
                 None,
             ));
         }

@@ -43,6 +43,7 @@ pub mod lint;
 pub mod memcpy;
 pub mod model;
 pub mod placer;
+pub mod providers;
 pub mod rules;
 pub mod session;
 pub mod sym;

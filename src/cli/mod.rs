@@ -160,7 +160,7 @@ pub struct SharedArgs {
     pub ort: Option<String>,
 
     /// Provider list to simulate: `cuda` = [CUDA, CPU], `cpu` = [CPU]. [default: cuda]
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = ep_parser())]
     pub ep: Option<EpArg>,
 
     /// ORT graph optimisation level to simulate. [default: all]
@@ -168,10 +168,23 @@ pub struct SharedArgs {
     pub opt_level: Option<OptLevelArg>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EpArg {
-    Cuda,
-    Cpu,
+/// A `--ep` value: the provider whose list is simulated (`crate::providers::list`).
+#[derive(Debug, Clone, Copy)]
+pub struct EpArg(pub &'static crate::providers::Provider);
+
+impl PartialEq for EpArg {
+    fn eq(&self, other: &EpArg) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for EpArg {}
+
+/// `--ep`'s values: every provider's option (`crate::providers::ALL`).
+fn ep_parser() -> impl clap::builder::TypedValueParser<Value = EpArg> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(crate::providers::options())
+        .map(|v| EpArg(crate::providers::by_option(&v).unwrap_or(&crate::providers::cpu::CPU)))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

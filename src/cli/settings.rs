@@ -14,7 +14,7 @@ use crate::diagnostics::Severity;
 use crate::lint::Settings;
 use crate::placer::{OptLevel, Options};
 use crate::rules::Severities;
-use crate::tables::{self, Ep};
+use crate::tables;
 
 /// A usage error of the command line (exit code 2), with the others found in the same pass.
 #[derive(Debug, Error, Diagnostic)]
@@ -158,17 +158,15 @@ pub fn resolve(
     };
 
     let mut options = Options {
-        eps: vec![Ep::Cuda, Ep::Cpu],
+        eps: crate::providers::default_list(),
         level: OptLevel::All,
         nchwc_block: config
             .nchwc_block
             .unwrap_or(crate::placer::RECORDED_NCHWC_BLOCK),
     };
-    match shared.ep {
-        Some(EpArg::Cpu) => options.eps = vec![Ep::Cpu],
-        Some(EpArg::Cuda) => {}
-        None if config.ep.as_deref() == Some("cpu") => options.eps = vec![Ep::Cpu],
-        None => {}
+    let ep = shared.ep.map(|EpArg(p)| p.option).or(config.ep.as_deref());
+    if let Some(list) = ep.and_then(crate::providers::list) {
+        options.eps = list;
     }
     options.level = match shared.opt_level {
         Some(OptLevelArg::Disable) => OptLevel::Disable,

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{EXIT_OK, Format, TablesAction};
-use crate::tables::{self, Ep, KernelDef, TableError};
+use crate::tables::{self, KernelDef, TableError};
 
 /// Runs the `tables` command; prints and returns the exit code.
 pub fn run(action: Option<&TablesAction>, format: Format) -> Result<u8, miette::Report> {
@@ -75,8 +75,12 @@ pub fn show(spec: &str, format: Format) -> Result<String, TableError> {
             .or_default()
             .push(k);
     }
-    for ep in [Ep::Cuda, Ep::Cpu] {
+    // Every provider the table has rows of, in `providers::ALL`'s order.
+    for ep in crate::providers::ALL.iter().map(|p| p.ep) {
         let n = t.iter_kernels().filter(|k| k.ep == ep).count();
+        if n == 0 {
+            continue;
+        }
         let n_ops = ops.keys().filter(|(e, _, _)| *e == ep.name()).count();
         let _ = writeln!(out, "\n{ep}: {n} registrations of {n_ops} ops");
         for ((_, domain, op), rows) in ops.iter().filter(|((e, _, _), _)| *e == ep.name()) {

@@ -74,6 +74,10 @@ mod live {
     use crate::verify::live::{self as ort_live, CudaProbe, Device};
     use crate::verify::{locate, log, simulated_release};
 
+    /// The provider the live side registers: ORT's CUDA provider (a live session with any
+    /// other list runs on the CPU only).
+    const CUDA: EpArg = EpArg(&crate::providers::cuda::CUDA);
+
     /// Skips the device check and registers the CUDA EP anyway (development: ORT with stub
     /// CUDA libraries). The report then says that no device was confirmed.
     const ASSUME_DEVICE: &str = "ONNX_LINT_VERIFY_ASSUME_DEVICE";
@@ -157,11 +161,9 @@ mod live {
         let mut records = Vec::new();
         for group in &planned.groups {
             let o = &group.resolved.settings.options;
-            let ep = if o.eps.first() == Some(&Ep::Cuda) {
-                EpArg::Cuda
-            } else {
-                EpArg::Cpu
-            };
+            let ep = EpArg(crate::providers::of(
+                o.eps.first().copied().unwrap_or(Ep::Cpu),
+            ));
             for path in &group.targets {
                 let (code, record) = one(args, &lib, path, ep, o.level, o.nchwc_block);
                 exit = exit.max(code);
@@ -218,7 +220,7 @@ mod live {
         let mut device: Option<Device> = None;
         let mut cuda_reason: Option<String> = None;
         let assume = std::env::var(ASSUME_DEVICE).is_ok_and(|v| v == "1");
-        if ep == EpArg::Cpu {
+        if ep != CUDA {
             cuda_reason = Some("--ep cpu was asked for".into());
         } else if !located.has_cuda_provider {
             cuda_reason = Some(format!(
@@ -235,8 +237,7 @@ mod live {
                 CudaProbe::None(why) => cuda_reason = Some(why),
             }
         }
-        let register_cuda =
-            device.is_some() || (assume && ep == EpArg::Cuda && located.has_cuda_provider);
+        let register_cuda = device.is_some() || (assume && ep == CUDA && located.has_cuda_provider);
         if assume && device.is_none() && register_cuda {
             notes.push(format!(
                 "{ASSUME_DEVICE}=1: the CUDA EP was registered without a detected device ({}); \
@@ -286,7 +287,7 @@ mod live {
         }
         let opts = Options {
             eps: if live.cuda {
-                vec![Ep::Cuda, Ep::Cpu]
+                vec![CUDA.0.ep, Ep::Cpu]
             } else {
                 vec![Ep::Cpu]
             },
@@ -612,7 +613,7 @@ mod live {
                 s += &format!("  {line}\n");
             }
         }
-        if !cuda_checked && ep == EpArg::Cuda {
+        if !cuda_checked && ep == CUDA {
             s += &format!(
                 "CUDA placement was NOT confirmed: {}\n",
                 cuda_reason.as_deref().unwrap_or("no CUDA device was used")

@@ -1,7 +1,12 @@
 //! ORT's `MemcpyTransformer` (`core/optimizer/transformer_memcpy.cc`) over a placement: which
 //! values need a `MemcpyFromHost`/`MemcpyToHost` node, per graph, in ORT's order. Initializers
 //! used on both sides are duplicated, not copied. Copy nodes are inserted into the session graph
-//! (assigned to CUDA) so that the final placement lists them as ORT does.
+//! (assigned to the provider) so that the final placement lists them as ORT does.
+//!
+//! ORT runs it once for each provider whose kernels work in device memory (not CPU-based), the
+//! placer says which (`providers::Memory`): here a provider is only its key, `Ep`, and
+//! every node of another provider is on the host side. Which arguments of the provider's own
+//! nodes live in host memory comes from each node's bound kernel row.
 //!
 //! Pure: no I/O, no printing.
 
@@ -15,20 +20,20 @@ use crate::tables::Ep;
 /// Which way a copy goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
-    /// Host → device: a CPU value read by CUDA.
+    /// Host → device: a host value read by the provider.
     FromHost,
-    /// Device → host: a CUDA value read on the host.
+    /// Device → host: a provider's value read on the host.
     ToHost,
 }
 
 /// Why a value needs a copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
-    /// A graph input read by CUDA and by host-side consumers.
+    /// A graph input read by the provider and by host-side consumers.
     GraphInput,
-    /// A CPU node's output (or a CUDA kernel's host-memory output) read by CUDA.
+    /// A host node's output (or a provider kernel's host-memory output) read by the provider.
     HostOutput,
-    /// A CUDA output read by a CPU node or at a host-memory input of a CUDA kernel.
+    /// A provider's output read by a host node or at a host-memory input of a provider kernel.
     DeviceOutput,
     /// An outer-scope value read inside a subgraph on both sides.
     OuterScope,
@@ -47,6 +52,8 @@ pub struct Copy {
     pub value: Sym,
     /// The copy node's name (`Memcpy`, `Memcpy_token_3`, ...).
     pub node_name: Sym,
+    /// The provider the copy is for.
+    pub ep: Ep,
 }
 
 impl Copy {
@@ -54,20 +61,23 @@ impl Copy {
     pub fn log_line(&self) -> String {
         match self.direction {
             Direction::FromHost => format!(
-                "Add MemcpyFromHost after {} for CUDAExecutionProvider",
-                self.value
+                "Add MemcpyFromHost after {} for {}",
+                self.value,
+                self.ep.name()
             ),
             Direction::ToHost => format!(
-                "Add MemcpyToHost before {} for CUDAExecutionProvider",
-                self.value
+                "Add MemcpyToHost before {} for {}",
+                self.value,
+                self.ep.name()
             ),
         }
     }
 }
 
-/// Runs the copy pass on every graph (main graph first, then subgraphs depth-first in node
-/// order) and returns the copies in ORT's order.
-pub fn insert(session: &mut Session) -> Vec<Copy> {
+/// Runs the copy pass for provider `ep` (one whose kernels work in device memory) on every
+/// graph (main graph first, then subgraphs depth-first in node order) and returns the copies in
+/// ORT's order.
+pub fn insert(session: &mut Session, ep: Ep) -> Vec<Copy> {
     let mut copies = Vec::new();
     let mut stack = vec![0usize];
     let mut order = Vec::new();
@@ -80,15 +90,16 @@ pub fn insert(session: &mut Session) -> Vec<Copy> {
         stack.extend(subs.into_iter().rev());
     }
     for gi in order {
-        graph_pass(session, gi, &mut copies);
+        graph_pass(session, gi, ep, &mut copies);
     }
     copies
 }
 
-/// Host-memory argument positions of a CUDA node's bound kernel (none without a CUDA kernel
-/// row: a node a transformer copied from a CPU node carries that node's CPU row).
-fn host_args(n: &SNode) -> (&'static [usize], &'static [usize]) {
-    match n.kernel.filter(|kd| kd.ep == Ep::Cuda) {
+/// Host-memory argument positions of a provider node's bound kernel (none without a kernel
+/// row of the provider: a node a transformer copied from a CPU node carries that node's CPU
+/// row).
+fn host_args(n: &SNode, ep: Ep) -> (&'static [usize], &'static [usize]) {
+    match n.kernel.filter(|kd| kd.ep == ep) {
         Some(kd) => (&kd.cpu_inputs, &kd.cpu_outputs),
         None => (&[], &[]),
     }
@@ -104,7 +115,7 @@ fn host_args(n: &SNode) -> (&'static [usize], &'static [usize]) {
 /// values, where most nodes are on the provider); the provider side's reads and writes are
 /// listed as they are met and held against them afterwards. A million-node graph builds no
 /// set of a million values.
-fn plan(session: &Session, gi: usize) -> (Vec<Sym>, Vec<(Direction, Cause, Sym)>) {
+fn plan(session: &Session, gi: usize, ep: Ep) -> (Vec<Sym>, Vec<(Direction, Cause, Sym)>) {
     let g = &session.graphs[gi];
     let mut npi: HashSet<Sym> = HashSet::default();
     let mut npo: HashSet<Sym> = HashSet::default();
@@ -113,8 +124,8 @@ fn plan(session: &Session, gi: usize) -> (Vec<Sym>, Vec<(Direction, Cause, Sym)>
     let mut device_reads: Vec<Sym> = Vec::with_capacity(g.values_estimate());
     let mut device_writes: Vec<Sym> = Vec::with_capacity(g.nodes.len());
     for (_, n) in g.live_nodes() {
-        if n.ep == Some(Ep::Cuda) {
-            let (cpu_in, cpu_out) = host_args(n);
+        if n.ep == Some(ep) {
+            let (cpu_in, cpu_out) = host_args(n, ep);
             for (i, name) in n.existing_inputs() {
                 if cpu_in.contains(&i) {
                     npi.insert(name);
@@ -157,7 +168,7 @@ fn plan(session: &Session, gi: usize) -> (Vec<Sym>, Vec<(Direction, Cause, Sym)>
         // In the order provider nodes first consume them (explicit inputs, then the values
         // their subgraphs read).
         let mut seen: HashSet<Sym> = HashSet::default();
-        for (_, n) in g.live_nodes().filter(|(_, n)| n.ep == Some(Ep::Cuda)) {
+        for (_, n) in g.live_nodes().filter(|(_, n)| n.ep == Some(ep)) {
             let consumed = n
                 .existing_inputs()
                 .map(|(_, name)| name)
@@ -205,11 +216,11 @@ fn plan(session: &Session, gi: usize) -> (Vec<Sym>, Vec<(Direction, Cause, Sym)>
     (both, planned)
 }
 
-fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
+fn graph_pass(session: &mut Session, gi: usize, ep: Ep, copies: &mut Vec<Copy>) {
     // Which values are read and written on each side, as names borrowed from the graph: the
     // initializers read on both sides and the copies to plan are decided here, before the
     // graph is edited.
-    let (both, planned) = plan(session, gi);
+    let (both, planned) = plan(session, gi, ep);
     // The copies are the last edit: they rewire only the positions found below, so the
     // editor never needs its index.
     let mut ed = Editor::lazy(session, gi);
@@ -224,10 +235,10 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
         let wanted: HashSet<Sym> = both.iter().copied().collect();
         let mut uses: crate::sym::SymMap<Sym, Vec<EdgeEnd>> = Default::default();
         for (ni, n) in session.graphs[gi].live_nodes() {
-            if n.ep != Some(Ep::Cuda) {
+            if n.ep != Some(ep) {
                 continue;
             }
-            let cpu_in = host_args(n).0;
+            let cpu_in = host_args(n, ep).0;
             for (i, name) in n.inputs.iter().enumerate() {
                 if wanted.contains(name) && !cpu_in.contains(&i) {
                     uses.entry(*name).or_default().push(EdgeEnd::new(ni, i));
@@ -256,10 +267,10 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
     if !planned.is_empty() {
         let wanted: HashSet<Sym> = planned.iter().map(|(_, _, v)| *v).collect();
         for (ni, n) in session.graphs[gi].live_nodes() {
-            if n.ep != Some(Ep::Cuda) {
+            if n.ep != Some(ep) {
                 continue;
             }
-            let (cpu_in, cpu_out) = host_args(n);
+            let (cpu_in, cpu_out) = host_args(n, ep);
             for (i, name) in n.inputs.iter().enumerate() {
                 if wanted.contains(name) && !cpu_in.contains(&i) {
                     device_reads
@@ -285,8 +296,8 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
     };
     for (direction, cause, value) in planned {
         let node_name = names.node("Memcpy");
-        let new_value = names.value(&format!("{value}_CUDAExecutionProvider"));
-        // Device-memory reads of the value now read the copy (FromHost) or the CUDA producer's
+        let new_value = names.value(&format!("{value}_{}", ep.name()));
+        // Device-memory reads of the value now read the copy (FromHost) or the provider's
         // renamed output (ToHost); a ToHost copy produces the original name on the host.
         for &at in device_reads.get(&value).map(Vec::as_slice).unwrap_or(&[]) {
             ed.set_input(session, at, new_value);
@@ -323,7 +334,7 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
                 attrs: thin_vec::ThinVec::new(),
                 subgraphs: thin_vec::ThinVec::new(),
                 implicit_inputs: thin_vec::ThinVec::new(),
-                ep: Some(Ep::Cuda),
+                ep: Some(ep),
                 kernel: None,
                 origin: None,
                 removed: false,
@@ -336,6 +347,7 @@ fn graph_pass(session: &mut Session, gi: usize, copies: &mut Vec<Copy>) {
             cause,
             value,
             node_name,
+            ep,
         });
     }
     session.graphs[gi].name_counter = names.counter;

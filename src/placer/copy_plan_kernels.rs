@@ -1,8 +1,8 @@
 //! The kernel look-up that starts ORT's copy planning: `TransformerMemcpyImpl::ModifyGraph`
 //! (`onnxruntime/core/optimizer/transformer_memcpy.cc`) runs `ProcessInitializers` before it
-//! adds any copy, and that looks up the kernel of every node on the CUDA provider, failing the
+//! adds any copy, and that looks up the kernel of every node on its provider, failing the
 //! session (`status.IsOK() was false. Failed to find kernel for Op(since) ...`) when one has
-//! none. Partitioning only gives the CUDA provider nodes it has kernels for, but a transformer
+//! none. Partitioning only gives a provider nodes it has kernels for, but a transformer
 //! that creates a node after partitioning hands it the provider of the nodes it replaces without
 //! asking: `GatherSliceToSplitFusion`'s `Squeeze` in an opset-21 model takes since-version 21,
 //! and ORT 1.23.2 registers the CUDA `Squeeze` for 13+ only (an open-ended registration matches
@@ -15,21 +15,23 @@ use crate::tables::{Ep, KernelTable};
 
 use super::{Miss, lookup};
 
-/// The first node on the CUDA provider (graph by graph, in node order, as ORT's node set is
-/// ordered by index) that no CUDA kernel registration serves at its since-version, with ORT's
+/// The first node on provider `ep` (graph by graph, in node order, as ORT's node set is
+/// ordered by index) that no kernel registration of `ep` serves at its since-version, with ORT's
 /// error. Only nodes the placer left unbound (created by a transformer after partitioning) are
 /// looked up; a type mismatch is not counted, as the placer's own types of fused nodes may be
 /// incomplete.
 pub(super) fn missing_provider_kernel(
     session: &Session,
     table: &'static KernelTable,
+    ep: Ep,
 ) -> Option<(crate::session::NodeRef, String)> {
+    let label = crate::providers::of(ep).label;
     let versions = infer::domain_versions(session, table);
     for (gi, g) in session.graphs.iter().enumerate() {
         for (ni, n) in g.live_nodes() {
-            // A CPU row (a node a transformer copied from a CPU node) binds nothing on CUDA.
-            let bound = n.kernel.is_some_and(|kd| kd.ep == Ep::Cuda);
-            if n.ep != Some(Ep::Cuda) || bound || n.op.starts_with("Memcpy") {
+            // A CPU row (a node a transformer copied from a CPU node) binds nothing on `ep`.
+            let bound = n.kernel.is_some_and(|kd| kd.ep == ep);
+            if n.ep != Some(ep) || bound || n.op.starts_with("Memcpy") {
                 continue;
             }
             let Ok(schema) = infer::resolve_schema(table, &versions, n.domain, n.op) else {
@@ -38,17 +40,20 @@ pub(super) fn missing_provider_kernel(
             let mut probe = n.clone();
             probe.since = Some(schema.since);
             if let Err(Miss::Version { .. } | Miss::NoRegistration) =
-                lookup(table, Ep::Cuda, session, gi, &probe, Some(schema))
+                lookup(table, ep, session, gi, &probe, Some(schema))
             {
                 return Some((
                     crate::session::NodeRef::new(gi, ni),
                     format!(
                         "init: Exception during initialization: transformer_memcpy.cc \
                              TransformerMemcpyImpl::ProcessInitializers: status.IsOK() was false. \
-                             Failed to find kernel for {}({}) (node:'{}' ep:'CUDAExecutionProvider'): \
-                             a transformer created it on the CUDA provider after partitioning, and \
-                             CUDA registers no kernel for that version",
-                        n.op, schema.since, n.name
+                             Failed to find kernel for {}({}) (node:'{}' ep:'{}'): \
+                             a transformer created it on the {label} provider after partitioning, and \
+                             {label} registers no kernel for that version",
+                        n.op,
+                        schema.since,
+                        n.name,
+                        ep.name()
                     ),
                 ));
             }

@@ -1,8 +1,11 @@
 //! Why each node landed where it did: one [`Decision`] per node, kept beside the session graph,
 //! which holds the assignment itself (`SNode::ep`, the provider, and `SNode::kernel`, the
 //! release's kernel row the node is bound to) once: a decision names no provider's kernel that
-//! the node runs with, only the reason it runs there (and, for a node CUDA gave up, what CUDA
-//! would have run it with or why it could not).
+//! the node runs with, only the reason it runs there (and, for a node the provider before the
+//! CPU gave up, what that provider would have run it with or why it could not).
+//!
+//! The provider lists simulated hold one provider before the CPU at most (`providers::list`):
+//! "the provider" below is that one.
 
 use super::Miss;
 use crate::session::{NodeRef, Session};
@@ -14,13 +17,14 @@ use crate::tables::KernelDef;
 /// million-node session keeps a million of them).
 #[derive(Debug, Clone)]
 pub enum Decision {
-    /// CUDA took it.
-    Cuda,
-    /// CUDA had a kernel (`cuda`), the shape-subgraph pass moved the node to CPU.
-    CpuPreferred { cuda: &'static KernelDef },
-    /// CUDA's lookup failed (`cuda_miss`); the CPU kernel took it.
-    CpuFallback { cuda_miss: Box<Miss> },
-    /// CUDA had a kernel but rejected the node (attributes it does not support).
+    /// The provider before the CPU took it.
+    Provider,
+    /// The provider had a kernel (`kernel`), the shape-subgraph pass moved the node to CPU.
+    CpuPreferred { kernel: &'static KernelDef },
+    /// The provider's lookup failed (`miss`); the CPU kernel took it.
+    CpuFallback { miss: Box<Miss> },
+    /// The provider had a kernel but its `GetCapability` declined the node (attributes it
+    /// does not support).
     CpuUnsupported { reason: Box<str> },
     /// The provider list was CPU only.
     Cpu,
@@ -29,12 +33,12 @@ pub enum Decision {
     /// No provider had a float16 kernel: ORT runs it on the CPU in float32 between inserted
     /// Casts (`InsertCastTransformer`).
     Fp32OnCpu {
-        cuda_miss: Option<Box<Miss>>,
+        provider_miss: Option<Box<Miss>>,
         cpu_miss: Box<Miss>,
     },
     /// No provider has a kernel: session creation fails.
     Unassigned {
-        cuda_miss: Option<Box<Miss>>,
+        provider_miss: Option<Box<Miss>>,
         cpu_miss: Box<Miss>,
     },
 }
@@ -106,10 +110,10 @@ mod tests {
         assert!(d.contains_key(at(3, 7)));
         assert!(!d.contains_key(at(3, 6)) && !d.contains_key(at(2, 7)));
         assert!(matches!(
-            d.insert(at(3, 7), Decision::Cuda),
+            d.insert(at(3, 7), Decision::Provider),
             Some(Decision::Inserted)
         ));
-        assert!(matches!(d.remove(at(3, 7)), Some(Decision::Cuda)));
+        assert!(matches!(d.remove(at(3, 7)), Some(Decision::Provider)));
         assert!(!d.contains_key(at(3, 7)));
     }
 }

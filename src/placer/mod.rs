@@ -43,6 +43,7 @@ pub use kernel::{Miss, lookup};
 use crate::infer::{self, SchemaError};
 use crate::memcpy::{self, Copy};
 use crate::model::Model;
+use crate::providers;
 use crate::session::build::Header;
 use crate::session::{NodeRef, SNode, Session};
 use crate::sym::Sym;
@@ -88,7 +89,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            eps: vec![Ep::Cuda, Ep::Cpu],
+            eps: crate::providers::default_list(),
             level: OptLevel::All,
             nchwc_block: nchwc_transformer::RECORDED_BLOCK,
         }
@@ -138,6 +139,8 @@ impl Outcome {
 pub struct Placement {
     pub ort: String,
     pub level: OptLevel,
+    /// The provider list simulated, in registration order (the CPU last).
+    pub eps: Vec<Ep>,
     pub outcome: Outcome,
     /// The session graph after optimisations and copy insertion.
     pub session: Session,
@@ -243,6 +246,7 @@ fn empty_placement(table: &'static KernelTable, options: &Options) -> Placement 
     Placement {
         ort: table.release().ort.clone(),
         level: options.level,
+        eps: options.eps.clone(),
         outcome: Outcome::Ok,
         session: Session::default(),
         decisions: Decisions::default(),
@@ -429,14 +433,14 @@ fn place_session(
     bind_fused_kernels(&mut session, table, &mut placement.decisions);
     for key in casts::run(&mut session, table) {
         if let Some(Decision::Unassigned {
-            cuda_miss,
+            provider_miss,
             cpu_miss,
         }) = placement.decisions.remove(key)
         {
             placement.decisions.insert(
                 key,
                 Decision::Fp32OnCpu {
-                    cuda_miss,
+                    provider_miss,
                     cpu_miss,
                 },
             );
@@ -467,20 +471,24 @@ fn place_session(
         let n = &session.graphs[at.graph()].nodes[at.node()];
         placement.outcome = Outcome::NoKernel(no_kernel_message(table, n));
     }
-    if options.eps.first() == Some(&Ep::Cuda)
-        && placement.outcome == Outcome::Ok
-        && let Some((at, fail)) = copy_plan_kernels::missing_provider_kernel(&session, table)
-    {
-        placement.outcome = Outcome::InitFail(fail);
-        placement.failed_node = Some(at);
-    }
-    if options.eps.first() == Some(&Ep::Cuda) && placement.outcome == Outcome::Ok {
-        placement.copies = memcpy::insert(&mut session);
-        for c in &placement.copies {
+    // ORT's `MemcpyTransformer`, for each provider whose kernels work in device memory, in
+    // the list's order: first the kernel look-up that starts its copy planning, then the copies.
+    for &ep in &options.eps {
+        if !providers::of(ep).on_device() || placement.outcome != Outcome::Ok {
+            continue;
+        }
+        if let Some((at, fail)) = copy_plan_kernels::missing_provider_kernel(&session, table, ep) {
+            placement.outcome = Outcome::InitFail(fail);
+            placement.failed_node = Some(at);
+            break;
+        }
+        let copies = memcpy::insert(&mut session, ep);
+        for c in &copies {
             placement
                 .decisions
                 .insert(NodeRef::new(c.graph, c.node), Decision::Inserted);
         }
+        placement.copies.extend(copies);
     }
     if placement.outcome == Outcome::Ok
         && let Some((at, fail)) = kernel_init_failure(&session)
@@ -493,35 +501,17 @@ fn place_session(
 }
 
 /// A kernel whose constructor rejects its node once placement is done, so that session creation
-/// fails after the copies are inserted: the CUDA `BatchNormalization` kernel refuses
-/// `training_mode = 1` from opset 14 on (`core/providers/cuda/nn/batch_norm.h`).
+/// fails after the copies are inserted (the node's provider says which: `refuses_at_init`).
 fn kernel_init_failure(session: &Session) -> Option<(NodeRef, String)> {
-    let refused = |n: &SNode| {
-        n.op == "BatchNormalization"
-            && n.domain == Sym::AI_ONNX
-            && n.ep == Some(Ep::Cuda)
-            && n.since.is_some_and(|v| v >= 14)
-            && n.attrs
-                .iter()
-                .any(|a| a.name() == "training_mode" && a.i() == 1)
-    };
+    let refused = |n: &SNode| n.ep.and_then(|ep| (providers::of(ep).refuses_at_init)(n));
     for (gi, g) in session.graphs.iter().enumerate() {
         // Asked of the whole graph first (a large one's nodes on threads): nearly always none.
-        if !g.any_live_node(refused) {
+        if !g.any_live_node(|n| refused(n).is_some()) {
             continue;
         }
         for (ni, n) in g.live_nodes() {
-            if refused(n) {
-                return Some((
-                    NodeRef::new(gi, ni),
-                    format!(
-                        "init: Exception during initialization: CUDA BatchNormalization({}) node '{}': \
-                     !(is_training_mode_ && opset >= 14) was false. Training mode does not support \
-                     BN opset 14 (or higher) yet.",
-                        n.since.unwrap_or(0),
-                        n.name
-                    ),
-                ));
+            if let Some(fail) = refused(n) {
+                return Some((NodeRef::new(gi, ni), fail));
             }
         }
     }
@@ -692,10 +682,10 @@ fn bind_fused_kernels(
     for gi in 0..session.graphs.len() {
         for ni in 0..session.graphs[gi].nodes.len() {
             let node = &session.graphs[gi].nodes[ni];
-            if node.removed
-                || node.ep != Some(Ep::Cuda)
-                || decisions.contains_key(NodeRef::new(gi, ni))
-            {
+            let Some(ep) = node.ep.filter(|&e| e != Ep::Cpu) else {
+                continue;
+            };
+            if node.removed || decisions.contains_key(NodeRef::new(gi, ni)) {
                 continue;
             }
             let Ok(schema) = infer::resolve_schema(table, &versions, node.domain, node.op) else {
@@ -703,9 +693,9 @@ fn bind_fused_kernels(
             };
             session.graphs[gi].nodes[ni].since = Some(schema.since);
             let node = &session.graphs[gi].nodes[ni];
-            if let Ok(kd) = lookup(table, Ep::Cuda, session, gi, node, Some(schema)) {
+            if let Ok(kd) = lookup(table, ep, session, gi, node, Some(schema)) {
                 session.graphs[gi].nodes[ni].kernel = Some(kd);
-                decisions.insert(NodeRef::new(gi, ni), Decision::Cuda);
+                decisions.insert(NodeRef::new(gi, ni), Decision::Provider);
             }
         }
     }
@@ -746,8 +736,10 @@ fn partition(
     let mut resolver = infer::Resolver::new(session, table);
     let mut kernels = kernel::Kernels::new(table);
     decisions.reserve(session);
-    let mut cuda_miss: HashMap<NodeRef, Miss> = HashMap::default();
-    let mut cuda_kernel: HashMap<NodeRef, &'static KernelDef> = HashMap::default();
+    // What the provider before the CPU found of the nodes it did not take: its miss, or the
+    // kernel it had for a node the CPU-preferred pass moved.
+    let mut provider_miss: HashMap<NodeRef, Miss> = HashMap::default();
+    let mut provider_kernel: HashMap<NodeRef, &'static KernelDef> = HashMap::default();
     let mut unsupported: HashMap<NodeRef, String> = HashMap::default();
     let mut preferred: crate::sym::SymSet<NodeRef> = Default::default();
     // Partitioning assigns providers but never changes the graph: one order per graph serves
@@ -783,6 +775,7 @@ fn partition(
             })
         };
     for (e, &ep) in options.eps.iter().enumerate() {
+        let provider = providers::of(ep);
         // The kernel found ahead for node `ni` of graph `gi`, else looked up here.
         let mut kernel_of = |session: &Session,
                              kernels: &mut kernel::Kernels<'static>,
@@ -803,42 +796,7 @@ fn partition(
         };
         for gi in bottom_up(session) {
             match ep {
-                Ep::Cuda => {
-                    let mut tentative: Vec<(usize, &'static KernelDef)> = Vec::new();
-                    for &ni in &orders[gi] {
-                        let node = &session.graphs[gi].nodes[ni];
-                        if node.ep.is_some() {
-                            continue;
-                        }
-                        match kernel_of(session, &mut kernels, &mut resolver, gi, ni) {
-                            Err(m) => {
-                                cuda_miss.insert(NodeRef::new(gi, ni), m);
-                            }
-                            Ok(kd) => {
-                                if let Some(reason) =
-                                    cuda_rejects(node, session.opsets.get(&Sym::AI_ONNX).copied())
-                                {
-                                    unsupported.insert(NodeRef::new(gi, ni), reason);
-                                } else {
-                                    tentative.push((ni, kd));
-                                }
-                            }
-                        }
-                    }
-                    let cpu =
-                        cpu_preferred::cpu_preferred_nodes(session, gi, &orders[gi], &tentative);
-                    for (ni, kd) in tentative {
-                        let at = NodeRef::new(gi, ni);
-                        if cpu.contains(&ni) {
-                            preferred.insert(at);
-                            cuda_kernel.insert(at, kd);
-                        } else {
-                            session.graphs[gi].nodes[ni].ep = Some(Ep::Cuda);
-                            session.graphs[gi].nodes[ni].kernel = Some(kd);
-                            decisions.insert(at, Decision::Cuda);
-                        }
-                    }
-                }
+                // The provider ORT always registers last: it takes what it has a kernel for.
                 Ep::Cpu => {
                     for &ni in &orders[gi] {
                         let node = &session.graphs[gi].nodes[ni];
@@ -849,19 +807,17 @@ fn partition(
                         let (decision, cpu) =
                             match kernel_of(session, &mut kernels, &mut resolver, gi, ni) {
                                 Ok(cpu) => {
-                                    let why = if let Some(cuda) = cuda_kernel
+                                    let why = if let Some(kernel) = provider_kernel
                                         .remove(&key)
                                         .filter(|_| preferred.contains(&key))
                                     {
-                                        Decision::CpuPreferred { cuda }
+                                        Decision::CpuPreferred { kernel }
                                     } else if let Some(reason) = unsupported.remove(&key) {
                                         Decision::CpuUnsupported {
                                             reason: reason.into(),
                                         }
-                                    } else if let Some(m) = cuda_miss.remove(&key) {
-                                        Decision::CpuFallback {
-                                            cuda_miss: Box::new(m),
-                                        }
+                                    } else if let Some(m) = provider_miss.remove(&key) {
+                                        Decision::CpuFallback { miss: Box::new(m) }
                                     } else {
                                         Decision::Cpu
                                     };
@@ -871,7 +827,10 @@ fn partition(
                                     decisions.insert(
                                         key,
                                         Decision::Unassigned {
-                                            cuda_miss: cuda_miss.get(&key).cloned().map(Box::new),
+                                            provider_miss: provider_miss
+                                                .get(&key)
+                                                .cloned()
+                                                .map(Box::new),
                                             cpu_miss: Box::new(cpu_miss),
                                         },
                                     );
@@ -881,6 +840,45 @@ fn partition(
                         session.graphs[gi].nodes[ni].ep = Some(Ep::Cpu);
                         session.graphs[gi].nodes[ni].kernel = Some(cpu);
                         decisions.insert(key, decision);
+                    }
+                }
+                // A provider before it: what it has a kernel for and does not decline, but
+                // what ORT's CPU-preferred pass moves to the CPU (where the provider runs it).
+                _ => {
+                    let mut tentative: Vec<(usize, &'static KernelDef)> = Vec::new();
+                    for &ni in &orders[gi] {
+                        let node = &session.graphs[gi].nodes[ni];
+                        if node.ep.is_some() {
+                            continue;
+                        }
+                        match kernel_of(session, &mut kernels, &mut resolver, gi, ni) {
+                            Err(m) => {
+                                provider_miss.insert(NodeRef::new(gi, ni), m);
+                            }
+                            Ok(kd) => {
+                                if let Some(reason) = (provider.rejects)(node) {
+                                    unsupported.insert(NodeRef::new(gi, ni), reason);
+                                } else {
+                                    tentative.push((ni, kd));
+                                }
+                            }
+                        }
+                    }
+                    let cpu = if provider.cpu_preferred {
+                        cpu_preferred::cpu_preferred_nodes(session, gi, &orders[gi], &tentative)
+                    } else {
+                        Default::default()
+                    };
+                    for (ni, kd) in tentative {
+                        let at = NodeRef::new(gi, ni);
+                        if cpu.contains(&ni) {
+                            preferred.insert(at);
+                            provider_kernel.insert(at, kd);
+                        } else {
+                            session.graphs[gi].nodes[ni].ep = Some(ep);
+                            session.graphs[gi].nodes[ni].kernel = Some(kd);
+                            decisions.insert(at, Decision::Provider);
+                        }
                     }
                 }
             }
@@ -981,85 +979,6 @@ fn bottom_up(session: &Session) -> Vec<usize> {
         visit(session, 0, &mut out);
     }
     out
-}
-
-/// The CUDA EP's op-specific refusals (`CUDAExecutionProvider::GetCapability`, §4.2 step 3):
-/// the reason, when CUDA has a kernel but will not take the node.
-fn cuda_rejects(node: &crate::session::SNode, _onnx_opset: Option<i64>) -> Option<String> {
-    if node.domain != Sym::AI_ONNX {
-        return None;
-    }
-    match node.op.as_str() {
-        "LSTM" | "RNN" | "GRU" => {
-            let expected: &[&str] = match node.op.as_str() {
-                "LSTM" => &["sigmoid", "tanh", "tanh", "sigmoid", "tanh", "tanh"],
-                "RNN" => &["tanh", "tanh"],
-                _ => &["sigmoid", "tanh", "sigmoid", "tanh"],
-            };
-            for a in ["activation_alpha", "activation_beta", "clip"] {
-                if node.attr(a).is_some() {
-                    return Some(format!(
-                        "the CUDA {} kernel does not support attribute `{a}`",
-                        node.op
-                    ));
-                }
-            }
-            if let Some(acts) = node.attr_strings("activations") {
-                let same = acts
-                    .iter()
-                    .zip(expected.iter())
-                    .all(|(a, e)| a.eq_ignore_ascii_case(e));
-                if !same {
-                    return Some(format!(
-                        "the CUDA {} kernel supports only the default activations",
-                        node.op
-                    ));
-                }
-            }
-            if node.op == "LSTM" && node.attr_i("input_forget").unwrap_or(0) != 0 {
-                return Some("the CUDA LSTM kernel does not support input_forget".into());
-            }
-            if node.op == "GRU" && node.attr_i("linear_before_reset").unwrap_or(0) != 1 {
-                return Some("the CUDA GRU kernel requires linear_before_reset = 1".into());
-            }
-            if node.op == "LSTM" && node.inputs.len() >= 8 && !node.inputs[7].is_empty() {
-                return Some(
-                    "the CUDA LSTM kernel does not support peephole weights (input P)".into(),
-                );
-            }
-            None
-        }
-        "ConvTranspose" => {
-            if let Some(pads) = node.attr_ints("pads") {
-                let rank = pads.len() / 2;
-                if (0..rank).any(|i| pads[i] != pads[i + rank]) {
-                    return Some(
-                        "the CUDA ConvTranspose kernel does not support asymmetric padding".into(),
-                    );
-                }
-            }
-            match node.attr_s("auto_pad").as_deref() {
-                Some("SAME_UPPER") | Some("SAME_LOWER") => Some(
-                    "the CUDA ConvTranspose kernel does not support auto_pad SAME_UPPER/SAME_LOWER"
-                        .into(),
-                ),
-                _ => None,
-            }
-        }
-        "Cast" if node.attr_i("to") == Some(crate::model::DataType::String as i64) => {
-            Some("the CUDA Cast kernel cannot cast to string".into())
-        }
-        "ArgMax" | "ArgMin"
-            if node.since.unwrap_or(0) >= 12
-                && node.attr_i("select_last_index").unwrap_or(0) != 0 =>
-        {
-            Some(format!(
-                "the CUDA {} kernel does not support select_last_index",
-                node.op
-            ))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //! changed between releases) stay in its file, next to the code they change.
 
 use crate::placer::OptLevel;
-use crate::tables::Ep;
+use crate::providers::{EpSet, ort};
+use crate::tables::KernelTable;
 
 /// Whether ORT registers it as a rewrite rule (of the level's `RuleBasedGraphTransformer`) or
 /// as a graph transformer of its own.
@@ -40,23 +41,42 @@ pub struct Transformer {
     /// The level that registers it (`Basic` = ORT's Level1, `Extended` = Level2, `All` = Level3).
     pub level: OptLevel,
     pub kind: Kind,
-    /// The providers whose nodes it may change, of those simulated (empty: any, as level 1 is
-    /// not filtered by provider).
-    pub providers: &'static [Ep],
+    /// The providers whose nodes it may change, as ORT states them (ORT's names; empty: any,
+    /// as level 1 is not filtered by provider).
+    pub providers: &'static [&'static str],
+    /// Providers ORT added to the set in a later release: (major, minor, name).
+    pub added: &'static [(u64, u64, &'static str)],
     pub status: Status,
 }
 
-const ANY: &[Ep] = &[];
-const CPU: &[Ep] = &[Ep::Cpu];
-const CPU_CUDA: &[Ep] = &[Ep::Cpu, Ep::Cuda];
-const CUDA: &[Ep] = &[Ep::Cuda];
+// The compatible-provider sets, as `GenerateTransformers` names and states them (ORT's
+// provider names, also of providers the tool does not simulate: a provider added to the tool
+// gets the transformers whose sets name it, with no change here or in the transformers).
+const ANY: &[&str] = &[];
+const CPU_EP: &[&str] = &[ort::CPU];
+const CPU_ACL_EPS: &[&str] = &[ort::CPU, ort::ACL];
+const CPU_DML_ACL_EPS: &[&str] = &[ort::CPU, ort::DML, ort::ACL];
+const CPU_ROCM_ACL_ARMNN_JS_WEBGPU_EPS: &[&str] = &[
+    ort::CPU,
+    ort::ROCM,
+    ort::ACL,
+    ort::ARMNN,
+    ort::JS,
+    ort::WEBGPU,
+];
+const CPU_CUDA_ROCM_EPS: &[&str] = &[ort::CPU, ort::CUDA, ort::ROCM];
+const CPU_CUDA_DML_ROCM_EPS: &[&str] = &[ort::CPU, ort::CUDA, ort::DML, ort::ROCM];
+const CPU_ACL_CUDA_DML_ROCM_EPS: &[&str] = &[ort::CPU, ort::ACL, ort::CUDA, ort::DML, ort::ROCM];
+const CUDA_EPS: &[&str] = &[ort::CUDA];
+const CUDA_ROCM_EPS: &[&str] = &[ort::CUDA, ort::ROCM];
+const DML_EP: &[&str] = &[ort::DML];
 
 const fn t(
     name: &'static str,
     ort_file: &'static str,
     level: OptLevel,
     kind: Kind,
-    providers: &'static [Ep],
+    providers: &'static [&'static str],
     status: Status,
 ) -> Transformer {
     Transformer {
@@ -65,7 +85,25 @@ const fn t(
         level,
         kind,
         providers,
+        added: &[],
         status,
+    }
+}
+
+impl Transformer {
+    /// The simulated providers whose nodes it changes at `table`'s release.
+    pub fn compatible(&self, table: &KernelTable) -> EpSet {
+        if self.providers.is_empty() {
+            return EpSet::ANY;
+        }
+        let mut names: Vec<&str> = self.providers.to_vec();
+        names.extend(
+            self.added
+                .iter()
+                .filter(|(major, minor, _)| table.release_at_least(*major, *minor))
+                .map(|(_, _, name)| *name),
+        );
+        EpSet::of_names(&names)
     }
 }
 
@@ -381,7 +419,7 @@ pub static REGISTRY: &[Transformer] = &[
         "rule_based_graph_transformer.cc",
         L2,
         S,
-        CPU,
+        CPU_EP,
         // Its one rule that finds anything left by level 1: `ReluQuantFusion` (CPU only; also
         // `ClipQuantFusion`, `GemmTransposeFusion` again, not simulated).
         Sim("placer/qdq_transformer/relu_quantizelinear.rs"),
@@ -391,7 +429,7 @@ pub static REGISTRY: &[Transformer] = &[
         "transpose_optimizer.cc",
         L2,
         S,
-        CPU,
+        CPU_EP,
         Sim("placer/transpose/mod.rs"),
     ),
     t(
@@ -399,7 +437,7 @@ pub static REGISTRY: &[Transformer] = &[
         "qdq_transformer/qdq_s8_to_u8.cc",
         L2,
         S,
-        CPU,
+        CPU_EP,
         Sim("placer/qdq_transformer/qdq_s8_to_u8.rs"),
     ),
     t(
@@ -408,7 +446,7 @@ pub static REGISTRY: &[Transformer] = &[
         L2,
         S,
         // CUDA for its `DQMatMulToMatMulNBits` rule only.
-        CPU_CUDA,
+        &[ort::CPU, ort::CUDA],
         Sim("placer/qdq_transformer/selectors_actions/qdq_selector_action_transformer.rs"),
     ),
     t(
@@ -416,7 +454,7 @@ pub static REGISTRY: &[Transformer] = &[
         "gemm_activation_fusion.cc",
         L2,
         T,
-        CPU,
+        CPU_EP,
         Sim("placer/fusions/gemm_activation_fusion.rs"),
     ),
     t(
@@ -424,7 +462,7 @@ pub static REGISTRY: &[Transformer] = &[
         "matmul_integer_to_float.cc",
         L2,
         S,
-        CPU,
+        CPU_DML_ACL_EPS,
         Sim("placer/matmul_integer_to_float.rs"),
     ),
     t(
@@ -432,7 +470,7 @@ pub static REGISTRY: &[Transformer] = &[
         "dynamic_quantize_matmul_fusion.cc",
         L2,
         S,
-        CPU,
+        CPU_ACL_EPS,
         Sim("placer/matmul_integer_to_float.rs"),
     ),
     t(
@@ -440,7 +478,7 @@ pub static REGISTRY: &[Transformer] = &[
         "conv_activation_fusion.cc",
         L2,
         T,
-        CPU,
+        CPU_ROCM_ACL_ARMNN_JS_WEBGPU_EPS,
         Sim("placer/fusions/conv_activation_fusion.rs"),
     ),
     t(
@@ -448,7 +486,7 @@ pub static REGISTRY: &[Transformer] = &[
         "gelu_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_ACL_CUDA_DML_ROCM_EPS,
         Sim("placer/fusions/gelu_fusion.rs"),
     ),
     t(
@@ -456,7 +494,7 @@ pub static REGISTRY: &[Transformer] = &[
         "layer_norm_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_ACL_CUDA_DML_ROCM_EPS,
         Sim("placer/fusions/layer_norm_fusion.rs"),
     ),
     t(
@@ -464,7 +502,7 @@ pub static REGISTRY: &[Transformer] = &[
         "layer_norm_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_CUDA_ROCM_EPS,
         Sim("placer/fusions/layer_norm_fusion.rs"),
     ),
     t(
@@ -472,7 +510,7 @@ pub static REGISTRY: &[Transformer] = &[
         "attention_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_ACL_CUDA_DML_ROCM_EPS,
         No("its patterns need the mask sub-graphs of ORT's own BERT exports; no probe triggers it"),
     ),
     t(
@@ -480,7 +518,7 @@ pub static REGISTRY: &[Transformer] = &[
         "embed_layer_norm_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_ACL_CUDA_DML_ROCM_EPS,
         No(
             "its patterns need the embedding sub-graphs of ORT's own BERT exports; no probe triggers it",
         ),
@@ -490,7 +528,7 @@ pub static REGISTRY: &[Transformer] = &[
         "gather_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_CUDA_ROCM_EPS,
         Sim("placer/fusions/gather_fusion.rs"),
     ),
     t(
@@ -498,7 +536,7 @@ pub static REGISTRY: &[Transformer] = &[
         "gather_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_CUDA_ROCM_EPS,
         Sim("placer/fusions/gather_fusion.rs"),
     ),
     t(
@@ -506,7 +544,7 @@ pub static REGISTRY: &[Transformer] = &[
         "matmul_transpose_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_CUDA_DML_ROCM_EPS,
         Sim("placer/fusions/matmul_transpose_fusion.rs"),
     ),
     t(
@@ -514,7 +552,7 @@ pub static REGISTRY: &[Transformer] = &[
         "bias_gelu_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_ACL_CUDA_DML_ROCM_EPS,
         Sim("placer/fusions/bias_gelu_fusion.rs"),
     ),
     t(
@@ -522,7 +560,7 @@ pub static REGISTRY: &[Transformer] = &[
         "group_query_attention_fusion.cc",
         L2,
         T,
-        CUDA,
+        CUDA_EPS,
         No("matches ORT-exported GQA sub-graphs only"),
     ),
     t(
@@ -530,7 +568,7 @@ pub static REGISTRY: &[Transformer] = &[
         "skip_layer_norm_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_ACL_CUDA_DML_ROCM_EPS,
         Sim("placer/fusions/skip_layer_norm_fusion.rs"),
     ),
     t(
@@ -538,7 +576,7 @@ pub static REGISTRY: &[Transformer] = &[
         "fast_gelu_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_CUDA_DML_ROCM_EPS,
         Sim("placer/fusions/fast_gelu_fusion.rs"),
     ),
     t(
@@ -546,7 +584,7 @@ pub static REGISTRY: &[Transformer] = &[
         "quick_gelu_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_ACL_CUDA_DML_ROCM_EPS,
         Sim("placer/fusions/quick_gelu_fusion.rs"),
     ),
     t(
@@ -554,7 +592,7 @@ pub static REGISTRY: &[Transformer] = &[
         "gelu_approximation.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_CUDA_ROCM_EPS,
         No("off unless the session option `optimization.enable_gelu_approximation` is set"),
     ),
     t(
@@ -562,7 +600,7 @@ pub static REGISTRY: &[Transformer] = &[
         "bias_softmax_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_CUDA_ROCM_EPS,
         Sim("placer/fusions/bias_softmax_fusion.rs"),
     ),
     t(
@@ -570,7 +608,7 @@ pub static REGISTRY: &[Transformer] = &[
         "bias_dropout_fusion.cc",
         L2,
         T,
-        CUDA,
+        CUDA_ROCM_EPS,
         No("fuses training-mode Dropout only"),
     ),
     t(
@@ -578,7 +616,7 @@ pub static REGISTRY: &[Transformer] = &[
         "matmul_scale_fusion.cc",
         L2,
         T,
-        CPU_CUDA,
+        CPU_ACL_CUDA_DML_ROCM_EPS,
         Sim("placer/fusions/matmul_scale_fusion.rs"),
     ),
     t(
@@ -586,7 +624,7 @@ pub static REGISTRY: &[Transformer] = &[
         "matmul_activation_fusion.cc",
         L2,
         T,
-        ANY,
+        DML_EP,
         No("DirectML only"),
     ),
     t(
@@ -594,17 +632,21 @@ pub static REGISTRY: &[Transformer] = &[
         "qdq_transformer/avx2_weight_s8_to_u8.cc",
         L2,
         T,
-        CPU,
+        CPU_EP,
         No(QDQ),
     ),
-    t(
-        "MatMulNBitsFusion",
-        "matmul_nbits_fusion.cc",
-        L2,
-        T,
-        CPU_CUDA,
-        Sim("placer/fusions/matmul_nbits_fusion.rs"),
-    ),
+    Transformer {
+        // CUDA from ORT 1.28 (measured: `fusions/matmul_nbits_fusion.rs`).
+        added: &[(1, 28, ort::CUDA)],
+        ..t(
+            "MatMulNBitsFusion",
+            "matmul_nbits_fusion.cc",
+            L2,
+            T,
+            CPU_EP,
+            Sim("placer/fusions/matmul_nbits_fusion.rs"),
+        )
+    },
     t(
         "QDQFinalCleanupTransformer",
         "qdq_transformer/qdq_final_cleanup.cc",
@@ -619,7 +661,7 @@ pub static REGISTRY: &[Transformer] = &[
         "nchwc_transformer.cc",
         L3,
         S,
-        CPU,
+        CPU_EP,
         Sim("placer/nchwc_transformer.rs"),
     ),
     t(
@@ -627,7 +669,7 @@ pub static REGISTRY: &[Transformer] = &[
         "nhwc_transformer.cc",
         L3,
         S,
-        CPU,
+        CPU_EP,
         Sim("placer/nhwc_transformer.rs"),
     ),
     t(
@@ -635,7 +677,7 @@ pub static REGISTRY: &[Transformer] = &[
         "conv_add_act_fusion.cc",
         L3,
         T,
-        CPU,
+        CPU_EP,
         No("CPU only: never moves a node"),
     ),
     // ORT's Level4, after InsertCastTransformer (the session script runs it, then the level-2
@@ -645,7 +687,7 @@ pub static REGISTRY: &[Transformer] = &[
         "fuse_initializers_transformer.cc",
         L3,
         S,
-        CPU,
+        CPU_EP,
         Sim("placer/fuse_initializers_transformer.rs"),
     ),
 ];

@@ -3,9 +3,8 @@
 use crate::declare_rule;
 use crate::diagnostics::Finding;
 use crate::placer::{Decision, Miss};
-use crate::rules::registration_gap::older_cuda_match;
+use crate::rules::registration_gap::older_provider_match;
 use crate::rules::{Context, nodes};
-use crate::tables::Ep;
 
 declare_rule! {
     /// ## What it does
@@ -36,6 +35,8 @@ declare_rule! {
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let ort = &cx.table.release().ort;
+    let provider = cx.provider();
+    let label = provider.label;
     for (gi, ni, node) in nodes(cx.session()) {
         let since = node.since.unwrap_or(0);
         let (message, evidence, help) = match cx
@@ -43,36 +44,38 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             .decisions
             .get(crate::session::NodeRef::new(gi, ni))
         {
-            Some(Decision::CpuFallback { cuda_miss, .. }) => match &**cuda_miss {
-                Miss::Version { since } if older_cuda_match(cx, gi, node, *since).is_some() => {
+            Some(Decision::CpuFallback { miss, .. }) => match &**miss {
+                Miss::Version { since } if older_provider_match(cx, gi, node, *since).is_some() => {
                     continue;
                 }
                 Miss::NoRegistration => (
                     format!(
-                        "ORT {ort} has no CUDA kernel for {}: `{}` runs on the CPU",
+                        "ORT {ort} has no {label} kernel for {}: `{}` runs on the CPU",
                         node.op, node.name
                     ),
-                    format!("the CUDA table of ORT {ort} has no {} row", node.op),
-                    "replace the op with ones the CUDA EP implements, or accept the CPU hop"
-                        .to_string(),
+                    format!("the {label} table of ORT {ort} has no {} row", node.op),
+                    format!(
+                        "replace the op with ones the {label} EP implements, or accept the CPU hop"
+                    ),
                 ),
                 Miss::Version { since } => (
                     format!(
-                        "no CUDA kernel for {}-{since} in ORT {ort}: `{}` runs on the CPU",
+                        "no {label} kernel for {}-{since} in ORT {ort}: `{}` runs on the CPU",
                         node.op, node.name
                     ),
-                    format!("CUDA rows for {}: {}", node.op, rows(cx, node)),
-                    "no older version of the op has a CUDA kernel for the node's types either"
-                        .to_string(),
+                    format!("{label} rows for {}: {}", node.op, rows(cx, node)),
+                    format!(
+                        "no older version of the op has a {label} kernel for the node's types either"
+                    ),
                 ),
                 Miss::Type { constraint, actual } => (
                     format!(
-                        "the CUDA {}-{since} kernel does not take {constraint} = {actual}: `{}` runs on the CPU",
+                        "the {label} {}-{since} kernel does not take {constraint} = {actual}: `{}` runs on the CPU",
                         node.op, node.name
                     ),
-                    format!("CUDA rows for {}: {}", node.op, rows(cx, node)),
+                    format!("{label} rows for {}: {}", node.op, rows(cx, node)),
                     format!(
-                        "use one of the types the CUDA kernel accepts for {constraint}: {}",
+                        "use one of the types the {label} kernel accepts for {constraint}: {}",
                         accepted(cx, node, constraint, since)
                     ),
                 ),
@@ -80,8 +83,11 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             },
             Some(Decision::CpuUnsupported { reason, .. }) => (
                 format!("{reason}: `{}` ({}) runs on the CPU", node.name, node.op),
-                format!("CUDAExecutionProvider::GetCapability rejects the node: {reason}"),
-                "change the attribute to one the CUDA kernel supports".to_string(),
+                format!(
+                    "{}::GetCapability rejects the node: {reason}",
+                    provider.name()
+                ),
+                format!("change the attribute to one the {label} kernel supports"),
             ),
             _ => continue,
         };
@@ -98,7 +104,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         };
         f.help = Some(match fixed_in {
             Some(r) => format!(
-                "{help}; or use ORT {r}, the first bundled release whose CUDA table has a kernel for {}-{since} with the node's types",
+                "{help}; or use ORT {r}, the first bundled release whose {label} table has a kernel for {}-{since} with the node's types",
                 node.op
             ),
             None if matches!(
@@ -109,7 +115,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             ) =>
             {
                 format!(
-                    "{help} (no bundled ORT release newer than {ort} has a CUDA kernel for {}-{since} with the node's types)",
+                    "{help} (no bundled ORT release newer than {ort} has a {label} kernel for {}-{since} with the node's types)",
                     node.op
                 )
             }
@@ -123,7 +129,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
 
 fn rows(cx: &Context, node: &crate::placer::ir::SNode) -> String {
     let mut labels: Vec<String> = Vec::new();
-    for k in cx.table.kernels(Ep::Cuda, &node.domain, &node.op) {
+    for k in cx.provider().kernels(cx.table, &node.domain, &node.op) {
         let l = k.range_label();
         if !labels.contains(&l) {
             labels.push(l);
@@ -134,7 +140,7 @@ fn rows(cx: &Context, node: &crate::placer::ir::SNode) -> String {
 
 fn accepted(cx: &Context, node: &crate::placer::ir::SNode, constraint: &str, since: i64) -> String {
     let mut types: std::collections::BTreeSet<String> = Default::default();
-    for k in cx.table.kernels(Ep::Cuda, &node.domain, &node.op) {
+    for k in cx.provider().kernels(cx.table, &node.domain, &node.op) {
         if k.matches_since(since)
             && let Some(list) = k.allowed(constraint)
         {
@@ -144,7 +150,7 @@ fn accepted(cx: &Context, node: &crate::placer::ir::SNode, constraint: &str, sin
     types.into_iter().collect::<Vec<_>>().join(", ")
 }
 
-/// The first bundled release newer than the simulated one whose CUDA table has a kernel for the
+/// The first bundled release newer than the simulated one whose provider's table has a kernel for the
 /// node's op, since-version (at the model's opset) and types.
 fn first_release_with_kernel(
     cx: &Context,
@@ -162,7 +168,8 @@ fn first_release_with_kernel(
             };
             let mut probe = node.clone();
             probe.since = Some(schema.since);
-            crate::placer::lookup(t, Ep::Cuda, cx.session(), gi, &probe, Some(schema)).is_ok()
+            crate::placer::lookup(t, cx.provider().ep, cx.session(), gi, &probe, Some(schema))
+                .is_ok()
         })
         .map(|(r, _)| *r)
 }

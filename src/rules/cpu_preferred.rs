@@ -35,7 +35,7 @@ declare_rule! {
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     for (gi, ni, node) in nodes(cx.session()) {
-        let Some(Decision::CpuPreferred { cuda, .. }) = cx
+        let Some(Decision::CpuPreferred { kernel, .. }) = cx
             .placement
             .decisions
             .get(crate::session::NodeRef::new(gi, ni))
@@ -53,9 +53,10 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         );
         f.cause = "shape subgraph".into();
         f.evidence.push(format!(
-            "CUDA would take it ({} {}), but GetCpuPreferredNodes prefers the CPU",
-            cuda.op,
-            cuda.range_label()
+            "{} would take it ({} {}), but GetCpuPreferredNodes prefers the CPU",
+            cx.provider().label,
+            kernel.op,
+            kernel.range_label()
         ));
         out.push(f);
     }

@@ -3,7 +3,6 @@
 use crate::declare_rule;
 use crate::diagnostics::Finding;
 use crate::rules::Context;
-use crate::tables::Ep;
 
 declare_rule! {
     /// ## What it does
@@ -38,7 +37,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         .graphs
         .iter()
         .flat_map(|g| &g.nodes)
-        .any(|n| n.ep == Some(Ep::Cuda))
+        .any(|n| n.ep == Some(cx.provider().ep))
     {
         return;
     }
@@ -66,12 +65,13 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         RULE.name,
         RULE.default,
         format!(
-            "ORT cannot capture this model as a CUDA graph: {}",
+            "ORT cannot capture this model as a {} graph: {}",
+            cx.provider().label,
             reasons.join("; ")
         ),
     );
     f.graph = main.name.to_string();
-    f.cause = "cuda graph".into();
+    f.cause = format!("{} graph", cx.provider().label.to_ascii_lowercase());
     f.help = Some(
         "fix the findings that cause copies; keep control flow out of the captured model".into(),
     );

@@ -121,9 +121,10 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 down.join(", ")
             }
         ));
-        let cuda_types: std::collections::BTreeSet<String> = cx
-            .table
-            .kernels(Ep::Cuda, "ai.onnx", "CumSum")
+        let label = cx.provider().label;
+        let provider_types: std::collections::BTreeSet<String> = cx
+            .provider()
+            .kernels(cx.table, "ai.onnx", "CumSum")
             .iter()
             .filter(|k| node.since.is_some_and(|s| k.matches_since(s)))
             .filter_map(|k| k.allowed("T"))
@@ -131,21 +132,23 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             .cloned()
             .collect();
         let ort = &cx.table.release().ort;
-        f.help = Some(if cuda_types.contains("tensor(int64)") {
-            "the CUDA CumSum kernel takes int64 here; the CPU hop comes from its neighbours: keep the whole chain on CUDA".into()
-        } else if cuda_types.contains("tensor(int32)") {
+        f.help = Some(if provider_types.contains("tensor(int64)") {
             format!(
-                "compute the cumsum in int32 (ORT {ort}'s CUDA CumSum takes {}) and cast the result to int64",
-                join(&cuda_types)
+                "the {label} CumSum kernel takes int64 here; the CPU hop comes from its neighbours: keep the whole chain on {label}"
             )
-        } else if cuda_types.contains("tensor(float)") {
+        } else if provider_types.contains("tensor(int32)") {
             format!(
-                "compute the cumsum in float (ORT {ort}'s CUDA CumSum takes {}), exact below 2^24 tokens",
-                join(&cuda_types)
+                "compute the cumsum in int32 (ORT {ort}'s {label} CumSum takes {}) and cast the result to int64",
+                join(&provider_types)
+            )
+        } else if provider_types.contains("tensor(float)") {
+            format!(
+                "compute the cumsum in float (ORT {ort}'s {label} CumSum takes {}), exact below 2^24 tokens",
+                join(&provider_types)
             )
         } else {
             format!(
-                "ORT {ort} has no CUDA CumSum for this since-version; pass position ids as a model input"
+                "ORT {ort} has no {label} CumSum for this since-version; pass position ids as a model input"
             )
         });
         let copied = crate::rules::cost::copies_at(cx, gi, ni);
@@ -159,9 +162,5 @@ fn join(set: &std::collections::BTreeSet<String>) -> String {
 }
 
 pub(crate) fn ep_name(ep: Option<Ep>) -> &'static str {
-    match ep {
-        Some(Ep::Cuda) => "CUDA",
-        Some(Ep::Cpu) => "CPU",
-        None => "no provider",
-    }
+    ep.map_or("no provider", |e| crate::providers::of(e).label)
 }

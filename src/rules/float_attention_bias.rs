@@ -162,7 +162,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         }
         // The name of the model's value where ORT renamed it for a copy.
         let shown = mask
-            .strip_suffix("_CUDAExecutionProvider")
+            .strip_suffix(&format!("_{}", cx.provider().name()))
             .unwrap_or(&mask)
             .to_string();
         if !is_float(s, gi, mask) {
@@ -256,34 +256,39 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         if let Some(att) = cx.table.schema("ai.onnx", "Attention", opset)
             && cx
                 .table
-                .kernels(Ep::Cuda, "ai.onnx", "Attention")
+                .kernels(cx.provider().ep, "ai.onnx", "Attention")
                 .iter()
                 .any(|k| k.matches_since(att.since))
         {
             ways.push(if causal_already {
                 format!(
-                    "`{}` already has is_causal = 1: pass only the padding part, as a bool mask (CUDA kernel for Attention-{} in ORT {})",
+                    "`{}` already has is_causal = 1: pass only the padding part, as a bool mask ({} kernel for Attention-{} in ORT {})",
                     node.name,
+                    cx.provider().label,
                     att.since,
                     cx.table.release().ort
                 )
             } else {
                 format!(
-                    "ONNX Attention-{} with a bool mask or is_causal = 1 (CUDA kernel in ORT {})",
+                    "ONNX Attention-{} with a bool mask or is_causal = 1 ({} kernel in ORT {})",
                     att.since,
+                    cx.provider().label,
                     cx.table.release().ort
                 )
             });
         }
         if !cx
             .table
-            .kernels(Ep::Cuda, "com.microsoft", "GroupQueryAttention")
+            .kernels(cx.provider().ep, "com.microsoft", "GroupQueryAttention")
             .is_empty()
         {
             ways.push("com.microsoft GroupQueryAttention with seqlens_k/total_sequence_length and local_window_size".into());
         }
         f.help = Some(if ways.is_empty() {
-            "keep the whole mask chain on CUDA (see the OL1xx findings on its nodes)".into()
+            format!(
+                "keep the whole mask chain on {} (see the OL1xx findings on its nodes)",
+                cx.provider().label
+            )
         } else {
             format!(
                 "let the attention kernel build the mask: {}",

@@ -83,6 +83,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         };
         let name_of = |ni: usize| format!("`{}` ({})", g.nodes[ni].name, g.nodes[ni].op);
         let list = |v: &[usize]| v.iter().map(|&n| name_of(n)).collect::<Vec<_>>().join(", ");
+        let on = crate::providers::of(copy.ep).label;
         let (what, cause, anchor) = match copy.direction {
             Direction::FromHost => {
                 let producer = host_side.first().copied();
@@ -94,7 +95,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 };
                 (
                     format!(
-                        "MemcpyFromHost after `{}`: {from} is on the host, read on CUDA by {}",
+                        "MemcpyFromHost after `{}`: {from} is on the host, read on {on} by {}",
                         copy.value,
                         list(&device_side)
                     ),
@@ -109,11 +110,11 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
                 let producer = device_side.first().copied();
                 (
                     format!(
-                        "MemcpyToHost before `{}`: produced on CUDA by {}, read on the host by {}",
+                        "MemcpyToHost before `{}`: produced on {on} by {}, read on the host by {}",
                         copy.value,
                         producer
                             .map(name_of)
-                            .unwrap_or_else(|| "a CUDA node".into()),
+                            .unwrap_or_else(|| format!("a {on} node")),
                         list(&host_side)
                     ),
                     host_reader
@@ -178,35 +179,37 @@ fn bytes(cx: &Context, gi: usize, value: Sym) -> Option<u64> {
 fn reason(cx: &Context, gi: usize, ni: usize) -> String {
     let node = &cx.session().graphs[gi].nodes[ni];
     let since = node.since.map(|s| format!("-{s}")).unwrap_or_default();
+    let label = cx.provider().label;
     match cx
         .placement
         .decisions
         .get(crate::session::NodeRef::new(gi, ni))
     {
-        Some(Decision::CpuFallback { cuda_miss, .. })
-            if matches!(**cuda_miss, Miss::Version { .. }) =>
-        {
+        Some(Decision::CpuFallback { miss, .. }) if matches!(**miss, Miss::Version { .. }) => {
             format!(
-                "{}{since} on CPU: no CUDA kernel for this since-version",
+                "{}{since} on CPU: no {label} kernel for this since-version",
                 node.op
             )
         }
         Some(Decision::CpuFallback { .. }) | Some(Decision::CpuUnsupported { .. }) => {
             format!(
-                "{}{since} on CPU: no CUDA kernel for its types or attributes",
+                "{}{since} on CPU: no {label} kernel for its types or attributes",
                 node.op
             )
         }
         Some(Decision::CpuPreferred { .. }) => "shape computation moved to CPU".to_string(),
         Some(Decision::Fp32OnCpu { .. }) => format!("{}{since} run in float32 on CPU", node.op),
-        Some(Decision::Cuda) => match node.kernel {
-            Some(k) => format!(
-                "host-memory argument of CUDA {} ({})",
-                node.op,
-                k.range_label()
-            ),
-            None => format!("host-memory argument of CUDA {}", node.op),
-        },
+        Some(Decision::Provider) => {
+            let on = node.ep.map_or(label, |e| crate::providers::of(e).label);
+            match node.kernel {
+                Some(k) => format!(
+                    "host-memory argument of {on} {} ({})",
+                    node.op,
+                    k.range_label()
+                ),
+                None => format!("host-memory argument of {on} {}", node.op),
+            }
+        }
         _ => format!("{}{since} on CPU", node.op),
     }
 }
@@ -219,9 +222,9 @@ fn linked_finding(cx: &Context, gi: usize, ni: usize) -> Option<String> {
         .decisions
         .get(crate::session::NodeRef::new(gi, ni))?
     {
-        Decision::CpuFallback { cuda_miss, .. }
-            if matches!(**cuda_miss, Miss::Version { since }
-                if crate::rules::registration_gap::older_cuda_match(cx, gi, node, since).is_some()) =>
+        Decision::CpuFallback { miss, .. }
+            if matches!(**miss, Miss::Version { since }
+                if crate::rules::registration_gap::older_provider_match(cx, gi, node, since).is_some()) =>
         {
             "OL101 (registration-gap)"
         }

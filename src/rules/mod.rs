@@ -168,6 +168,12 @@ impl<'a> Context<'a> {
         &self.placement.session
     }
 
+    /// The provider the rules' findings and advice are about: the simulated list's provider
+    /// before the CPU (for a CPU-only list, the default list's: `providers::advised`).
+    pub fn provider(&self) -> &'static crate::providers::Provider {
+        crate::providers::advised(&self.placement.eps)
+    }
+
     /// A finding about node `ni` of session graph `gi`, filled with its identity, its input
     /// labels and its Python source location.
     pub fn node_finding(&self, rule: &RuleMeta, gi: usize, ni: usize, message: String) -> Finding {

@@ -93,7 +93,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
     }
     for (gi, ni, node) in nodes(cx.session()) {
         let Some(Decision::Unassigned {
-            cuda_miss,
+            provider_miss,
             cpu_miss,
         }) = cx
             .placement
@@ -119,7 +119,8 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             ),
         );
         f.cause = format!("{} {since}", node.op);
-        for (ep, miss) in [("CUDA", cuda_miss.as_ref()), ("CPU", Some(cpu_miss))] {
+        let provider = cx.provider().label;
+        for (ep, miss) in [(provider, provider_miss.as_ref()), ("CPU", Some(cpu_miss))] {
             if let Some(m) = miss {
                 f.evidence.push(format!("{ep}: {}", describe_miss(m)));
             }

@@ -8,7 +8,7 @@ use crate::diagnostics::{Finding, Fix, FixSafety};
 use crate::placer::ir::SNode;
 use crate::placer::{Decision, Miss, lookup};
 use crate::rules::{Context, nodes};
-use crate::tables::{Ep, KernelTable, OpSchema};
+use crate::tables::{KernelTable, OpSchema};
 
 declare_rule! {
     /// ## What it does
@@ -55,8 +55,9 @@ declare_rule! {
     pub static RULE = ("OL101", "registration-gap", Warn, "the CUDA table lacks only this since-version of the op: the node falls back to CPU", check);
 }
 
-/// The older since-version of the node's op that a CUDA kernel of `table` would take.
-pub fn older_cuda_match(cx: &Context, gi: usize, node: &SNode, since: i64) -> Option<i64> {
+/// The older since-version of the node's op that a kernel of the advised provider (`Context::provider`)
+/// in `table` would take.
+pub fn older_provider_match(cx: &Context, gi: usize, node: &SNode, since: i64) -> Option<i64> {
     let mut older: Vec<&OpSchema> = cx
         .table
         .schemas(&node.domain, &node.op)
@@ -67,10 +68,16 @@ pub fn older_cuda_match(cx: &Context, gi: usize, node: &SNode, since: i64) -> Op
     older
         .into_iter()
         .map(|s| s.since)
-        .find(|&s| cuda_takes_at(cx.table, cx, gi, node, s))
+        .find(|&s| provider_takes_at(cx.table, cx, gi, node, s))
 }
 
-fn cuda_takes_at(table: &KernelTable, cx: &Context, gi: usize, node: &SNode, since: i64) -> bool {
+fn provider_takes_at(
+    table: &KernelTable,
+    cx: &Context,
+    gi: usize,
+    node: &SNode,
+    since: i64,
+) -> bool {
     let Some(schema) = table
         .schemas(&node.domain, &node.op)
         .iter()
@@ -80,7 +87,15 @@ fn cuda_takes_at(table: &KernelTable, cx: &Context, gi: usize, node: &SNode, sin
     };
     let mut probe = node.clone();
     probe.since = Some(since);
-    lookup(table, Ep::Cuda, cx.session(), gi, &probe, Some(schema)).is_ok()
+    lookup(
+        table,
+        cx.provider().ep,
+        cx.session(),
+        gi,
+        &probe,
+        Some(schema),
+    )
+    .is_ok()
 }
 
 /// The highest opset below `current` at which `op` resolves to since-version `target`.
@@ -96,27 +111,28 @@ fn opset_for(schemas: &[OpSchema], target: i64) -> i64 {
 
 fn check(cx: &Context, out: &mut Vec<Finding>) {
     let ort = cx.table.release().ort.clone();
+    let label = cx.provider().label;
     let first = out.len();
     // The release that has every missing kernel of this model (None: some kernel is in none).
     let mut whole_model: Option<Option<&str>> = None;
     let mut lowerings: HashMap<(String, i64), Lowering> = HashMap::default();
     for (gi, ni, node) in nodes(cx.session()) {
-        let Some(Decision::CpuFallback { cuda_miss, .. }) = cx
+        let Some(Decision::CpuFallback { miss, .. }) = cx
             .placement
             .decisions
             .get(crate::session::NodeRef::new(gi, ni))
         else {
             continue;
         };
-        let Miss::Version { since } = **cuda_miss else {
+        let Miss::Version { since } = **miss else {
             continue;
         };
-        let Some(older) = older_cuda_match(cx, gi, node, since) else {
+        let Some(older) = older_provider_match(cx, gi, node, since) else {
             continue;
         };
         let rows: Vec<String> = cx
-            .table
-            .kernels(Ep::Cuda, &node.domain, &node.op)
+            .provider()
+            .kernels(cx.table, &node.domain, &node.op)
             .iter()
             .map(|k| k.range_label())
             .fold(Vec::new(), |mut v: Vec<String>, l| {
@@ -130,7 +146,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             gi,
             ni,
             format!(
-                "{}-{since} has no CUDA kernel in ORT {ort} (CUDA registers {} {}): `{}` runs on the CPU",
+                "{}-{since} has no {label} kernel in ORT {ort} ({label} registers {} {}): `{}` runs on the CPU",
                 node.op,
                 node.op,
                 rows.join(", "),
@@ -144,7 +160,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             rows.join(", ")
         ));
         f.evidence.push(format!(
-            "{}-{older} would match a CUDA kernel with the node's types",
+            "{}-{older} would match a {label} kernel with the node's types",
             node.op
         ));
         let schemas = cx.table.schemas(&node.domain, &node.op);
@@ -176,7 +192,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
             newer(r, &ort)
                 && model_opset.is_some_and(|o| {
                     t.schema(&node.domain, &node.op, o)
-                        .is_some_and(|s| cuda_takes_at(t, cx, gi, node, s.since))
+                        .is_some_and(|s| provider_takes_at(t, cx, gi, node, s.since))
                 })
         });
         whole_model = Some(match (whole_model, fixed_in) {
@@ -186,11 +202,11 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         });
         match fixed_in {
             Some((r, _)) => ways.push(format!(
-                "or use ORT {r}, the first bundled release whose CUDA table has {}-{since}",
+                "or use ORT {r}, the first bundled release whose {label} table has {}-{since}",
                 node.op
             )),
             None => ways.push(format!(
-                "no bundled ORT release newer than {ort} has a CUDA kernel for {}-{since}",
+                "no bundled ORT release newer than {ort} has a {label} kernel for {}-{since}",
                 node.op
             )),
         }
@@ -207,7 +223,7 @@ fn check(cx: &Context, out: &mut Vec<Finding>) {
         for f in &mut out[first..] {
             if let Some(h) = f.help.as_mut() {
                 h.push_str(&format!(
-                    " (ORT {release} is the first bundled release with CUDA kernels for all {gaps} nodes this rule flags in the model)"
+                    " (ORT {release} is the first bundled release with {label} kernels for all {gaps} nodes this rule flags in the model)"
                 ));
             }
         }

@@ -42,10 +42,8 @@ pub fn encode(table: &KernelTable) -> Vec<u8> {
     }
     e.uint(table.kernels.len());
     for k in &table.kernels {
-        e.uint(match k.ep {
-            Ep::Cuda => 0,
-            Ep::Cpu => 1,
-        });
+        // The provider's position in `Ep::ALL` (its discriminant).
+        e.uint(k.ep as usize);
         e.str(&k.domain);
         e.str(&k.op);
         e.int(k.since);
@@ -205,10 +203,11 @@ pub fn decode(bytes: &[u8]) -> Result<KernelTable, String> {
     let mut kernels = Vec::with_capacity(n);
     for _ in 0..n {
         kernels.push(KernelDef {
-            ep: match d.uint()? {
-                0 => Ep::Cuda,
-                1 => Ep::Cpu,
-                other => return Err(format!("bad provider tag {other}")),
+            ep: {
+                let tag = d.uint()?;
+                *Ep::ALL
+                    .get(tag)
+                    .ok_or_else(|| format!("bad provider tag {tag}"))?
             },
             domain: d.string()?,
             op: d.string()?,

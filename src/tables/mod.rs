@@ -161,7 +161,9 @@ pub enum TableError {
     Invalid { file: String, message: String },
 }
 
-/// An execution provider with a kernel table.
+/// An execution provider with kernel rows in the tables: the key of its rows (and of a node's
+/// assignment). What a provider claims beyond its rows lives in `providers/`, one folder
+/// each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Ep {
     Cuda,
@@ -169,6 +171,9 @@ pub enum Ep {
 }
 
 impl Ep {
+    /// Every provider with rows, in the order of the enum.
+    pub const ALL: [Ep; 2] = [Ep::Cuda, Ep::Cpu];
+
     /// ORT's name for the provider.
     pub fn name(self) -> &'static str {
         match self {
@@ -320,8 +325,8 @@ impl OpSchema {
 /// Positions of one (domain, op) in the kernel and schema vectors.
 #[derive(Debug, Default, Clone)]
 struct OpIndex {
-    cuda: Range<usize>,
-    cpu: Range<usize>,
+    /// Per provider (`Ep as usize`), its rows of the op.
+    kernels: [Range<usize>; Ep::ALL.len()],
     schemas: Range<usize>,
 }
 
@@ -376,10 +381,7 @@ impl KernelTable {
             let entry = index
                 .entry((Sym::new(&k.domain), Sym::new(&k.op)))
                 .or_default();
-            match k.ep {
-                Ep::Cuda => entry.cuda = start..end,
-                Ep::Cpu => entry.cpu = start..end,
-            }
+            entry.kernels[k.ep as usize] = start..end;
             start = end;
         }
         let mut start = 0;
@@ -465,10 +467,7 @@ impl KernelTable {
     /// Registrations of `op` for `ep`, in the file's order (since descending). Empty when none.
     pub fn kernels(&self, ep: Ep, domain: &str, op: &str) -> &[KernelDef] {
         match self.op_index(domain, op) {
-            Some(ix) => match ep {
-                Ep::Cuda => &self.kernels[ix.cuda.clone()],
-                Ep::Cpu => &self.kernels[ix.cpu.clone()],
-            },
+            Some(ix) => &self.kernels[ix.kernels[ep as usize].clone()],
             None => &[],
         }
     }
@@ -476,10 +475,7 @@ impl KernelTable {
     /// [`KernelTable::kernels`] by interned names (the session's; no string is hashed).
     pub fn kernels_of(&self, ep: Ep, domain: Sym, op: Sym) -> &[KernelDef] {
         match self.op_index_of(domain, op) {
-            Some(ix) => match ep {
-                Ep::Cuda => &self.kernels[ix.cuda.clone()],
-                Ep::Cpu => &self.kernels[ix.cpu.clone()],
-            },
+            Some(ix) => &self.kernels[ix.kernels[ep as usize].clone()],
             None => &[],
         }
     }

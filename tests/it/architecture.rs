@@ -117,6 +117,7 @@ fn no_import_circle_between_top_level_modules() {
         ("session", &["model", "sym", "tables", "threads"][..]),
         ("infer", &["model", "session", "sym", "tables"][..]),
         ("memcpy", &["session", "sym", "tables"][..]),
+        ("providers", &["model", "session", "sym", "tables"][..]),
     ] {
         let extra: Vec<&String> = deps
             .get(module)
@@ -268,4 +269,89 @@ fn the_circle_finder_finds_circles() {
         found,
         BTreeSet::from([vec!["a".to_string(), "b".into(), "c".into()]])
     );
+}
+
+/// The files outside a provider's own folder that may name a provider's key (`Ep::Cuda`, ...),
+/// each with its reason: the key's definition, and where a provider list is configured. The
+/// placer, the copy pass, the rules and the outputs ask `crate::providers` instead
+/// (`docs/providers.md`); the CPU's key (`Ep::Cpu`) is free to name, as ORT names
+/// `kCpuExecutionProvider`: it is always last, and takes what no one else does.
+const PROVIDER_KEYS_OUTSIDE_THEIR_FOLDER: &[(&str, &str)] = &[(
+    "src/tables/mod.rs",
+    "the key's definition: ORT's name of each provider with kernel rows",
+)];
+
+/// A provider key other than the CPU's, named in code.
+fn names_a_provider_key(line: &str) -> Option<String> {
+    static KEY: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = KEY.get_or_init(|| regex::Regex::new(r"\bEp::([A-Z][A-Za-z0-9]*)").unwrap());
+    let code = line.split("//").next().unwrap_or("");
+    re.captures_iter(code)
+        .map(|c| c[1].to_string())
+        .find(|k| k != "Cpu" && k != "ALL")
+}
+
+#[test]
+fn providers_are_named_only_in_their_own_folders() {
+    let repo = support::repo();
+    let mut files = Vec::new();
+    rust_files(&repo.join("src"), &mut files);
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in files {
+        let rel = relative(&repo, &f);
+        let text = std::fs::read_to_string(&f).unwrap();
+        // A file's tests pick provider lists of their own.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (k, line) in code.lines().enumerate() {
+            let Some(key) = names_a_provider_key(line) else {
+                continue;
+            };
+            // `Ep::Cuda` in `src/providers/cuda/`.
+            let own = format!("src/providers/{}/", key.to_ascii_lowercase());
+            if !rel.starts_with(&own) {
+                found
+                    .entry(rel.clone())
+                    .or_default()
+                    .push(format!("{}: {}", k + 1, line.trim()));
+            }
+        }
+    }
+    let listed: BTreeSet<&str> = PROVIDER_KEYS_OUTSIDE_THEIR_FOLDER
+        .iter()
+        .map(|(f, _)| *f)
+        .collect();
+    let outside: BTreeMap<&String, &Vec<String>> = found
+        .iter()
+        .filter(|(f, _)| !listed.contains(f.as_str()))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "names a provider outside its folder (ask `crate::providers`, or list the file with its \
+         reason): {outside:#?}"
+    );
+    let stale: Vec<&&str> = listed.iter().filter(|f| !found.contains_key(**f)).collect();
+    assert!(
+        stale.is_empty(),
+        "listed in PROVIDER_KEYS_OUTSIDE_THEIR_FOLDER but names no provider there now: {stale:?}"
+    );
+}
+
+#[test]
+fn the_provider_key_finder_finds_keys() {
+    assert_eq!(
+        names_a_provider_key("if n.ep == Some(Ep::Cuda) {").as_deref(),
+        Some("Cuda")
+    );
+    assert_eq!(
+        names_a_provider_key("matches!(n.ep, Some(Ep::Cpu | Ep::WebGpu))").as_deref(),
+        Some("WebGpu")
+    );
+    for not in [
+        "n.ep == Some(Ep::Cpu)",
+        "Ep::ALL.len()",
+        "// Ep::Cuda in a comment",
+        "let ep: Ep = p.ep;",
+    ] {
+        assert_eq!(names_a_provider_key(not), None, "{not}");
+    }
 }

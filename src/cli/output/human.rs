@@ -146,13 +146,14 @@ fn statistics(t: &Totals) -> String {
 
 /// `ORT 1.24.4 (all): 52 nodes on CUDA, 33 on CPU, 28 copies`.
 pub fn prediction_line(p: &Placement) -> String {
-    let (cuda, cpu) = node_counts(p);
+    let (on_provider, cpu) = node_counts(p);
     match &p.outcome {
         Outcome::Ok => format!(
-            "ORT {} ({}): {} on CUDA, {cpu} on CPU, {}",
+            "ORT {} ({}): {} on {}, {cpu} on CPU, {}",
             p.ort,
             p.level.name(),
-            plural(cuda, "node", "nodes"),
+            plural(on_provider, "node", "nodes"),
+            crate::providers::advised(&p.eps).label,
             plural(p.copies.len(), "copy", "copies")
         ),
         Outcome::LoadFail(e)
@@ -300,21 +301,23 @@ pub fn placement(model: &str, p: &Placement) -> String {
         // Nodes are placed and copies inserted before the kernel refuses its node.
         Outcome::InitFail(e) => s += &format!(": session creation fails after placement\n  {e}\n"),
     }
+    let provider = crate::providers::advised(&p.eps);
     for (gi, g) in p.session.graphs.iter().enumerate() {
-        let (mut cuda, mut cpu) = (0, 0);
+        let (mut on_provider, mut cpu) = (0, 0);
         for (ni, n) in g.live_nodes() {
             match (n.ep, p.decisions.get(crate::session::NodeRef::new(gi, ni))) {
                 (_, Some(Decision::Inserted)) => {}
-                (Some(Ep::Cuda), _) => cuda += 1,
                 (Some(Ep::Cpu), _) => cpu += 1,
+                (Some(e), _) if e == provider.ep => on_provider += 1,
                 _ => {}
             }
         }
         let copies: Vec<_> = p.copies.iter().filter(|c| c.graph == gi).collect();
         s += &format!(
-            "  graph `{}`: {} on CUDA, {cpu} on CPU, {}\n",
+            "  graph `{}`: {} on {}, {cpu} on CPU, {}\n",
             g.name,
-            plural(cuda, "node", "nodes"),
+            plural(on_provider, "node", "nodes"),
+            provider.label,
             plural(copies.len(), "copy", "copies")
         );
         for c in copies {

@@ -292,7 +292,7 @@ pub fn analysis_json(a: &Analysis, settings: &Settings) -> Value {
         "ort": p.ort,
         "ort_reason": settings.release_reason,
         "level": p.level.name(),
-        "ep": if settings.options.eps.first() == Some(&Ep::Cuda) { "cuda" } else { "cpu" },
+        "ep": crate::providers::option_of(&settings.options.eps),
         "session": placement["session"],
         "error": placement["error"],
         "summary": {

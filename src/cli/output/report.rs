@@ -285,19 +285,20 @@ impl Fixed {
     }
 }
 
-/// Nodes on CUDA (copies not counted) and on the CPU.
+/// Nodes on the provider before the CPU (copies not counted) and on the CPU.
 pub fn node_counts(p: &Placement) -> (usize, usize) {
-    let (mut cuda, mut cpu) = (0, 0);
+    let provider = crate::providers::advised(&p.eps).ep;
+    let (mut on_provider, mut cpu) = (0, 0);
     for g in &p.session.graphs {
         for (_, n) in g.live_nodes() {
             match n.ep {
-                Some(Ep::Cuda) if !n.op.starts_with("Memcpy") => cuda += 1,
                 Some(Ep::Cpu) => cpu += 1,
+                Some(e) if e == provider && !n.op.starts_with("Memcpy") => on_provider += 1,
                 _ => {}
             }
         }
     }
-    (cuda, cpu)
+    (on_provider, cpu)
 }
 
 /// Findings at deny and at warn level.

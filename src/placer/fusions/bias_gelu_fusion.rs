@@ -9,7 +9,7 @@ impl Fuser {
         for ni in self.pass_order_of(session, &["Add"]) {
             let n = &session.graphs[g].nodes[ni];
             if n.removed
-                || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
+                || !self.compatible.contains(n.ep)
                 || n.domain != Sym::AI_ONNX
                 || n.op != "Add"
                 || !matches!(n.since, Some(7 | 13 | 14))

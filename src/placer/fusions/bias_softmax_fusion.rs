@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// The providers ORT's match takes the `Add` on (`IsSupportedProvider`).
+const CUDA_ROCM: &[&str] = &[ort::CUDA, ort::ROCM];
+
 /// ORT's `TrySelectInputAndBiasWithAlignment` for softmax axis `k`: the dims from `k` on
 /// match on both Add inputs; the mask either is 1 on the dims between the first mismatch and
 /// `k` (inner broadcast, equal ranks) or on its leading dims (outer broadcast). Dims without a
@@ -55,7 +58,8 @@ impl Fuser {
         for ni in self.pass_order_of(session, &["Add"]) {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed
-                || n.ep != Some(Ep::Cuda)
+                // ORT's `IsSupportedProvider(node, {kCudaExecutionProvider, ...})`.
+                || !crate::providers::named(n.ep, CUDA_ROCM)
                 || n.domain != Sym::AI_ONNX
                 || n.op != "Add"
                 || !matches!(n.since, Some(7 | 13 | 14))
@@ -69,7 +73,7 @@ impl Fuser {
             let s = &session.graphs[self.gi].nodes[sm];
             if s.domain != Sym::AI_ONNX
                 || s.op != "Softmax"
-                || s.ep != Some(Ep::Cuda)
+                || s.ep != n.ep
                 || !matches!(s.since, Some(1 | 11 | 13))
                 || self.produces_graph_output(n)
                 || !n.inputs.iter().all(|i| {

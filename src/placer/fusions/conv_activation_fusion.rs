@@ -24,7 +24,7 @@ impl Fuser {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed
                 || !is_op(n, "Conv", &[1, 11])
-                || n.ep != Some(Ep::Cpu)
+                || !self.compatible.contains(n.ep)
                 || !self.edges_are(session, n, 1)
                 || !is_float(session, self.gi, n.inputs.first())
             {
@@ -34,7 +34,7 @@ impl Fuser {
                 continue;
             };
             let a = &session.graphs[self.gi].nodes[act];
-            if a.ep != Some(Ep::Cpu) || !self.fusable_activation(session, a) {
+            if a.ep != n.ep || !self.fusable_activation(session, a) {
                 continue;
             }
             let mut node = fused_node(n, "FusedConv");

@@ -73,7 +73,7 @@ impl Fuser {
     /// types (no graph-output check).
     fn fast_gelu_start(&self, session: &Session, n: &SNode, op: &str, since: &[i64]) -> bool {
         is_op(n, op, since)
-            && matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
+            && self.compatible.contains(n.ep)
             && self.out_edges(session, n) == 1
             && self.fast_gelu_types_ok(session, n)
     }

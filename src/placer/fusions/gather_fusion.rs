@@ -105,10 +105,7 @@ impl Fuser {
         let mut parts: Vec<(i64, usize, i64, bool)> = Vec::new();
         for &c in &consumers {
             let n = &g.nodes[c];
-            if !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
-                || n.domain != Sym::AI_ONNX
-                || n.since != Some(13)
-            {
+            if !self.compatible.contains(n.ep) || n.domain != Sym::AI_ONNX || n.since != Some(13) {
                 return None;
             }
             if axis_of(n)? != axis {
@@ -251,7 +248,7 @@ impl Fuser {
             let rn = &g.nodes[ni];
             if rn.removed
                 || !is_op(rn, "Range", &[11])
-                || !matches!(rn.ep, Some(Ep::Cuda | Ep::Cpu))
+                || !self.compatible.contains(rn.ep)
                 || self.out_edges(session, rn) != 1
                 || rn.inputs.len() != 3
                 || rn.outputs.first().is_none_or(Sym::is_empty)
@@ -263,7 +260,7 @@ impl Fuser {
             };
             let gn = &g.nodes[gather];
             if !is_op(gn, "Gather", &[1, 11, 13])
-                || !matches!(gn.ep, Some(Ep::Cuda | Ep::Cpu))
+                || !self.compatible.contains(gn.ep)
                 || gn.inputs.get(1) != rn.outputs.first()
             {
                 continue;

@@ -24,7 +24,7 @@ impl Fuser {
         for ni in self.pass_order_of(session, &["Div", "Mul"]) {
             let n = &session.graphs[g].nodes[ni];
             if n.removed
-                || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu))
+                || !self.compatible.contains(n.ep)
                 || n.domain != Sym::AI_ONNX
                 || n.inputs.len() != 2
             {

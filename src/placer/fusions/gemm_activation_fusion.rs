@@ -28,7 +28,7 @@ impl Fuser {
             let n = &session.graphs[self.gi].nodes[ni];
             if n.removed
                 || !is_op(n, "Gemm", &[7, 9, 11, 13])
-                || n.ep != Some(Ep::Cpu)
+                || !self.compatible.contains(n.ep)
                 || self.out_edges(session, n) != 1
                 || !super::conv_activation_fusion::is_float(session, self.gi, n.outputs.first())
             {
@@ -38,7 +38,7 @@ impl Fuser {
                 continue;
             };
             let a = &session.graphs[self.gi].nodes[act];
-            if a.ep != Some(Ep::Cpu)
+            if a.ep != n.ep
                 || !ACTIVATIONS.iter().any(|(op, v)| is_op(a, op, v))
                 || self.produces_graph_output(n)
             {

@@ -30,7 +30,7 @@ impl Fuser {
         let rm = &g.nodes[ni];
         if rm.removed
             || !is_op(rm, "ReduceMean", &[1, 11, 13, 18])
-            || !matches!(rm.ep, Some(Ep::Cuda | Ep::Cpu))
+            || !self.compatible.contains(rm.ep)
             || !matches!(self.out_edges(session, rm), 1 | 2)
             || self.produces_graph_output(rm)
             || !self.norm_types_ok(session, rm, Some(1))
@@ -261,7 +261,7 @@ impl Fuser {
         let pn = &g.nodes[ni];
         if pn.removed
             || !is_op(pn, "Pow", &[7, 12, 13, 15])
-            || !matches!(pn.ep, Some(Ep::Cuda | Ep::Cpu))
+            || !self.compatible.contains(pn.ep)
             || !self.edges_are(session, pn, 1)
             || !self.norm_types_ok(session, pn, None)
         {
@@ -302,7 +302,8 @@ impl Fuser {
         if dn.inputs.first() != Some(x) {
             return None;
         }
-        let gpu = ep == Some(Ep::Cuda);
+        // ORT's `is_gpu_ep`: a leading and a trailing Cast fuse on these providers only.
+        let gpu = crate::providers::named(ep, &[ort::CUDA, ort::ROCM]);
         let mut leading_cast = None;
         if gpu && let Some(c) = self.producer_of(session, *x) {
             let cn = &g.nodes[c];

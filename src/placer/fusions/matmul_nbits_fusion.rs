@@ -14,13 +14,8 @@ impl Fuser {
         let g = self.gi;
         for ni in self.pass_order_of(session, &["MatMulNBits"]) {
             let n = &session.graphs[g].nodes[ni];
-            let ep_ok = match n.ep {
-                Some(Ep::Cpu) => true,
-                Some(Ep::Cuda) => self.since_1_28,
-                _ => false,
-            };
             if n.removed
-                || !ep_ok
+                || !self.compatible.contains(n.ep)
                 || n.domain != MS
                 || n.op != "MatMulNBits"
                 || n.inputs.get(5).is_some_and(|b| !b.is_empty())

@@ -63,7 +63,7 @@ impl Fuser {
         }
         for ni in self.pass_order_of(session, &["MatMul", "FusedMatMul"]) {
             let n = &session.graphs[self.gi].nodes[ni];
-            if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) || !near.contains(&ni) {
+            if n.removed || !self.compatible.contains(n.ep) || !near.contains(&ni) {
                 continue;
             }
             let is_matmul =
@@ -138,9 +138,10 @@ impl Fuser {
     }
 
     pub(super) fn matmul_types_ok(&self, session: &Session, n: &SNode) -> bool {
-        let allowed: &[D] = match n.ep {
-            Some(Ep::Cuda) => &[D::Float16, D::Float, D::Double, D::Bfloat16],
-            Some(Ep::Cpu) => &[D::Float, D::Double],
+        // ORT's `IsMatMulInputTypeSupported`, per provider as ORT names them.
+        let allowed: &[D] = match n.ep.map(Ep::name) {
+            Some(ort::CUDA | ort::ROCM) => &[D::Float16, D::Float, D::Double, D::Bfloat16],
+            Some(ort::CPU) => &[D::Float, D::Double],
             _ => return true,
         };
         n.existing_inputs().all(|(_, i)| {

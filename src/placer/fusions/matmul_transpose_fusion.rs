@@ -8,7 +8,7 @@ impl Fuser {
     pub(super) fn matmul_transpose(&mut self, session: &mut Session) {
         for ni in self.pass_order_of(session, &["MatMul", "FusedMatMul"]) {
             let n = &session.graphs[self.gi].nodes[ni];
-            if n.removed || !matches!(n.ep, Some(Ep::Cuda | Ep::Cpu)) || n.inputs.len() < 2 {
+            if n.removed || !self.compatible.contains(n.ep) || n.inputs.len() < 2 {
                 continue;
             }
             let is_matmul = (n.domain == Sym::AI_ONNX && n.op == "MatMul")

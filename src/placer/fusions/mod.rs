@@ -26,6 +26,7 @@ use crate::infer::Type;
 use crate::model::DataType as D;
 use crate::model::proto::{AttributeProto, attribute_proto::AttributeType};
 use crate::placer::{OptLevel, registry};
+use crate::providers::{EpSet, ort};
 use crate::session::edit::{Editor, Order, held_order, remember_order};
 use crate::session::order::Producers;
 use crate::session::{SNode, Session};
@@ -86,7 +87,6 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         let layer_norms = g.any_live_node(|n| n.op == layer_norm || n.op == reduce_mean);
         let mut f = Fuser::new(session, gi);
         f.since_1_25 = table.release_at_least(1, 25);
-        f.since_1_28 = table.release_at_least(1, 28);
         if gi == 0 && layer_norms {
             f.params = session.graphs[0].dim_params.clone();
         }
@@ -95,6 +95,7 @@ pub fn run(session: &mut Session, table: &KernelTable, level: OptLevel) {
         for _ in 0..MAX_STEPS {
             let before = f.fused;
             for t in registry::simulated(OptLevel::Extended) {
+                f.compatible = t.compatible(table);
                 f.apply(session, t.name);
             }
             if f.fused == before {
@@ -133,8 +134,9 @@ struct Fuser {
     opset: i64,
     /// The simulated ORT release is 1.25 or later.
     since_1_25: bool,
-    /// The simulated ORT release is 1.28 or later.
-    since_1_28: bool,
+    /// The providers whose nodes the transformer running now may change (its registry entry's,
+    /// at the simulated release).
+    compatible: EpSet,
     counter: usize,
     /// Fusions made so far.
     fused: usize,
@@ -267,7 +269,7 @@ impl Fuser {
             after: HashMap::default(),
             opset: session.opsets.get(&Sym::AI_ONNX).copied().unwrap_or(0),
             since_1_25: true,
-            since_1_28: true,
+            compatible: EpSet::ANY,
             counter: g.name_counter,
             fused: 0,
             params: HashMap::default(),

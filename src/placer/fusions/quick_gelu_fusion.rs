@@ -6,7 +6,8 @@ impl Fuser {
     /// `x * Sigmoid(x)` or `x * Sigmoid(alpha * x)` → `QuickGelu`, named
     /// `<final Mul>/QuickGeluFusion/`.
     pub(super) fn quick_gelu(&mut self, session: &mut Session) {
-        let ok_ep = |n: &SNode| matches!(n.ep, Some(Ep::Cuda | Ep::Cpu));
+        let compatible = self.compatible;
+        let ok_ep = move |n: &SNode| compatible.contains(n.ep);
         let is = |n: &SNode, op: &str, versions: &[i64]| {
             n.domain == Sym::AI_ONNX && n.op == op && n.since.is_some_and(|v| versions.contains(&v))
         };

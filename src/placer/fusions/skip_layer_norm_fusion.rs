@@ -23,7 +23,7 @@ impl Fuser {
                 continue;
             }
             if ln.removed
-                || !matches!(ln.ep, Some(Ep::Cuda | Ep::Cpu))
+                || !self.compatible.contains(ln.ep)
                 || ln.op != "LayerNormalization"
                 || !(ln.domain == Sym::AI_ONNX || ln.domain == MS)
                 || ln.inputs.len() < 2
@@ -120,7 +120,7 @@ impl Fuser {
         let g = &session.graphs[self.gi];
         let sln = &g.nodes[ni];
         if sln.removed
-            || !matches!(sln.ep, Some(Ep::Cuda | Ep::Cpu))
+            || !self.compatible.contains(sln.ep)
             || !(sln.inputs.len() == 3 || sln.inputs.len() == 4)
         {
             return;

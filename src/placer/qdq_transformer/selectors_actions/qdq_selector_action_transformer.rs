@@ -13,7 +13,7 @@ use crate::placer::qdq_transformer::walk;
 use crate::session::Session;
 use crate::session::edit::Editor;
 use crate::sym::Sym;
-use crate::tables::{Ep, KernelTable};
+use crate::tables::KernelTable;
 
 use super::qdq_actions;
 use super::qdq_selectors::{self, rules_for};
@@ -43,7 +43,10 @@ fn visit(
     ni: usize,
 ) -> bool {
     let n = &session.graphs[gi].nodes[ni];
-    if n.removed || !matches!(n.ep, Some(Ep::Cpu | Ep::Cuda)) || n.domain != Sym::AI_ONNX {
+    if n.removed
+        || !crate::providers::named(n.ep, super::qdq_selectors::SELECTOR_PROVIDERS)
+        || n.domain != Sym::AI_ONNX
+    {
         return false;
     }
     let ep = n.ep;

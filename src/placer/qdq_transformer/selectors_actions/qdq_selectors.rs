@@ -75,16 +75,22 @@ pub(crate) enum Rule {
 
 impl Rule {
     /// Whether the rule's selector takes a target on provider `ep` (`BaseSelector`'s
-    /// `compatible_providers`; the transformer itself takes CPU and CUDA nodes).
+    /// `compatible_providers`, as ORT names them; every selector takes CPU nodes, and
+    /// `DQMatMulToMatMulNBits` CUDA nodes too, from 1.20).
     pub(crate) fn runs_on(self, ep: Option<crate::tables::Ep>, table: &KernelTable) -> bool {
-        use crate::tables::Ep;
-        match (self, ep) {
-            (_, Some(Ep::Cpu)) => true,
-            (Rule::DqMatMulNBits { .. }, Some(Ep::Cuda)) => table.release_at_least(1, 20),
-            _ => false,
+        use crate::providers::{named, ort};
+        if named(ep, &[ort::CPU]) {
+            return true;
         }
+        matches!(self, Rule::DqMatMulNBits { .. })
+            && named(ep, &[ort::CUDA])
+            && table.release_at_least(1, 20)
     }
 }
+
+/// The providers any rule's selector takes a target on ([`Rule::runs_on`]), as ORT names them.
+pub(crate) const SELECTOR_PROVIDERS: &[&str] =
+    &[crate::providers::ort::CPU, crate::providers::ort::CUDA];
 
 /// The rules registered for an ONNX op at its since-version, in the order ORT tries them
 /// (`LookUpByOpTypeAndDomain`: the later registration first).
